@@ -1,0 +1,21 @@
+//! Shared domain types for egress-conformance.
+//!
+//! Every crate in the workspace uses these types for the concepts they name, so
+//! there is exactly one definition of a digest, a project name, a version, a
+//! distribution filename and an evidence record.
+
+pub mod base64;
+pub mod digest;
+pub mod evidence;
+pub mod filename;
+pub mod name;
+pub mod version;
+
+pub use digest::Sha256Digest;
+pub use evidence::{
+    BodyEnd, Exchange, Observation, PredicateVerdict, ProbeRecord, ResponseRecord, Status,
+    UpstreamRequest, WireBytes,
+};
+pub use filename::{DistFilename, DistKind};
+pub use name::ProjectName;
+pub use version::Version;

@@ -1,0 +1,131 @@
+//! PEP 503 normalized project names.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// A project name, validated against the PEP 508 name grammar and stored in
+/// its PEP 503 normalized form (lowercase, runs of `-`, `_`, `.` folded to `-`).
+///
+/// Invariant: the stored string matches `[a-z0-9]([a-z0-9-]*[a-z0-9])?` and has no
+/// `--`, so it is safe to place in a URL path segment or a file name as is.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProjectName(String);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidName(pub String);
+
+impl fmt::Display for InvalidName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a valid project name (letters, digits, '-', '_', '.', starting and ending with a letter or digit)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidName {}
+
+impl ProjectName {
+    pub fn new(raw: &str) -> Result<Self, InvalidName> {
+        let bytes = raw.as_bytes();
+        let valid = !bytes.is_empty()
+            && bytes.len() <= 200
+            && bytes[0].is_ascii_alphanumeric()
+            && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !valid {
+            return Err(InvalidName(raw.to_string()));
+        }
+        let mut out = String::with_capacity(raw.len());
+        let mut in_sep = false;
+        for c in raw.chars() {
+            if matches!(c, '-' | '_' | '.') {
+                if !in_sep {
+                    out.push('-');
+                }
+                in_sep = true;
+            } else {
+                out.push(c.to_ascii_lowercase());
+                in_sep = false;
+            }
+        }
+        Ok(Self(out))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name as it appears in wheel filenames (PEP 427: `-` becomes `_`).
+    pub fn wheel_component(&self) -> String {
+        self.0.replace('-', "_")
+    }
+}
+
+impl FromStr for ProjectName {
+    type Err = InvalidName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl fmt::Display for ProjectName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ProjectName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProjectName({})", self.0)
+    }
+}
+
+impl Serialize for ProjectName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProjectName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_per_pep503() {
+        for raw in [
+            "Friendly-Bard",
+            "FRIENDLY-BARD",
+            "friendly.bard",
+            "friendly_bard",
+            "friendly--bard",
+            "FrIeNdLy-._.-bArD",
+        ] {
+            assert_eq!(
+                ProjectName::new(raw).unwrap().as_str(),
+                "friendly-bard",
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_unsafe_names() {
+        for raw in [
+            "", "-a", "a-", "../etc", "a/b", "a b", "a%2e", ".", "a\\b", "é",
+        ] {
+            assert!(ProjectName::new(raw).is_err(), "{raw}");
+        }
+    }
+}
