@@ -9,6 +9,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod name;
+pub mod url;
 pub mod version;
 
 pub use digest::Sha256Digest;
@@ -18,4 +19,5 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use name::ProjectName;
+pub use url::Url;
 pub use version::Version;

@@ -1,1 +1,307 @@
-//! egress-transcript
+//! The suite's HTTP client. It does one thing: send the exact bytes it is
+//! given, read whatever comes back within fixed bounds, and record both as an
+//! [`Exchange`]. It never follows redirects, never retries, never normalizes a
+//! request target, and never panics on what a server sends.
+//!
+//! Bounds (all in [`Limits`], documented in docs/predicates.md):
+//! connect timeout, idle-read timeout, a deadline for the whole exchange, a
+//! cap on the response head and a cap on body bytes read. Whatever ends an
+//! exchange early is recorded in [`Exchange::error`] and [`BodyEnd`].
+
+mod read;
+mod tls;
+
+use egress_model::{Exchange, Url, WireBytes};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use egress_model::BodyEnd;
+pub use tls::TlsError;
+
+/// Every bound the client applies to one exchange.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time allowed to establish TCP (and TLS).
+    pub connect_timeout: Duration,
+    /// Longest wait for any single read.
+    pub idle_timeout: Duration,
+    /// Longest time for the whole exchange, from connect to last body byte.
+    pub deadline: Duration,
+    /// Cap on status line plus headers.
+    pub max_head_bytes: usize,
+    /// Cap on body bytes read; the rest is not read.
+    pub max_body_bytes: u64,
+    /// How many body bytes are kept in the record (all are hashed).
+    pub record_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(30),
+            max_head_bytes: 64 * 1024,
+            max_body_bytes: 256 * 1024 * 1024,
+            record_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// A request as the suite wants it written; [`Request::to_bytes`] gives the
+/// exact wire form. Probes that need malformed bytes use [`Client::send_raw`].
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    /// Written verbatim, never normalized or encoded.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn get(target: &str) -> Self {
+        Self::new("GET", target)
+    }
+
+    pub fn new(method: &str, target: &str) -> Self {
+        Self {
+            method: method.to_string(),
+            target: target.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn body(mut self, body: Vec<u8>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// The wire form: `Host` from the base URL unless given, a fixed
+    /// `User-Agent`, `Content-Length` when there is a body or the method
+    /// usually carries one, and `Connection: close` so every exchange is one
+    /// connection and its record stands alone.
+    pub fn to_bytes(&self, base: &Url) -> Vec<u8> {
+        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.target).into_bytes();
+        let has = |n: &str| self.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+        if !has("host") {
+            out.extend_from_slice(format!("Host: {}\r\n", base.host_header()).as_bytes());
+        }
+        if !has("user-agent") {
+            out.extend_from_slice(
+                concat!(
+                    "User-Agent: egress-conformance/",
+                    env!("CARGO_PKG_VERSION"),
+                    "\r\n"
+                )
+                .as_bytes(),
+            );
+        }
+        for (n, v) in &self.headers {
+            out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+        let wants_length =
+            !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        if wants_length && !has("content-length") {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        }
+        if !has("connection") {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
+
+/// Errors that stop a client from being made at all (bad CA file). Errors of
+/// an exchange are never returned: they are recorded in it.
+#[derive(Debug)]
+pub enum ClientError {
+    Tls(TlsError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Tls(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A recording client bound to one origin.
+#[derive(Clone)]
+pub struct Client {
+    base: Url,
+    limits: Limits,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+impl Client {
+    /// A client for `base`'s origin. For https, trusts `cacert` (a PEM file)
+    /// when given, else the Mozilla root set compiled in.
+    pub fn new(base: Url, limits: Limits, cacert: Option<&Path>) -> Result<Self, ClientError> {
+        let tls = match base.scheme() {
+            egress_model::url::Scheme::Https => {
+                Some(tls::config(cacert).map_err(ClientError::Tls)?)
+            }
+            egress_model::url::Scheme::Http => None,
+        };
+        Ok(Self { base, limits, tls })
+    }
+
+    pub fn base(&self) -> &Url {
+        &self.base
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// `GET path` with an optional `Accept`.
+    pub fn get(&self, label: &str, path_and_query: &str, accept: Option<&str>) -> Exchange {
+        let mut req = Request::get(path_and_query);
+        if let Some(a) = accept {
+            req = req.header("Accept", a);
+        }
+        self.send(label, &req)
+    }
+
+    pub fn send(&self, label: &str, req: &Request) -> Exchange {
+        let bytes = req.to_bytes(&self.base);
+        self.send_raw(label, &bytes)
+    }
+
+    /// Sends `raw` exactly as given and records what comes back.
+    pub fn send_raw(&self, label: &str, raw: &[u8]) -> Exchange {
+        let start = Instant::now();
+        let mut ex = Exchange {
+            label: label.to_string(),
+            peer: self.base.authority(),
+            request: WireBytes(raw.to_vec()),
+            response: None,
+            error: None,
+            elapsed_ms: 0,
+        };
+        let deadline = start + self.limits.deadline;
+        match self.connect(deadline) {
+            Ok(mut stream) => {
+                if let Err(e) = stream.write_all(raw).and_then(|()| stream.flush()) {
+                    // A server may answer and close before reading everything
+                    // we sent (e.g. a 413); still try to read that answer.
+                    ex.error = Some(format!("write failed: {}", describe_io(&e)));
+                }
+                let method = raw.split(|&b| b == b' ').next().unwrap_or_default();
+                let (resp, err) = read::read_response(&mut stream, method, &self.limits, deadline);
+                ex.response = resp;
+                if err.is_some() {
+                    ex.error = err;
+                }
+            }
+            Err(e) => ex.error = Some(e),
+        }
+        ex.elapsed_ms = start.elapsed().as_millis() as u64;
+        ex
+    }
+
+    /// Sends `CONNECT authority` and, only if the target agrees to tunnel,
+    /// sends `inner` through the tunnel. Returns one exchange per request.
+    pub fn connect_tunnel(&self, label: &str, authority: &str, inner: &[u8]) -> Vec<Exchange> {
+        let start = Instant::now();
+        let deadline = start + self.limits.deadline;
+        let raw = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes();
+        let mut first = Exchange {
+            label: label.to_string(),
+            peer: self.base.authority(),
+            request: WireBytes(raw.clone()),
+            response: None,
+            error: None,
+            elapsed_ms: 0,
+        };
+        let mut stream = match self.connect(deadline) {
+            Ok(s) => s,
+            Err(e) => {
+                first.error = Some(e);
+                first.elapsed_ms = start.elapsed().as_millis() as u64;
+                return vec![first];
+            }
+        };
+        if let Err(e) = stream.write_all(&raw) {
+            first.error = Some(format!("write failed: {}", describe_io(&e)));
+        }
+        let (resp, err) = read::read_response(&mut stream, b"CONNECT", &self.limits, deadline);
+        let tunnel_open = resp.as_ref().is_some_and(|r| r.is_success());
+        first.response = resp;
+        first.error = first.error.take().or(err);
+        first.elapsed_ms = start.elapsed().as_millis() as u64;
+        if !tunnel_open {
+            return vec![first];
+        }
+        let mut second = Exchange {
+            label: format!("{label} (request sent through the tunnel)"),
+            peer: format!("{authority} via {}", self.base.authority()),
+            request: WireBytes(inner.to_vec()),
+            response: None,
+            error: None,
+            elapsed_ms: 0,
+        };
+        let t2 = Instant::now();
+        if let Err(e) = stream.write_all(inner) {
+            second.error = Some(format!("write failed: {}", describe_io(&e)));
+        } else {
+            let method = inner.split(|&b| b == b' ').next().unwrap_or_default();
+            let (resp, err) = read::read_response(&mut stream, method, &self.limits, deadline);
+            second.response = resp;
+            second.error = err;
+        }
+        second.elapsed_ms = t2.elapsed().as_millis() as u64;
+        vec![first, second]
+    }
+
+    fn connect(&self, deadline: Instant) -> Result<Box<dyn Stream>, String> {
+        let addrs: Vec<SocketAddr> = (self.base.host_unbracketed(), self.base.port())
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}: {e}", self.base.host()))?
+            .collect();
+        let mut last = String::from("no address to connect to");
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, self.limits.connect_timeout) {
+                Ok(tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    let timed = read::Timed::new(tcp, self.limits.idle_timeout, deadline);
+                    return match &self.tls {
+                        None => Ok(Box::new(timed)),
+                        Some(cfg) => tls::wrap(cfg.clone(), self.base.host_unbracketed(), timed)
+                            .map(|s| Box::new(s) as Box<dyn Stream>),
+                    };
+                }
+                Err(e) => last = format!("connect to {addr} failed: {}", describe_io(&e)),
+            }
+        }
+        Err(last)
+    }
+}
+
+pub(crate) fn describe_io(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "timed out".to_string(),
+        io::ErrorKind::ConnectionReset => "connection reset by peer".to_string(),
+        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        io::ErrorKind::UnexpectedEof => "connection closed early".to_string(),
+        _ => e.to_string(),
+    }
+}
