@@ -32,7 +32,7 @@ pub fn encode(data: &[u8]) -> String {
 /// other character outside the alphabet or on bad padding.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let clean: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);
