@@ -1,0 +1,594 @@
+//! End-to-end tests: a real server on loopback, std `TcpStream` as the client,
+//! raw bytes on the wire.
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use egress_http::{Body, Limits, Reply, Request, Response, Server, ServerHandle};
+
+/// Echoes the request back: `METHOD TARGET VERSION|BODY`, with a few special
+/// paths for the failure-mode tests.
+fn echo(req: Request) -> Reply {
+    match req.path() {
+        "/panic" => panic!("handler panic (expected by the test)"),
+        "/inject" => Response::text(200, "x")
+            .with_header("X-Evil", "a\r\nSet-Cookie: pwned=1")
+            .into(),
+        "/status1xx" => Response::new(101).into(),
+        "/head-length" => Response::new(200)
+            .with_header("Content-Length", "12345")
+            .into(),
+        "/shared" => Response::new(200)
+            .with_body(Body::Shared(Arc::from(&b"shared bytes"[..])))
+            .into(),
+        "/close" => Response::text(200, "bye")
+            .with_header("Connection", "close")
+            .into(),
+        _ => {
+            let mut body = format!("{} {} {}|", req.method, req.target, req.version).into_bytes();
+            body.extend_from_slice(&req.body);
+            Response::new(200).with_body(body).into()
+        }
+    }
+}
+
+fn serve(limits: Limits) -> ServerHandle {
+    Server::bind("127.0.0.1:0", echo, limits).expect("bind")
+}
+
+fn connect(h: &ServerHandle) -> BufReader<TcpStream> {
+    let s = TcpStream::connect(h.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    BufReader::new(s)
+}
+
+fn send(c: &mut BufReader<TcpStream>, raw: &[u8]) {
+    c.get_mut().write_all(raw).expect("write");
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one response; the body is read by Content-Length unless `no_body`.
+fn read_response(c: &mut BufReader<TcpStream>, no_body: bool) -> Resp {
+    let mut line = String::new();
+    c.read_line(&mut line).expect("status line");
+    assert!(
+        line.starts_with("HTTP/1.1 ") && line.ends_with("\r\n"),
+        "{line:?}"
+    );
+    let status = line[9..12].parse().expect("status code");
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        c.read_line(&mut line).expect("header line");
+        let line = line.strip_suffix("\r\n").expect("CRLF");
+        if line.is_empty() {
+            break;
+        }
+        let (n, v) = line.split_once(": ").expect("field");
+        headers.push((n.to_string(), v.to_string()));
+    }
+    let mut resp = Resp {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    assert!(resp.header("transfer-encoding").is_none());
+    if !no_body {
+        let len: usize = resp
+            .header("content-length")
+            .map(|v| v.parse().expect("length"))
+            .unwrap_or(0);
+        resp.body = vec![0; len];
+        c.read_exact(&mut resp.body).expect("body");
+    }
+    resp
+}
+
+/// The server closed the connection: EOF (or a reset) with nothing more sent.
+fn assert_closed(c: &mut BufReader<TcpStream>) {
+    let mut rest = Vec::new();
+    match c.read_to_end(&mut rest) {
+        Ok(_) => assert!(
+            rest.is_empty(),
+            "unexpected bytes {:?}",
+            String::from_utf8_lossy(&rest)
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{e}"),
+    }
+}
+
+fn get(h: &ServerHandle, target: &str) -> Resp {
+    let mut c = connect(h);
+    send(
+        &mut c,
+        format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+    );
+    read_response(&mut c, false)
+}
+
+#[test]
+fn get_head_keep_alive() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"GET /simple/pip/?a=%2F HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    let r = read_response(&mut c, false);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"GET /simple/pip/?a=%2F HTTP/1.1|");
+    assert_eq!(r.header("connection"), None);
+
+    // HEAD: the length GET would have, no body. The next response on the same
+    // connection parsing cleanly proves no body bytes were sent.
+    send(
+        &mut c,
+        b"HEAD /simple/pip/?a=%2F HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    let r = read_response(&mut c, true);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("33"));
+
+    send(&mut c, b"HEAD /head-length HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = read_response(&mut c, true);
+    assert_eq!(r.header("content-length"), Some("12345"));
+
+    send(&mut c, b"GET /shared HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).body, b"shared bytes");
+
+    send(&mut c, b"GET /close HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = read_response(&mut c, false);
+    assert_eq!(
+        (r.body.as_slice(), r.header("connection")),
+        (&b"bye"[..], Some("close"))
+    );
+    assert_closed(&mut c);
+}
+
+#[test]
+fn pipelined_requests_answered_in_order() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"POST /one HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabcGET /two HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /three HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\n\r\n",
+    );
+    assert_eq!(read_response(&mut c, false).body, b"POST /one HTTP/1.1|abc");
+    assert_eq!(read_response(&mut c, false).body, b"GET /two HTTP/1.1|");
+    let r = read_response(&mut c, false);
+    assert_eq!(r.body, b"GET /three HTTP/1.1|");
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_closed(&mut c);
+}
+
+#[test]
+fn http10_connection_management() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(&mut c, b"GET /a HTTP/1.0\r\n\r\n");
+    let r = read_response(&mut c, false);
+    assert_eq!((r.status, r.header("connection")), (200, Some("close")));
+    assert_closed(&mut c);
+
+    let mut c = connect(&h);
+    send(&mut c, b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let r = read_response(&mut c, false);
+    assert_eq!(r.header("connection"), Some("keep-alive"));
+    send(&mut c, b"GET /b HTTP/1.0\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).body, b"GET /b HTTP/1.0|");
+    assert_closed(&mut c);
+}
+
+#[test]
+fn chunked_request_body() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"PUT /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+          4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Sum: 1\r\n\r\n",
+    );
+    let r = read_response(&mut c, false);
+    assert_eq!(r.body, b"PUT /up HTTP/1.1|Wikipedia in\r\n\r\nchunks.");
+    // Still in sync for the next request.
+    send(&mut c, b"GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).body, b"GET /next HTTP/1.1|");
+}
+
+#[test]
+fn expect_100_continue() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n",
+    );
+    let interim = read_response(&mut c, true);
+    assert_eq!((interim.status, interim.headers.len()), (100, 0));
+    send(&mut c, b"data");
+    assert_eq!(read_response(&mut c, false).body, b"POST /e HTTP/1.1|data");
+
+    // Too large: refused before the client sends the body, no 100.
+    let h = serve(Limits {
+        max_body_bytes: 10,
+        ..Limits::default()
+    });
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 11\r\n\r\n",
+    );
+    assert_eq!(read_response(&mut c, false).status, 413);
+    assert_closed(&mut c);
+}
+
+#[test]
+fn targets_reach_the_handler_raw() {
+    let h = serve(Limits::default());
+    for (method, target) in [
+        ("GET", "http://upstream.example/simple/?url=http://x"),
+        ("CONNECT", "pypi.org:443"),
+        ("OPTIONS", "*"),
+        ("GET", "/%2e%2e/%252e%252e/..%2f..%5c/etc/passwd"),
+        ("GET", "//evil.example/x"),
+        ("PROPFIND", "/simple/"),
+    ] {
+        let mut c = connect(&h);
+        send(
+            &mut c,
+            format!("{method} {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        );
+        let r = read_response(&mut c, false);
+        assert_eq!(r.body, format!("{method} {target} HTTP/1.1|").as_bytes());
+    }
+}
+
+/// Every malformed request gets its status, `Connection: close`, and the
+/// connection is closed; the server keeps serving afterwards.
+#[test]
+fn malformed_requests() {
+    let h = serve(Limits {
+        max_body_bytes: 100,
+        ..Limits::default()
+    });
+    let big_header = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let big_target = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(70_000));
+    let cases: Vec<(&[u8], u16)> = vec![
+        (b"GET  / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"G@T / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET /a\x01 HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET /a b HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET /\xff HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
+        (b"GET / HTTP/1.7\r\nHost: t\r\n\r\n", 505),
+        (b"GET / FTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET /\r\n\r\n", 400),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX: 1\r\n folded\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX Y: 1\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX: a\x00b\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n", 400),
+        (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcde\r\n0\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\n\r\n", 413),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n", 413),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nExpect: nothing\r\n\r\n", 417),
+        (big_header.as_bytes(), 431),
+        (big_target.as_bytes(), 414),
+        (b"GET /inject HTTP/1.1\r\nHost: t\r\n\r\n", 500),
+        (b"GET /status1xx HTTP/1.1\r\nHost: t\r\n\r\n", 500),
+    ];
+    let mut partial_chunked =
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n".to_vec();
+    partial_chunked.extend_from_slice(&[b'a'; 100]);
+    partial_chunked.extend_from_slice(b"\r\n1\r\n");
+    let mut cases = cases;
+    cases.push((&partial_chunked, 413));
+    for (raw, want) in cases {
+        let mut c = connect(&h);
+        send(&mut c, raw);
+        let r = read_response(&mut c, false);
+        let shown = String::from_utf8_lossy(&raw[..raw.len().min(120)]).into_owned();
+        assert_eq!(r.status, want, "{shown:?}");
+        assert_eq!(r.header("connection"), Some("close"), "{shown:?}");
+        assert_eq!(r.header("set-cookie"), None);
+        assert_closed(&mut c);
+    }
+    assert_eq!(get(&h, "/still-alive").status, 200);
+}
+
+#[test]
+fn garbage_does_not_hurt() {
+    let h = serve(Limits {
+        read_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    });
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..40 {
+        let mut raw = Vec::new();
+        for _ in 0..(i * 37 % 500) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            raw.push(state as u8);
+        }
+        raw.extend_from_slice(b"\r\n\r\n");
+        let mut c = connect(&h);
+        // The server may close before reading everything; that is fine.
+        let _ = c.get_mut().write_all(&raw);
+        let mut sink = Vec::new();
+        let _ = c.read_to_end(&mut sink);
+    }
+    assert_eq!(get(&h, "/ok").status, 200);
+}
+
+#[test]
+fn handler_panic_is_500_and_server_survives() {
+    let h = serve(Limits::default());
+    let mut c = connect(&h);
+    send(&mut c, b"GET /panic HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = read_response(&mut c, false);
+    assert_eq!((r.status, r.header("connection")), (500, Some("close")));
+    assert_closed(&mut c);
+    for _ in 0..3 {
+        assert_eq!(get(&h, "/after").body, b"GET /after HTTP/1.1|");
+    }
+}
+
+/// Reads until the server closes or `limit` passes; returns how long it took.
+fn time_until_closed(
+    c: &mut BufReader<TcpStream>,
+    drip: Option<&[u8]>,
+    limit: Duration,
+) -> Duration {
+    let start = Instant::now();
+    c.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
+    let mut drip = drip.unwrap_or(&[]).iter();
+    let mut buf = [0u8; 1024];
+    while start.elapsed() < limit {
+        if let Some(b) = drip.next() {
+            if c.get_mut().write_all(&[*b]).is_err() {
+                return start.elapsed();
+            }
+        }
+        match c.get_mut().read(&mut buf) {
+            Ok(0) => return start.elapsed(),
+            Ok(n) => panic!("unexpected bytes {:?}", String::from_utf8_lossy(&buf[..n])),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return start.elapsed(),
+        }
+    }
+    panic!("connection still open after {limit:?}");
+}
+
+#[test]
+fn slowloris_and_idle_connections_time_out() {
+    let timeout = Duration::from_millis(300);
+    let h = serve(Limits {
+        read_timeout: timeout,
+        ..Limits::default()
+    });
+    // A client dripping a header one byte every 50 ms never trips a per-read
+    // timeout; the per-request deadline closes it.
+    let mut c = connect(&h);
+    let drip = b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let t = time_until_closed(&mut c, Some(drip), Duration::from_secs(3));
+    assert!(t >= timeout / 2 && t < Duration::from_secs(2), "{t:?}");
+
+    // Slow body.
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n",
+    );
+    let t = time_until_closed(&mut c, Some(&[b'x'; 100]), Duration::from_secs(3));
+    assert!(t < Duration::from_secs(2), "{t:?}");
+
+    // Idle keep-alive connection.
+    let mut c = connect(&h);
+    send(&mut c, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).status, 200);
+    let t = time_until_closed(&mut c, None, Duration::from_secs(3));
+    assert!(t < Duration::from_secs(2), "{t:?}");
+
+    assert_eq!(get(&h, "/").status, 200);
+}
+
+#[test]
+fn takeover_hands_over_the_stream() {
+    let h = Server::bind_loopback(|req: Request| {
+        if req.method != "CONNECT" {
+            return Response::new(404).into();
+        }
+        Reply::Takeover(
+            Response::new(200).with_header("X-Tunnel", req.target.clone()),
+            Box::new(|mut s: TcpStream| {
+                let mut buf = [0u8; 4];
+                if s.read_exact(&mut buf).is_ok() {
+                    let _ = s.write_all(&buf);
+                    let _ = s.write_all(b"!");
+                }
+            }),
+        )
+    })
+    .expect("bind");
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"CONNECT files.example:443 HTTP/1.1\r\nHost: files.example:443\r\n\r\n",
+    );
+    let r = read_response(&mut c, true);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers,
+        vec![("X-Tunnel".into(), "files.example:443".into())]
+    );
+    send(&mut c, b"ping");
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).expect("echo");
+    assert_eq!(rest, b"ping!");
+}
+
+#[test]
+fn raw_hands_over_without_writing() {
+    let h = Server::bind_loopback(|_req: Request| {
+        Reply::Raw(Box::new(|mut s: TcpStream| {
+            let _ = s.write_all(b"\x00garbage\xff not http");
+        }))
+    })
+    .expect("bind");
+    let mut c = connect(&h);
+    send(&mut c, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut all = Vec::new();
+    c.read_to_end(&mut all).expect("read");
+    assert_eq!(all, b"\x00garbage\xff not http");
+}
+
+#[test]
+fn stop_is_prompt_with_idle_keep_alive() {
+    let h = serve(Limits::default()); // 10 s read timeout
+    let addr = h.addr();
+    assert_eq!(h.base_url(), format!("http://127.0.0.1:{}", addr.port()));
+    let mut c = connect(&h);
+    send(&mut c, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).status, 200);
+    // A second connection that never sent a byte.
+    let mut silent = connect(&h);
+
+    let start = Instant::now();
+    h.stop();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    // Both connections were shut down rather than left to time out.
+    let t = time_until_closed(&mut c, None, Duration::from_secs(2));
+    assert!(t < Duration::from_secs(1));
+    let t = time_until_closed(&mut silent, None, Duration::from_secs(2));
+    assert!(t < Duration::from_secs(1));
+    assert!(TcpStream::connect(addr).is_err(), "listener closed");
+}
+
+#[test]
+fn drop_stops_too() {
+    let addr = {
+        let h = serve(Limits::default());
+        let _open = connect(&h);
+        h.addr()
+    };
+    assert!(TcpStream::connect(addr).is_err());
+}
+
+#[test]
+fn over_the_cap_gets_503() {
+    let h = serve(Limits {
+        max_connections: 2,
+        ..Limits::default()
+    });
+    let mut a = connect(&h);
+    let mut b = connect(&h);
+    for c in [&mut a, &mut b] {
+        send(c, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(read_response(c, false).status, 200);
+    }
+    assert_eq!(h.connections(), 2);
+
+    let mut over = connect(&h);
+    send(&mut over, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = read_response(&mut over, false);
+    assert_eq!((r.status, r.header("connection")), (503, Some("close")));
+    assert_closed(&mut over);
+
+    // Freeing a slot admits new connections again.
+    drop(a);
+    let start = Instant::now();
+    while h.connections() > 1 {
+        assert!(start.elapsed() < Duration::from_secs(2), "slot never freed");
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(get(&h, "/again").status, 200);
+    send(&mut b, b"GET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut b, false).status, 200);
+}
+
+#[test]
+fn request_accessors() {
+    let h = Server::bind_loopback(|req: Request| {
+        let text = format!(
+            "{}|{:?}|{:?}|{:?}|{}",
+            req.path(),
+            req.query(),
+            req.header("x-MULTI"),
+            req.headers_named("x-multi").collect::<Vec<_>>(),
+            req.peer.ip()
+        );
+        Response::text(200, &text).into()
+    })
+    .expect("bind");
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"GET /a%3Fb?c=d?e HTTP/1.1\r\nHost: t\r\nX-Multi: 1\r\nx-multi:  2 \r\n\r\n",
+    );
+    let r = read_response(&mut c, false);
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        "/a%3Fb|Some(\"c=d?e\")|Some(\"1\")|[\"1\", \"2\"]|127.0.0.1"
+    );
+}
+
+#[test]
+fn zero_read_timeout_is_rejected() {
+    let limits = Limits {
+        read_timeout: Duration::ZERO,
+        ..Limits::default()
+    };
+    assert!(Server::bind("127.0.0.1:0", echo, limits).is_err());
+}
+
+#[test]
+fn handle_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<ServerHandle>();
+    send::<Reply>();
+}
