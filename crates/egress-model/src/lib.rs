@@ -9,6 +9,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod name;
+pub mod upstream;
 pub mod url;
 pub mod version;
 
@@ -19,5 +20,6 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use name::ProjectName;
+pub use upstream::{Upstream, UpstreamPlan};
 pub use url::Url;
 pub use version::Version;

@@ -1,0 +1,53 @@
+//! The interface to an upstream the suite controls (the canary), and the
+//! package text the canary plants for the template probe.
+
+use crate::{Observation, ProjectName, UpstreamRequest};
+use serde::{Deserialize, Serialize};
+
+/// Facts about the upstream the suite controls, recorded in the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamPlan {
+    /// The canary's origin, e.g. `http://127.0.0.1:40123`.
+    pub origin: String,
+    /// The canary's index URL, e.g. `http://127.0.0.1:40123/simple/`.
+    pub index_url: String,
+    /// A project the snapshot holds (the canary serves it too).
+    pub present: ProjectName,
+    /// A project the canary serves that the snapshot must not hold.
+    pub upstream_only: ProjectName,
+    /// Paths, on the canary, of that project's files.
+    pub upstream_only_paths: Vec<String>,
+    /// The sdist-only project whose build code calls the canary's tripwire.
+    pub tripwire: ProjectName,
+    /// The project whose metadata carries template expressions.
+    pub template: ProjectName,
+}
+
+/// An upstream the suite controls: it sees every request the target makes
+/// and can change what it serves during the run.
+pub trait Upstream: Send + Sync {
+    fn plan(&self) -> UpstreamPlan;
+    /// The current end of the request log; pass it to [`Upstream::requests_since`].
+    fn mark(&self) -> u64;
+    /// Requests logged after `mark`, in order.
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest>;
+    /// Publishes a new version of `project`; returns what changed.
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String>;
+    /// Replaces the bytes of an existing file, keeping its name (and updating
+    /// the digest the upstream's pages list); returns what changed.
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String>;
+}
+
+/// Template expressions planted in package text, each with the text it turns
+/// into if a template engine evaluates it. The prefixes make the evaluated
+/// form unambiguous in any page.
+pub const TEMPLATE_MARKERS: [(&str, &str); 4] = [
+    ("ECT-A{{7*7}}", "ECT-A49"),
+    ("ECT-B${7*7}", "ECT-B49"),
+    ("ECT-C<%= 7*7 %>", "ECT-C49"),
+    ("ECT-D#{7*7}", "ECT-D49"),
+];
+
+/// The route on the canary that an artifact's build code calls. A request to
+/// it means some code from an artifact ran.
+pub const TRIPWIRE_PATH: &str = "/tripwire/";
