@@ -1,1 +1,21 @@
-//! egress-suite
+//! The egress conformance suite for PyPI mirrors.
+//!
+//! A run collects evidence for each sub-probe of the six predicates (see
+//! [`catalog::CATALOG`]) and then derives every verdict from that evidence
+//! alone with [`report::judge_all`]. `report verify` calls the same function
+//! on a saved report, so a verdict can be re-derived offline by anyone.
+
+pub mod catalog;
+pub mod classify;
+pub mod collect;
+pub mod facts;
+pub mod judge;
+pub mod plan;
+pub mod probes;
+pub mod render;
+pub mod report;
+pub mod run;
+
+pub use plan::{ManifestSource, Plan, PresentSpec, Upstream, UpstreamPlan};
+pub use report::{judge_all, verify, Disagreement, Report};
+pub use run::{run, Target};

@@ -1,0 +1,148 @@
+//! Shared pieces of the judges. A judge is a pure function from a plan, the
+//! control facts and a sub-probe's recorded evidence to a status and a
+//! one-line reason; `report verify` calls exactly the same functions.
+
+use crate::classify::{self, Answer};
+use crate::facts::Facts;
+use crate::plan::Plan;
+use egress_model::{ProbeRecord, Status, Url};
+
+pub type Verdict = (Status, String);
+
+pub struct Judge<'a> {
+    pub plan: &'a Plan,
+    pub facts: &'a Facts,
+    /// Every record of the report, for the few judges that read another
+    /// sub-probe's evidence (P5 reads the manifest's).
+    pub records: &'a [ProbeRecord],
+}
+
+impl Judge<'_> {
+    pub fn origin(&self) -> Option<Url> {
+        self.plan.index().ok()
+    }
+
+    /// `Some(verdict)` when the control has not passed: a refusal cannot be
+    /// trusted until the same route shape has been shown to serve content.
+    pub fn require(&self, control: &str) -> Option<Verdict> {
+        match self.facts.status(control) {
+            Status::Pass => None,
+            s => Some((
+                Status::Inconclusive,
+                format!("positive control {control} is {s}, so a refusal here proves nothing"),
+            )),
+        }
+    }
+
+    pub fn record(&self, id: &str) -> Option<&ProbeRecord> {
+        self.records.iter().find(|r| r.id == id)
+    }
+}
+
+pub fn pass(reason: impl Into<String>) -> Verdict {
+    (Status::Pass, reason.into())
+}
+pub fn fail(reason: impl Into<String>) -> Verdict {
+    (Status::Fail, reason.into())
+}
+pub fn inconclusive(reason: impl Into<String>) -> Verdict {
+    (Status::Inconclusive, reason.into())
+}
+pub fn skipped(reason: impl Into<String>) -> Verdict {
+    (Status::Skipped, reason.into())
+}
+
+/// How strict a refusal judge is about answers that are neither 2xx nor 4xx.
+#[derive(Clone, Copy)]
+pub struct Strictness {
+    /// 502/504 means the target tried to forward: a failure for passthrough probes.
+    pub gateway_fails: bool,
+    /// A same-origin 3xx fails too (it resolves a name to a location).
+    pub same_origin_redirect_fails: bool,
+}
+
+pub const PASSTHROUGH: Strictness = Strictness {
+    gateway_fails: true,
+    same_origin_redirect_fails: false,
+};
+pub const STRICT: Strictness = Strictness {
+    gateway_fails: true,
+    same_origin_redirect_fails: true,
+};
+
+/// The common judge for "every request here must be refused, and nothing may
+/// reach the upstream": requires `control`, then fails on any forwarded token,
+/// any 2xx, any off-origin 3xx, and as `strict` says.
+pub fn refusals(j: &Judge, rec: &ProbeRecord, control: &str, strict: Strictness) -> Verdict {
+    if let Some(v) = j.require(control) {
+        return v;
+    }
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    if rec.exchanges.is_empty() {
+        return inconclusive("no request was recorded");
+    }
+    if let Some(u) = classify::forwarded(rec).first() {
+        return fail(format!(
+            "forwarded to the upstream: it received {} {}",
+            u.method, u.target
+        ));
+    }
+    let mut codes: Vec<String> = Vec::new();
+    for ex in &rec.exchanges {
+        let what = format!("{} {}", ex.request_method(), short(&ex.request_target()));
+        match classify::classify(&origin, ex) {
+            Answer::Served(s) => return fail(format!("{what} was answered {s}")),
+            Answer::RedirectOffOrigin(loc) => {
+                return fail(format!(
+                    "{what} was redirected off the mirror's origin to {}",
+                    short(&loc)
+                ))
+            }
+            Answer::RedirectSameOrigin(loc) if strict.same_origin_redirect_fails => {
+                return fail(format!("{what} was redirected to {}", short(&loc)))
+            }
+            Answer::Gateway(s) if strict.gateway_fails => {
+                return fail(format!(
+                    "{what} was answered {s}: the target tried to reach another server"
+                ))
+            }
+            Answer::RedirectSameOrigin(_) => codes.push("3xx".into()),
+            Answer::Gateway(s) | Answer::Refused(s) => codes.push(s.to_string()),
+            Answer::NoAnswer => codes.push("no answer".into()),
+        }
+    }
+    pass(format!(
+        "all {} requests refused ({})",
+        rec.exchanges.len(),
+        tally(&codes)
+    ))
+}
+
+/// `404×3, 400×1` style summary, stable order.
+pub fn tally(items: &[String]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for i in items {
+        match counts.iter_mut().find(|(k, _)| k == i) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((i.clone(), 1)),
+        }
+    }
+    counts.sort();
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k}×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn short(s: &str) -> String {
+    if s.chars().count() <= 100 {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(100).collect();
+        t.push('…');
+        t
+    }
+}

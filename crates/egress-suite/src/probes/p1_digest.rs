@@ -1,0 +1,352 @@
+//! P1 digest binding: a name and version never resolve to bytes without a
+//! digest the client can verify; served bytes match it; artifacts are
+//! addressed by digest.
+
+use crate::collect::{Collector, Evidence};
+use crate::facts::{final_of, find, label, success_body, Facts, ListedFile};
+use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, STRICT};
+use crate::probes::controls::control_file;
+use egress_model::{DistFilename, ProbeRecord, Sha256Digest, Status};
+use egress_simple::{HTML_LEGACY, JSON_V1};
+
+/// At most this many files of the present project are fetched and checked.
+pub const MAX_FILES: usize = 16;
+
+fn page(c: &Collector, ev: &mut Evidence, json: bool) {
+    if let Some(url) = c
+        .plan
+        .present
+        .first()
+        .and_then(|p| c.plan.project_url(&p.name).ok())
+    {
+        if json {
+            ev.push(c.get(label::PROJECT_JSON, &url, Some(JSON_V1)));
+        } else {
+            ev.push(c.get(label::PROJECT_HTML, &url, Some(HTML_LEGACY)));
+        }
+    }
+}
+
+pub fn collect_page_html(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    page(c, &mut ev, false);
+    ev
+}
+
+pub fn collect_page_json(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    page(c, &mut ev, true);
+    ev
+}
+
+fn valid_sha256(hex: Option<&String>) -> bool {
+    hex.is_some_and(|h| Sha256Digest::from_hex(h).is_ok())
+}
+
+fn judge_hashes(rec: &ProbeRecord, json: bool) -> Verdict {
+    let (lbl, what) = if json {
+        (label::PROJECT_JSON, "PEP 691 `hashes`")
+    } else {
+        (label::PROJECT_HTML, "`#sha256=` fragment")
+    };
+    let Some(ex) = find(rec, lbl) else {
+        return inconclusive("the project page was not requested");
+    };
+    let Some(body) = success_body(ex) else {
+        return inconclusive(format!(
+            "the project page was not served whole: {}",
+            ex.summary()
+        ));
+    };
+    let parsed = if json {
+        egress_simple::parse_project_json(body)
+    } else {
+        egress_simple::parse_project_html(body)
+    };
+    let page = match parsed {
+        Ok(p) => p,
+        Err(e) => return inconclusive(format!("the project page does not parse: {e}")),
+    };
+    if page.files.is_empty() {
+        return inconclusive("the project page lists no file");
+    }
+    let missing: Vec<&str> = page
+        .files
+        .iter()
+        .filter(|f| !valid_sha256(f.hashes.get("sha256")))
+        .map(|f| f.filename.as_str())
+        .collect();
+    match missing.first() {
+        Some(first) => fail(format!(
+            "{} of {} file links carry no valid sha256 {what}, e.g. {first}",
+            missing.len(),
+            page.files.len()
+        )),
+        None => pass(format!(
+            "all {} file links carry a sha256 {what}",
+            page.files.len()
+        )),
+    }
+}
+
+pub fn judge_html_hashes(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    j.require("C.project-html")
+        .unwrap_or_else(|| judge_hashes(rec, false))
+}
+
+pub fn judge_json_hashes(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    j.require("C.project-json")
+        .unwrap_or_else(|| judge_hashes(rec, true))
+}
+
+const FILE_LABEL: &str = "listed file";
+const META_LABEL: &str = "listed core metadata";
+
+pub fn collect_bytes_match(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    page(c, &mut ev, false);
+    let Some(files) = listed_files(c.plan, &ev.exchanges) else {
+        return ev;
+    };
+    for f in files.iter().take(MAX_FILES) {
+        let Some(url) = &f.url else { continue };
+        c.get_following(
+            &mut ev,
+            &format!("{FILE_LABEL}: {}", f.entry.filename),
+            url,
+            None,
+        );
+        if f.entry
+            .core_metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key("sha256"))
+        {
+            if let Ok(meta) = url.join(&format!("{}.metadata", last_segment(url.path()))) {
+                c.get_following(
+                    &mut ev,
+                    &format!("{META_LABEL}: {}", f.entry.filename),
+                    &meta,
+                    None,
+                );
+            }
+        }
+    }
+    ev
+}
+
+fn last_segment(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or_default()
+}
+
+/// Files of the HTML page recorded in `exchanges`, resolved against the page URL.
+fn listed_files(
+    plan: &crate::plan::Plan,
+    exchanges: &[egress_model::Exchange],
+) -> Option<Vec<ListedFile>> {
+    let ex = exchanges.iter().find(|e| e.label == label::PROJECT_HTML)?;
+    let page = egress_simple::parse_project_html(success_body(ex)?).ok()?;
+    let url = plan.project_url(&plan.present.first()?.name).ok()?;
+    let version = plan.present.first().and_then(|p| p.version.clone());
+    Some(
+        page.files
+            .iter()
+            .filter(|e| {
+                version
+                    .as_ref()
+                    .is_none_or(|v| DistFilename::parse(&e.filename).is_ok_and(|d| &d.version == v))
+            })
+            .map(|e| ListedFile::from_entry(&url, e))
+            .collect(),
+    )
+}
+
+pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.file") {
+        return v;
+    }
+    let Some(files) = listed_files(j.plan, &rec.exchanges) else {
+        return inconclusive("the project page was not served whole");
+    };
+    let origin = j.origin();
+    let mut checked = 0;
+    let mut unserved = Vec::new();
+    for f in files.iter().take(MAX_FILES) {
+        let name = &f.entry.filename;
+        if f.url
+            .as_ref()
+            .zip(origin.as_ref())
+            .is_none_or(|(u, o)| !u.same_origin(o))
+        {
+            // The link leaves the mirror; P3 judges the hand-off.
+            continue;
+        }
+        let Some(ex) = final_of(rec, &format!("{FILE_LABEL}: {name}")) else {
+            continue;
+        };
+        let Some(r) = ex
+            .response
+            .as_ref()
+            .filter(|r| r.is_success() && r.body_end == egress_model::BodyEnd::Complete)
+        else {
+            unserved.push(name.clone());
+            continue;
+        };
+        let Some(want) = f.sha256 else {
+            return fail(format!(
+                "{name} was served ({} bytes) with no sha256 listed for the client to verify",
+                r.body_len
+            ));
+        };
+        if r.body_sha256 != want {
+            return fail(format!(
+                "{name}: listed sha256 {}…, served bytes hash to {}…",
+                &want.to_hex()[..16],
+                &r.body_sha256.to_hex()[..16]
+            ));
+        }
+        checked += 1;
+        if let Some(meta_want) = f.entry.core_metadata.as_ref().and_then(|m| m.get("sha256")) {
+            if let Some(mr) = final_of(rec, &format!("{META_LABEL}: {name}"))
+                .and_then(|e| e.response.as_ref())
+                .filter(|r| r.is_success())
+            {
+                if mr.body_sha256.to_hex() != meta_want.to_ascii_lowercase() {
+                    return fail(format!(
+                        "{name}.metadata: listed sha256 {}…, served bytes differ",
+                        short(&meta_want[..meta_want.len().min(16)])
+                    ));
+                }
+            }
+        }
+    }
+    if checked == 0 {
+        return inconclusive(format!(
+            "no listed file could be fetched from the mirror ({} not served)",
+            unserved.len()
+        ));
+    }
+    if !unserved.is_empty() {
+        return inconclusive(format!(
+            "{checked} files matched their sha256 but {} listed files were not served, e.g. {}",
+            unserved.len(),
+            unserved[0]
+        ));
+    }
+    pass(format!(
+        "all {checked} fetched files (and their advertised metadata) match their listed sha256"
+    ))
+}
+
+const AS_LISTED: &str = "file at its listed URL";
+
+/// Replaces the hex digit at `i` with another one.
+fn flip(hex: &str, i: usize) -> String {
+    let mut b = hex.as_bytes().to_vec();
+    b[i] = if b[i] == b'0' { b'1' } else { b'0' };
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+pub fn collect_altered(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Some(url) = control_file(f).and_then(|l| l.url.clone()) else {
+        return ev;
+    };
+    ev.push(c.get(AS_LISTED, &url, None));
+    let Some(sha) = ev.exchanges[0]
+        .response
+        .as_ref()
+        .filter(|r| r.is_success())
+        .map(|r| r.body_sha256.to_hex())
+    else {
+        return ev;
+    };
+    let path = url.path_and_query().to_string();
+    let lower = path.to_ascii_lowercase();
+    if let Some(at) = lower.find(&sha) {
+        for i in [at, at + 63] {
+            let mut altered = path.clone();
+            altered.replace_range(at..at + 64, &flip(&lower[at..at + 64], i - at));
+            ev.push(c.get(
+                "same URL with one digest digit altered",
+                &url.with_path(&altered),
+                None,
+            ));
+        }
+    }
+    ev
+}
+
+pub fn judge_altered(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.file") {
+        return v;
+    }
+    let Some(first) = find(rec, AS_LISTED) else {
+        return inconclusive("the file was not requested");
+    };
+    let Some(r) = first.response.as_ref().filter(|r| r.is_success()) else {
+        return inconclusive(format!(
+            "the file was not served this time: {}",
+            first.summary()
+        ));
+    };
+    let target = first.request_target();
+    if !target
+        .to_ascii_lowercase()
+        .contains(&r.body_sha256.to_hex())
+    {
+        return fail(format!("the file URL {} does not carry the sha256 of its bytes: artifacts are not addressed by digest", short(&target)));
+    }
+    let altered = egress_model::ProbeRecord {
+        exchanges: rec.exchanges[1..].to_vec(),
+        ..rec.clone()
+    };
+    if altered.exchanges.is_empty() {
+        return inconclusive("no altered URL was requested");
+    }
+    let (s, why) = refusals(j, &altered, "C.file", STRICT);
+    if s == Status::Pass {
+        pass(format!(
+            "the file URL carries its sha256, and with one digit altered: {why}"
+        ))
+    } else {
+        (s, why)
+    }
+}
+
+/// Paths at which mirrors and static servers commonly serve a file by its
+/// name and version alone.
+pub fn name_version_paths(index_path: &str, filename: &str) -> Vec<String> {
+    let Ok(d) = DistFilename::parse(filename) else {
+        return Vec::new();
+    };
+    let (n, v) = (d.name.as_str(), d.version.as_str());
+    let first = n.chars().next().unwrap_or('x');
+    vec![
+        format!("/packages/{filename}"),
+        format!("/files/{filename}"),
+        format!("/{filename}"),
+        format!("{index_path}{n}/{filename}"),
+        format!("/packages/source/{first}/{n}/{filename}"),
+        format!("/packages/{n}/{v}/{filename}"),
+        format!("/files/{n}/{v}/{filename}"),
+    ]
+}
+
+pub fn collect_name_version(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(listed), Ok(index)) = (control_file(f), c.plan.index()) else {
+        return ev;
+    };
+    let listed_path = listed.url.as_ref().map(|u| u.path().to_string());
+    for p in name_version_paths(index.path(), &listed.entry.filename) {
+        // The listed URL itself is P1.altered-digest's business.
+        if Some(&p) != listed_path.as_ref() {
+            ev.push(c.get("file by name and version", &index.with_path(&p), None));
+        }
+    }
+    ev
+}
+
+pub fn judge_name_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    refusals(j, rec, "C.file", STRICT)
+}

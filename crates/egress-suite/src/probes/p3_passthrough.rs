@@ -1,0 +1,327 @@
+//! P3 no path passthrough: anything outside the package namespace is refused
+//! and never forwarded: absolute-form targets, CONNECT, traversal in every
+//! encoding, `//host/` paths, `?url=`-style parameters, unknown routes, and
+//! redirects that hand the client to another origin.
+
+use crate::classify::{self, Answer};
+use crate::collect::{Collector, Evidence};
+use crate::facts::{find, success_body, Facts, ListedFile};
+use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, PASSTHROUGH};
+use egress_model::{ProbeRecord, Url};
+use egress_simple::HTML_LEGACY;
+
+/// A host that never resolves (RFC 2606), named when no upstream is controlled.
+pub const NOWHERE: &str = "egress-conformance.invalid";
+
+/// The authority a probe asks the target to reach: the controlled upstream
+/// when there is one (so forwarding is observed there), else a name that
+/// never resolves (so forwarding shows as a gateway error).
+fn elsewhere(c: &Collector) -> String {
+    c.plan
+        .upstream
+        .as_ref()
+        .and_then(|u| Url::parse(&u.origin).ok())
+        .map_or_else(|| format!("{NOWHERE}:80"), |u| u.authority())
+}
+
+fn host_header(c: &Collector) -> String {
+    c.client.base().host_header()
+}
+
+fn raw_get(c: &Collector, target: &str) -> Vec<u8> {
+    format!(
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: egress-conformance/{}\r\nConnection: close\r\n\r\n",
+        host_header(c),
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
+}
+
+pub fn collect_absolute_form(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.absolute-form", &mut ev, |ev| {
+        for target in [
+            format!("http://{other}/simple/{}/", c.token()),
+            format!(
+                "http://{other}/packages/{}/x-1.0-py3-none-any.whl",
+                c.token()
+            ),
+        ] {
+            ev.push(c.send_raw(
+                "absolute-form target naming another host",
+                &raw_get(c, &target),
+            ));
+        }
+    });
+    ev
+}
+
+pub fn collect_connect(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.connect", &mut ev, |ev| {
+        let host = other.split(':').next().unwrap_or(NOWHERE).to_string();
+        let inner = format!(
+            "GET /simple/{}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
+            c.token()
+        );
+        for ex in c
+            .client
+            .connect_tunnel("CONNECT to another host", &other, inner.as_bytes())
+        {
+            ev.push(ex);
+        }
+    });
+    ev
+}
+
+/// One traversal step in each encoding class.
+pub fn traversal_steps(class: &str) -> &'static [&'static str] {
+    match class {
+        "raw" => &["../"],
+        "percent" => &["%2e%2e/", "%2e%2e%2f", "..%2f", ".%2e/", "%2E%2E%2F"],
+        "double" => &["%252e%252e%252f", "%252e%252e/", "..%252f"],
+        "backslash" => &["..\\", "..%5c", "%2e%2e%5c", "..%255c"],
+        "overlong" => &[
+            "%c0%ae%c0%ae/",
+            "%c0%ae%c0%ae%c0%af",
+            "..%c0%af",
+            "..%c1%9c",
+            "%e0%80%ae%e0%80%ae/",
+        ],
+        _ => &[],
+    }
+}
+
+pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    let project = c
+        .plan
+        .present
+        .first()
+        .map(|p| format!("{}{}/", index.path(), p.name))
+        .unwrap_or_else(|| index.path().to_string());
+    c.window(&format!("P3.traversal-{class}"), &mut ev, |ev| {
+        for step in traversal_steps(class) {
+            for base in [index.path().to_string(), project.clone()] {
+                let target = format!("{base}{}etc/passwd?ec={}", step.repeat(8), c.token());
+                ev.push(c.send_raw(&format!("traversal ({class})"), &raw_get(c, &target)));
+            }
+        }
+    });
+    ev
+}
+
+pub fn collect_double_slash(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.double-slash", &mut ev, |ev| {
+        for target in [
+            format!("//{other}/simple/{}/", c.token()),
+            format!("//{NOWHERE}/{}", c.token()),
+            format!("///{other}/{}", c.token()),
+        ] {
+            ev.push(c.send_raw("//host/ path", &raw_get(c, &target)));
+        }
+    });
+    ev
+}
+
+const BASELINE: &str = "baseline without parameters";
+const WITH_PARAM: &str = "with a URL parameter";
+
+pub fn collect_url_param(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    let other = elsewhere(c);
+    let mut paths = vec![index.path().to_string(), "/".to_string()];
+    if let Some(p) = c.plan.present.first() {
+        paths.push(format!("{}{}/", index.path(), p.name));
+    }
+    c.window("P3.url-param", &mut ev, |ev| {
+        for path in &paths {
+            ev.push(c.get(BASELINE, &index.with_path(path), Some(HTML_LEGACY)));
+            for param in ["url", "target", "redirect", "next", "uri", "proxy"] {
+                let q = format!("{path}?{param}=http://{other}/{}", c.token());
+                ev.push(c.get(WITH_PARAM, &index.with_path(&q), Some(HTML_LEGACY)));
+            }
+        }
+        let q = format!("/proxy?url=http://{other}/{}", c.token());
+        ev.push(c.get(WITH_PARAM, &index.with_path(&q), Some(HTML_LEGACY)));
+    });
+    ev
+}
+
+pub fn judge_url_param(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    if let Some(u) = classify::forwarded(rec).first() {
+        return fail(format!(
+            "the parameter was followed: the upstream received {} {}",
+            u.method,
+            short(&u.target)
+        ));
+    }
+    let mut n = 0;
+    for ex in rec.exchanges.iter().filter(|e| e.label == WITH_PARAM) {
+        n += 1;
+        let target = ex.request_target();
+        let path = target.split('?').next().unwrap_or_default();
+        let what = format!("GET {}", short(&target));
+        match classify::classify(&origin, ex) {
+            Answer::Served(s) => {
+                let baseline = rec
+                    .exchanges
+                    .iter()
+                    .find(|b| b.label == BASELINE && b.request_target() == path);
+                let same = baseline
+                    .and_then(|b| b.response.as_ref())
+                    .zip(ex.response.as_ref())
+                    .is_some_and(|(b, r)| b.is_success() && b.body_sha256 == r.body_sha256);
+                if !same {
+                    return fail(format!("{what} was answered {s} with content that differs from {path} without the parameter"));
+                }
+            }
+            Answer::RedirectOffOrigin(loc) => {
+                return fail(format!("{what} was redirected to {}", short(&loc)))
+            }
+            Answer::Gateway(s) => {
+                return fail(format!(
+                    "{what} was answered {s}: the target tried to reach another server"
+                ))
+            }
+            _ => {}
+        }
+    }
+    if n == 0 {
+        return inconclusive("no request with a parameter was recorded");
+    }
+    pass(format!("{n} requests with url-style parameters were refused or answered as if the parameter were absent"))
+}
+
+pub fn collect_unknown(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    let project = c
+        .plan
+        .present
+        .first()
+        .map(|p| format!("{}{}/", index.path(), p.name));
+    c.window("P3.unknown-route", &mut ev, |ev| {
+        let mut targets = vec![
+            format!("/{}", c.token()),
+            format!("/{}/", c.token()),
+            format!("{}{}/{}", index.path(), c.token(), c.token()),
+            format!("/api/{}", c.token()),
+            format!("/admin/{}", c.token()),
+            format!("/+api?{}", c.token()),
+            format!("/-/{}", c.token()),
+            format!("/.git/config?{}", c.token()),
+        ];
+        if let Some(p) = &project {
+            targets.push(format!("{p}{}/", c.token()));
+        }
+        for t in targets {
+            ev.push(c.get("unknown route", &index.with_path(&t), Some(HTML_LEGACY)));
+        }
+    });
+    ev
+}
+
+const PAGE: &str = "project page (HTML)";
+const REDIRECT_PROBE: &str = "request that mirrors commonly redirect";
+
+pub fn collect_offsite(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    let Some(present) = c.plan.present.first() else {
+        return ev;
+    };
+    c.window("P3.offsite-redirect", &mut ev, |ev| {
+        if let Ok(url) = c.plan.project_url(&present.name) {
+            ev.push(c.get(PAGE, &url, Some(HTML_LEGACY)));
+        }
+        let name = present.name.as_str();
+        let shouty = name.to_ascii_uppercase().replace('-', "_");
+        for p in [
+            format!("{}{name}", index.path()),
+            format!("{}{shouty}/", index.path()),
+        ] {
+            ev.push(c.get(REDIRECT_PROBE, &index.with_path(&p), Some(HTML_LEGACY)));
+        }
+        for file in f.files.iter().take(crate::probes::p1_digest::MAX_FILES) {
+            if let Some(u) = &file.url {
+                ev.push(c.get(REDIRECT_PROBE, u, None));
+            }
+        }
+        for name in c.plan.absent.iter().take(1) {
+            if let Ok(u) = c.plan.project_url(name) {
+                ev.push(c.get(REDIRECT_PROBE, &u, Some(HTML_LEGACY)));
+            }
+        }
+        if let Some(up) = &c.plan.upstream {
+            for p in &up.upstream_only_paths {
+                ev.push(c.get(REDIRECT_PROBE, &index.with_path(p), None));
+            }
+        }
+    });
+    ev
+}
+
+pub fn judge_offsite(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    if let Some(body) = find(rec, PAGE).and_then(success_body) {
+        if let (Ok(page), Some(url)) = (
+            egress_simple::parse_project_html(body),
+            j.facts.project_url.as_ref(),
+        ) {
+            let away: Vec<ListedFile> = page
+                .files
+                .iter()
+                .map(|e| ListedFile::from_entry(url, e))
+                .filter(|f| f.url.as_ref().is_some_and(|u| !u.same_origin(&origin)))
+                .collect();
+            if let Some(f) = away.first() {
+                let to = f.url.as_ref().map(|u| u.origin()).unwrap_or_default();
+                return fail(format!(
+                    "the project page hands the client to another origin: {} links to {to}",
+                    f.entry.filename
+                ));
+            }
+        }
+    }
+    let mut redirects = 0;
+    for ex in &rec.exchanges {
+        match classify::classify(&origin, ex) {
+            Answer::RedirectOffOrigin(loc) => {
+                return fail(format!(
+                    "{} {} was redirected off the mirror's origin to {}",
+                    ex.request_method(),
+                    short(&ex.request_target()),
+                    short(&loc)
+                ))
+            }
+            Answer::RedirectSameOrigin(_) => redirects += 1,
+            _ => {}
+        }
+    }
+    if rec.exchanges.len() < 2 {
+        return inconclusive("too few requests were recorded");
+    }
+    pass(format!("{} requests, no redirect or link leaves the mirror's origin ({redirects} same-origin redirects)", rec.exchanges.len()))
+}
+
+pub fn judge_passthrough(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    refusals(j, rec, "C.project-html", PASSTHROUGH)
+}

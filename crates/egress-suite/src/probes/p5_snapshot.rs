@@ -1,0 +1,530 @@
+//! P5 snapshot immutability: a published manifest whose digest recomputes and
+//! whose signature verifies; every listed file is in it with the same digest;
+//! bytes per digest never change; upstream changes never show through.
+
+use crate::collect::{Collector, Evidence};
+use crate::facts::{find, success_body, Facts};
+use crate::judge::{fail, inconclusive, pass, skipped, Judge, Verdict};
+use crate::plan::ManifestSource;
+use crate::probes::controls::control_file;
+use egress_model::{DistFilename, Observation, ProbeRecord, Sha256Digest, Url, WireBytes};
+use egress_simple::{HTML_LEGACY, JSON_V1};
+use egress_snapshot::manifest::SNAPSHOT_JSON;
+use egress_snapshot::{well_known, Manifest, SnapshotDoc};
+
+const MANIFEST: &str = "MANIFEST";
+const SIG: &str = "MANIFEST.sig";
+const SIGNERS: &str = "allowed_signers";
+
+fn input(name: &str, bytes: Vec<u8>) -> Observation {
+    Observation::Input {
+        name: name.to_string(),
+        bytes: WireBytes(bytes),
+    }
+}
+
+/// Fetches a document from any origin (a `--manifest` URL may live elsewhere).
+fn fetch(c: &Collector, label: &str, url: &Url) -> egress_model::Exchange {
+    if url.same_origin(c.client.base()) {
+        return c.get(label, url, None);
+    }
+    match egress_transcript::Client::new(url.clone(), *c.client.limits(), None) {
+        Ok(client) => client.get(label, url.path_and_query(), None),
+        Err(e) => egress_model::Exchange {
+            label: label.to_string(),
+            peer: url.authority(),
+            request: WireBytes::default(),
+            response: None,
+            error: Some(e.to_string()),
+            elapsed_ms: 0,
+        },
+    }
+}
+
+/// Collects `name` (a sibling of the manifest) wherever the plan says the manifest is.
+fn sibling(c: &Collector, ev: &mut Evidence, name: &str, well_known_path: &str) {
+    let Ok(index) = c.plan.index() else { return };
+    match &c.plan.manifest {
+        ManifestSource::WellKnown => ev.push(c.get(name, &index.with_path(well_known_path), None)),
+        ManifestSource::File(path) => {
+            let p = std::path::Path::new(path).with_file_name(name);
+            match std::fs::read(&p) {
+                Ok(bytes) => ev.observations.push(input(name, bytes)),
+                Err(_) => ev.push(c.get(name, &index.with_path(well_known_path), None)),
+            }
+        }
+        ManifestSource::Url(u) => {
+            if let Ok(url) = Url::parse(u).and_then(|u| u.join(name)) {
+                ev.push(fetch(c, name, &url));
+            }
+        }
+    }
+}
+
+pub fn collect_manifest(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    match &c.plan.manifest {
+        ManifestSource::WellKnown => {
+            ev.push(c.get(MANIFEST, &index.with_path(well_known::MANIFEST), None))
+        }
+        ManifestSource::File(path) => match std::fs::read(path) {
+            Ok(bytes) => ev.observations.push(input(MANIFEST, bytes)),
+            Err(e) => ev
+                .observations
+                .push(input(&format!("{MANIFEST} (unreadable: {e})"), Vec::new())),
+        },
+        ManifestSource::Url(u) => {
+            if let Ok(url) = Url::parse(u) {
+                ev.push(fetch(c, MANIFEST, &url));
+            }
+        }
+    }
+    sibling(c, &mut ev, SNAPSHOT_JSON, well_known::SNAPSHOT_JSON);
+    ev
+}
+
+/// A named document from a record: a recorded input, or a 2xx body.
+pub fn document<'a>(rec: &'a ProbeRecord, name: &str) -> Option<&'a [u8]> {
+    rec.observations
+        .iter()
+        .find_map(|o| match o {
+            Observation::Input { name: n, bytes } if n == name => Some(bytes.as_bytes()),
+            _ => None,
+        })
+        .or_else(|| find(rec, name).and_then(success_body))
+}
+
+/// The manifest and snapshot document, checked against each other.
+pub fn verified_manifest(
+    rec: &ProbeRecord,
+) -> Result<(Manifest, SnapshotDoc, Sha256Digest), String> {
+    let bytes = document(rec, MANIFEST).ok_or_else(|| match find(rec, MANIFEST) {
+        Some(ex) => format!("no manifest: {}", ex.summary()),
+        None => "no manifest was read".to_string(),
+    })?;
+    let manifest = Manifest::parse(bytes).map_err(|e| e.to_string())?;
+    let id = Sha256Digest::of(bytes);
+    let doc_bytes = document(rec, SNAPSHOT_JSON).ok_or("SNAPSHOT.json could not be read")?;
+    let listed = manifest
+        .get(SNAPSHOT_JSON)
+        .ok_or("the manifest does not list SNAPSHOT.json")?;
+    let actual = Sha256Digest::of(doc_bytes);
+    if listed != actual {
+        return Err(format!(
+            "SNAPSHOT.json hashes to {}…, the manifest says {}…",
+            &actual.to_hex()[..16],
+            &listed.to_hex()[..16]
+        ));
+    }
+    let doc = SnapshotDoc::parse(doc_bytes).map_err(|e| e.to_string())?;
+    if let Some(e) = doc.served.iter().find(|e| !manifest.has_blob(&e.sha256)) {
+        return Err(format!(
+            "SNAPSHOT.json serves {} from a blob the manifest does not list",
+            e.path
+        ));
+    }
+    Ok((manifest, doc, id))
+}
+
+pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.index") {
+        return v;
+    }
+    match verified_manifest(rec) {
+        Ok((m, doc, id)) => pass(format!(
+            "snapshot {}…: {} manifest entries, SNAPSHOT.json digest recomputes, {} served paths",
+            &id.to_hex()[..16],
+            m.len(),
+            doc.served.len()
+        )),
+        Err(e) => fail(e),
+    }
+}
+
+pub fn collect_signature(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    sibling(c, &mut ev, SIG, well_known::SIGNATURE);
+    if let Some(signers) = &c.allowed_signers {
+        ev.observations.push(input(SIGNERS, signers.clone()));
+    }
+    ev
+}
+
+pub fn judge_signature(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    let Some(signers) = document(rec, SIGNERS) else {
+        return skipped("no --allowed-signers given: a signature checked against a key the mirror itself publishes proves nothing");
+    };
+    let Some(mrec) = j.record("P5.manifest") else {
+        return inconclusive("P5.manifest was not run");
+    };
+    let Some(manifest) = document(mrec, MANIFEST) else {
+        return fail("there is no manifest to verify a signature over");
+    };
+    let Some(sig) = document(rec, SIG) else {
+        return fail(match find(rec, SIG) {
+            Some(ex) => format!("no signature: {}", ex.summary()),
+            None => "no signature was found beside the manifest".to_string(),
+        });
+    };
+    let allowed = match egress_signing::AllowedSigners::parse(&String::from_utf8_lossy(signers)) {
+        Ok(a) => a,
+        Err(e) => return inconclusive(format!("the given allowed signers do not parse: {e}")),
+    };
+    match egress_signing::verify(
+        &String::from_utf8_lossy(sig),
+        egress_signing::SNAPSHOT_NAMESPACE,
+        manifest,
+        &allowed,
+    ) {
+        Ok(v) => pass(format!(
+            "the manifest's signature verifies: signed by {} ({})",
+            v.principal, v.fingerprint
+        )),
+        Err(e) => fail(format!("the manifest's signature does not verify: {e}")),
+    }
+}
+
+const SERVED: &str = "served content";
+
+pub fn collect_index_in_manifest(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    ev.push(c.get(SERVED, &index, Some(HTML_LEGACY)));
+    ev.push(c.get(SERVED, &index, Some(JSON_V1)));
+    for p in c.plan.present.iter().take(3) {
+        if let Ok(u) = c.plan.project_url(&p.name) {
+            ev.push(c.get(SERVED, &u, Some(HTML_LEGACY)));
+            ev.push(c.get(SERVED, &u, Some(JSON_V1)));
+        }
+    }
+    for file in f.files.iter().take(crate::probes::p1_digest::MAX_FILES) {
+        let Some(u) = &file.url else { continue };
+        ev.push(c.get(SERVED, u, None));
+        if file.entry.core_metadata.is_some() {
+            ev.push(c.get(
+                SERVED,
+                &u.with_path(&format!("{}.metadata", u.path())),
+                None,
+            ));
+        }
+    }
+    ev
+}
+
+pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    let Some(mrec) = j.record("P5.manifest") else {
+        return inconclusive("P5.manifest was not run");
+    };
+    let (manifest, doc, _) = match verified_manifest(mrec) {
+        Ok(m) => m,
+        Err(_) => {
+            return inconclusive(format!(
+                "no verified manifest to compare with (P5.manifest is {})",
+                mrec.status
+            ))
+        }
+    };
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    let mut served = 0;
+    for ex in &rec.exchanges {
+        let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
+            continue;
+        };
+        let target = ex.request_target();
+        let path = target.split('?').next().unwrap_or_default();
+        let entries: Vec<_> = doc.served.iter().filter(|e| e.path == path).collect();
+        if entries.is_empty() {
+            return fail(format!(
+                "{path} is served but SNAPSHOT.json does not list it"
+            ));
+        }
+        if !entries.iter().any(|e| e.sha256 == r.body_sha256) {
+            return fail(format!(
+                "{path} served bytes hashing to {}…, which SNAPSHOT.json does not list for it",
+                &r.body_sha256.to_hex()[..16]
+            ));
+        }
+        if !manifest.has_blob(&r.body_sha256) {
+            return fail(format!("{path} served a blob the manifest does not list"));
+        }
+        served += 1;
+        // Every file a served project page lists must be in the snapshot with the same digest.
+        if let Some(body) = success_body(ex) {
+            let page = egress_simple::parse_project_html(body)
+                .or_else(|_| egress_simple::parse_project_json(body));
+            let page_url = origin.with_path(path);
+            for file in page.map(|p| p.files).unwrap_or_default() {
+                let (Ok(u), Some(h)) = (page_url.join(&file.url), file.hashes.get("sha256")) else {
+                    continue;
+                };
+                if !u.same_origin(&origin) {
+                    continue;
+                }
+                let listed = doc.served.iter().find(|e| e.path == u.path());
+                match listed {
+                    None => {
+                        return fail(format!(
+                            "{path} lists {} at {}, which SNAPSHOT.json does not serve",
+                            file.filename,
+                            u.path()
+                        ))
+                    }
+                    Some(e) if e.sha256.to_hex() != h.to_ascii_lowercase() => {
+                        return fail(format!(
+                            "{path} lists {} with a sha256 other than the snapshot's",
+                            file.filename
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    if served == 0 {
+        return inconclusive("nothing was served to compare with the manifest");
+    }
+    pass(format!(
+        "{served} responses, and every file they list, match SNAPSHOT.json and MANIFEST"
+    ))
+}
+
+const AGAIN: &str = "fetched again";
+
+pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    if let Some(u) = control_file(f).and_then(|l| l.url.clone()) {
+        for _ in 0..2 {
+            ev.push(c.get(&format!("{AGAIN}: file"), &u, None));
+        }
+    }
+    if let Some(u) = &f.project_url {
+        for _ in 0..2 {
+            ev.push(c.get(&format!("{AGAIN}: page"), u, Some(HTML_LEGACY)));
+        }
+    }
+    ev
+}
+
+pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.file") {
+        return v;
+    }
+    let Some((_, want)) = &j.facts.control_file else {
+        return inconclusive("the file control recorded no bytes");
+    };
+    let digests = |suffix: &str| -> Vec<Option<Sha256Digest>> {
+        rec.exchanges
+            .iter()
+            .filter(|e| e.label == format!("{AGAIN}: {suffix}"))
+            .map(|e| {
+                e.response
+                    .as_ref()
+                    .filter(|r| r.is_success())
+                    .map(|r| r.body_sha256)
+            })
+            .collect()
+    };
+    let files = digests("file");
+    if files.is_empty() {
+        return inconclusive("the file was not fetched again");
+    }
+    if let Some(d) = files.iter().find(|d| d.as_ref() != Some(want)) {
+        return fail(match d {
+            Some(d) => format!(
+                "the same file URL served other bytes on a later fetch ({}… instead of {}…)",
+                &d.to_hex()[..12],
+                &want.to_hex()[..12]
+            ),
+            None => "the same file URL stopped serving on a later fetch".to_string(),
+        });
+    }
+    let pages = digests("page");
+    if pages.windows(2).any(|w| w[0] != w[1]) {
+        return fail("the project page changed between two fetches in a row");
+    }
+    pass(format!(
+        "{} fetches of the same file and page returned identical bytes",
+        files.len() + pages.len()
+    ))
+}
+
+const BEFORE: &str = "before the upstream change";
+const AFTER: &str = "after the upstream change";
+
+fn mutation(rec: &ProbeRecord) -> Option<(&str, Option<Sha256Digest>, Sha256Digest)> {
+    rec.observations.iter().find_map(|o| match o {
+        Observation::UpstreamMutation {
+            filename,
+            before,
+            after,
+            ..
+        } => Some((filename.as_str(), *before, *after)),
+        _ => None,
+    })
+}
+
+pub fn collect_new_version(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(up), Some(u)) = (c.upstream, &f.project_url) else {
+        return ev;
+    };
+    let Some(present) = c.plan.present.first() else {
+        return ev;
+    };
+    c.window("P5.upstream-new-version", &mut ev, |ev| {
+        ev.push(c.get(&format!("{BEFORE}: page"), u, Some(HTML_LEGACY)));
+        match up.publish_new_version(&present.name) {
+            Ok(obs) => ev.observations.push(obs),
+            Err(e) => ev
+                .observations
+                .push(input(&format!("mutation failed: {e}"), Vec::new())),
+        }
+        ev.push(c.get(&format!("{AFTER}: page"), u, Some(HTML_LEGACY)));
+        ev.push(c.get(&format!("{AFTER}: page"), u, Some(JSON_V1)));
+    });
+    ev
+}
+
+pub fn judge_new_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if j.plan.upstream.is_none() {
+        return skipped("the upstream is not controlled, so it cannot publish during the run");
+    }
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    let Some((filename, _, _)) = mutation(rec) else {
+        return inconclusive("the upstream did not publish a new version");
+    };
+    let Ok(new) = DistFilename::parse(filename) else {
+        return inconclusive("the published file has no version in its name");
+    };
+    let mut checked = 0;
+    for ex in rec.exchanges.iter().filter(|e| e.label.starts_with(AFTER)) {
+        let Some(body) = success_body(ex) else {
+            continue;
+        };
+        let Ok(page) = egress_simple::parse_project_html(body)
+            .or_else(|_| egress_simple::parse_project_json(body))
+        else {
+            continue;
+        };
+        checked += 1;
+        if page
+            .files
+            .iter()
+            .any(|f| DistFilename::parse(&f.filename).is_ok_and(|d| d.version == new.version))
+        {
+            return fail(format!(
+                "version {} published upstream during the run shows on the mirror's page",
+                new.version
+            ));
+        }
+        if page.versions.iter().any(|v| v == new.version.as_str()) {
+            return fail(format!(
+                "version {} published upstream during the run is listed in the mirror's versions",
+                new.version
+            ));
+        }
+    }
+    if checked == 0 {
+        return inconclusive("the page was not served after the upstream change");
+    }
+    pass(format!(
+        "version {} published upstream mid-run never shows ({checked} pages checked)",
+        new.version
+    ))
+}
+
+pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(up), Some(page_url)) = (c.upstream, &f.project_url) else {
+        return ev;
+    };
+    let Some(file) = control_file(f) else {
+        return ev;
+    };
+    let name = file.entry.filename.clone();
+    c.window("P5.upstream-replaced-bytes", &mut ev, |ev| {
+        ev.push(c.get(&format!("{BEFORE}: page"), page_url, Some(HTML_LEGACY)));
+        match up.replace_file_bytes(&name) {
+            Ok(obs) => ev.observations.push(obs),
+            Err(e) => ev
+                .observations
+                .push(input(&format!("mutation failed: {e}"), Vec::new())),
+        }
+        let after = c.get(&format!("{AFTER}: page"), page_url, Some(HTML_LEGACY));
+        let new_url = success_body(&after)
+            .and_then(|b| egress_simple::parse_project_html(b).ok())
+            .and_then(|p| p.files.into_iter().find(|e| e.filename == name))
+            .and_then(|e| page_url.join(&e.url).ok());
+        ev.push(after);
+        if let Some(u) = &file.url {
+            c.get_following(ev, &format!("{AFTER}: file at its old URL"), u, None);
+        }
+        if let Some(u) = new_url.filter(|n| Some(n) != file.url.as_ref()) {
+            c.get_following(
+                ev,
+                &format!("{AFTER}: file at the URL now listed"),
+                &u,
+                None,
+            );
+        }
+    });
+    ev
+}
+
+pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if j.plan.upstream.is_none() {
+        return skipped(
+            "the upstream is not controlled, so it cannot replace bytes during the run",
+        );
+    }
+    if let Some(v) = j.require("C.file") {
+        return v;
+    }
+    let Some((filename, before, after)) = mutation(rec) else {
+        return inconclusive("the upstream did not replace a file");
+    };
+    for ex in rec.exchanges.iter().filter(|e| e.label.starts_with(AFTER)) {
+        let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
+            continue;
+        };
+        if r.body_sha256 == after {
+            return fail(format!(
+                "the mirror served the bytes that replaced {filename} upstream mid-run"
+            ));
+        }
+        if let Some(body) = success_body(ex) {
+            if let Ok(page) = egress_simple::parse_project_html(body) {
+                if let Some(e) = page.files.iter().find(|e| e.filename == filename) {
+                    let listed = e.hashes.get("sha256").map(|h| h.to_ascii_lowercase());
+                    if listed.as_deref() == Some(after.to_hex().as_str()) {
+                        return fail(format!("the mirror's page now lists the replaced upstream digest for {filename}"));
+                    }
+                    if before.is_some_and(|b| listed.as_deref() != Some(b.to_hex().as_str())) {
+                        return fail(format!("the digest listed for {filename} changed after the upstream replaced it"));
+                    }
+                }
+            }
+        }
+    }
+    let served = rec
+        .exchanges
+        .iter()
+        .filter(|e| {
+            e.label.starts_with(AFTER)
+                && e.label.contains("file")
+                && e.response.as_ref().is_some_and(|r| r.is_success())
+        })
+        .count();
+    if served == 0 && rec.exchanges.iter().all(|e| e.status() != Some(200)) {
+        return inconclusive("nothing was served after the upstream change");
+    }
+    pass(format!("{filename} replaced upstream mid-run; the mirror kept serving and listing the snapshot's bytes"))
+}

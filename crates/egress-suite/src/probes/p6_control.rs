@@ -1,0 +1,313 @@
+//! P6 no control channel: state-changing requests (upload, publish, delete,
+//! user creation, login, WebDAV verbs) are never honoured on the egress path,
+//! judged by status and by effect.
+
+use crate::collect::{Collector, Evidence};
+use crate::facts::{find, success_body, Facts};
+use crate::judge::{fail, inconclusive, pass, refusals, Judge, Verdict, PASSTHROUGH};
+use crate::probes::controls::control_file;
+use egress_model::{DistFilename, ProbeRecord, Url, Version};
+use egress_simple::{HTML_LEGACY, JSON_V1};
+use egress_transcript::Request;
+
+/// The version every upload attempt claims; the effect check looks for it.
+pub const UPLOAD_VERSION: &str = "6.6.6";
+
+/// The routes every write attempt targets: the index, the project page and a file.
+fn routes(c: &Collector, f: &Facts) -> Vec<Url> {
+    let mut out = Vec::new();
+    if let Ok(i) = c.plan.index() {
+        out.push(i);
+    }
+    if let Some(u) = &f.project_url {
+        out.push(u.clone());
+    }
+    if let Some(u) = control_file(f).and_then(|l| l.url.clone()) {
+        out.push(u);
+    }
+    out
+}
+
+pub fn collect_write_methods(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    c.window("P6.write-methods", &mut ev, |ev| {
+        for url in routes(c, f) {
+            for method in ["POST", "PUT", "DELETE", "PATCH"] {
+                let body = format!("{{\"ecm\":\"{}\"}}", c.token()).into_bytes();
+                let req = Request::new(method, url.path_and_query())
+                    .header("Content-Type", "application/json")
+                    .body(body);
+                ev.push(c.send(&format!("{method} on a read route"), &req));
+            }
+        }
+    });
+    ev
+}
+
+const UPLOAD: &str = "legacy upload";
+const AFTER: &str = "project page after the attempts";
+
+fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in fields {
+        out.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n")
+                .as_bytes(),
+        );
+    }
+    out.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"content\"; filename=\"{}\"\r\nContent-Type: application/octet-stream\r\n\r\n", file.0).as_bytes(),
+    );
+    out.extend_from_slice(file.1);
+    out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    out
+}
+
+pub fn collect_legacy_upload(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(present), Ok(index)) = (c.plan.present.first(), c.plan.index()) else {
+        return ev;
+    };
+    let Ok(version) = Version::new(UPLOAD_VERSION) else {
+        return ev;
+    };
+    let wheel = egress_artifacts::build_wheel(&egress_artifacts::WheelSpec {
+        name: present.name.clone(),
+        version: version.clone(),
+        summary: format!("upload attempt by egress-conformance {}", c.token()),
+        description: String::new(),
+        requires_python: None,
+        files: vec![(
+            format!("{}/__init__.py", present.name.wheel_component()),
+            b"".to_vec(),
+        )],
+    });
+    let boundary = format!("----egress{}", c.token());
+    let sha = wheel.sha256.to_hex();
+    let fields = [
+        (":action", "file_upload"),
+        ("protocol_version", "1"),
+        ("name", present.name.as_str()),
+        ("version", version.as_str()),
+        ("filetype", "bdist_wheel"),
+        ("pyversion", "py3"),
+        ("metadata_version", "2.1"),
+        ("sha256_digest", sha.as_str()),
+    ];
+    let body = multipart(&boundary, &fields, (&wheel.filename, &wheel.bytes));
+    c.window("P6.legacy-upload", &mut ev, |ev| {
+        for path in ["/", "/legacy/", index.path()] {
+            for auth in [None, Some("Basic ZWdyZXNzOmVncmVzcw==")] {
+                let mut req = Request::new("POST", path)
+                    .header(
+                        "Content-Type",
+                        &format!("multipart/form-data; boundary={boundary}"),
+                    )
+                    .body(body.clone());
+                if let Some(a) = auth {
+                    req = req.header("Authorization", a);
+                }
+                ev.push(c.send(UPLOAD, &req));
+            }
+        }
+    });
+    if let Some(u) = &f.project_url {
+        ev.push(c.get(AFTER, u, Some(HTML_LEGACY)));
+        ev.push(c.get(AFTER, u, Some(JSON_V1)));
+    }
+    ev
+}
+
+/// The uploaded version appearing on a page after the attempts.
+fn upload_visible(rec: &ProbeRecord) -> Option<String> {
+    let v = Version::new(UPLOAD_VERSION).ok()?;
+    rec.exchanges
+        .iter()
+        .filter(|e| e.label == AFTER)
+        .filter_map(success_body)
+        .find_map(|b| {
+            let page = egress_simple::parse_project_html(b)
+                .or_else(|_| egress_simple::parse_project_json(b))
+                .ok()?;
+            page.files
+                .iter()
+                .find(|f| DistFilename::parse(&f.filename).is_ok_and(|d| d.version == v))
+                .map(|f| f.filename.clone())
+        })
+}
+
+pub fn judge_legacy_upload(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(name) = upload_visible(rec) {
+        return fail(format!(
+            "the upload was honoured: the project page now lists {name}"
+        ));
+    }
+    let attempts = ProbeRecord {
+        exchanges: rec
+            .exchanges
+            .iter()
+            .filter(|e| e.label == UPLOAD)
+            .cloned()
+            .collect(),
+        ..rec.clone()
+    };
+    refusals(j, &attempts, "C.index", PASSTHROUGH)
+}
+
+pub fn collect_user_routes(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    c.window("P6.user-routes", &mut ev, |ev| {
+        let user = c.token();
+        let json = |b: String| b.into_bytes();
+        let attempts: Vec<(&str, String, Vec<u8>, &str)> = vec![
+            (
+                "PUT",
+                format!("/{user}"),
+                json(format!(
+                    "{{\"password\":\"{user}\",\"email\":\"{user}@example.invalid\"}}"
+                )),
+                "application/json",
+            ),
+            (
+                "POST",
+                "/+login".to_string(),
+                json(format!("{{\"user\":\"{user}\",\"password\":\"{user}\"}}")),
+                "application/json",
+            ),
+            (
+                "PUT",
+                format!("/-/user/org.couchdb.user:{user}"),
+                json(format!("{{\"name\":\"{user}\",\"password\":\"{user}\"}}")),
+                "application/json",
+            ),
+            (
+                "POST",
+                "/account/register/".to_string(),
+                format!("username={user}&password={user}").into_bytes(),
+                "application/x-www-form-urlencoded",
+            ),
+            (
+                "POST",
+                "/account/login/".to_string(),
+                format!("username={user}&password={user}").into_bytes(),
+                "application/x-www-form-urlencoded",
+            ),
+            (
+                "POST",
+                "/login".to_string(),
+                format!("username={user}&password={user}").into_bytes(),
+                "application/x-www-form-urlencoded",
+            ),
+            (
+                "POST",
+                "/api/users".to_string(),
+                json(format!("{{\"username\":\"{user}\"}}")),
+                "application/json",
+            ),
+        ];
+        for (method, path, body, ctype) in attempts {
+            let req = Request::new(method, &path)
+                .header("Content-Type", ctype)
+                .body(body);
+            ev.push(c.send("user creation or login", &req));
+        }
+    });
+    ev
+}
+
+pub fn collect_webdav(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    c.window("P6.webdav", &mut ev, |ev| {
+        let token = c.token();
+        let file = control_file(f).and_then(|l| l.url.clone()).unwrap_or_else(|| index.clone());
+        let propfind = b"<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><allprop/></propfind>".to_vec();
+        let attempts = vec![
+            Request::new("PROPFIND", "/").header("Depth", "1").header("Content-Type", "application/xml").body(propfind.clone()),
+            Request::new("PROPFIND", index.path()).header("Depth", "1").header("Content-Type", "application/xml").body(propfind),
+            Request::new("MKCOL", &format!("/{token}/")),
+            Request::new("COPY", file.path()).header("Destination", &format!("/{token}.whl")),
+            Request::new("MOVE", file.path()).header("Destination", &format!("/{token}.whl")),
+            Request::new("PROPPATCH", file.path()).header("Content-Type", "application/xml").body(b"<propertyupdate xmlns=\"DAV:\"/>".to_vec()),
+            Request::new("LOCK", file.path()).header("Content-Type", "application/xml").body(b"<lockinfo xmlns=\"DAV:\"><lockscope><exclusive/></lockscope><locktype><write/></locktype></lockinfo>".to_vec()),
+            Request::new("UNLOCK", file.path()).header("Lock-Token", &format!("<urn:uuid:{token}>")),
+        ];
+        for req in attempts {
+            ev.push(c.send(&format!("WebDAV {}", req.method), &req));
+        }
+    });
+    ev
+}
+
+pub fn collect_trace(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(index) = c.plan.index() else { return ev };
+    c.window("P6.trace", &mut ev, |ev| {
+        for path in ["/", index.path()] {
+            let req = Request::new("TRACE", path).header("X-Egress-Marker", &c.token());
+            ev.push(c.send("TRACE", &req));
+        }
+    });
+    ev
+}
+
+pub fn judge_refused(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    refusals(j, rec, "C.index", PASSTHROUGH)
+}
+
+const EFFECT_BEFORE: &str = "before the write attempts";
+const EFFECT_AFTER: &str = "after the write attempts";
+
+/// The effect check brackets every other P6 sub-probe: these fetches run
+/// before them, [`collect_effect_after`] after them.
+pub fn collect_effect_before(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    effect_fetches(c, f, &mut ev, EFFECT_BEFORE);
+    ev
+}
+
+pub fn collect_effect_after(c: &Collector, f: &Facts, ev: &mut Evidence) {
+    effect_fetches(c, f, ev, EFFECT_AFTER);
+}
+
+fn effect_fetches(c: &Collector, f: &Facts, ev: &mut Evidence, when: &str) {
+    if let Ok(i) = c.plan.index() {
+        ev.push(c.get(&format!("{when}: index"), &i, Some(HTML_LEGACY)));
+    }
+    if let Some(u) = &f.project_url {
+        ev.push(c.get(&format!("{when}: project page"), u, Some(HTML_LEGACY)));
+        ev.push(c.get(&format!("{when}: project page JSON"), u, Some(JSON_V1)));
+    }
+    if let Some(u) = control_file(f).and_then(|l| l.url.clone()) {
+        ev.push(c.get(&format!("{when}: file"), &u, None));
+    }
+}
+
+pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.index") {
+        return v;
+    }
+    let mut compared = 0;
+    for what in ["index", "project page", "project page JSON", "file"] {
+        let (Some(b), Some(a)) = (
+            find(rec, &format!("{EFFECT_BEFORE}: {what}")),
+            find(rec, &format!("{EFFECT_AFTER}: {what}")),
+        ) else {
+            continue;
+        };
+        let key =
+            |e: &egress_model::Exchange| e.response.as_ref().map(|r| (r.status, r.body_sha256));
+        if key(b) != key(a) {
+            return fail(format!(
+                "the {what} changed after the write attempts: {} then {}",
+                b.summary(),
+                a.summary()
+            ));
+        }
+        compared += 1;
+    }
+    if compared == 0 {
+        return inconclusive("nothing was fetched before and after the write attempts");
+    }
+    pass(format!("index, project pages and file are byte-identical before and after the write attempts ({compared} compared)"))
+}
