@@ -1,0 +1,671 @@
+//! The canary upstream: a small PyPI-protocol server the suite controls.
+//!
+//! **Test fixture.** It binds to 127.0.0.1 only and never connects anywhere.
+//!
+//! It serves PEP 503 HTML and PEP 691 JSON simple pages (negotiated; `406`
+//! when nothing offered is acceptable), `#sha256=` hashes, PEP 658 core
+//! metadata for wheels (at the file URL + `.metadata`) and files under
+//! `/packages/<hex[0..2]>/<hex[2..4]>/<sha256 hex>/<filename>`, as PyPI lays
+//! them out. Every request, whatever its answer, goes into a log the suite
+//! reads through [`Upstream`]. Requests below [`TRIPWIRE_PATH`] are answered
+//! `200 tripped` and flagged: only code from an artifact calls them.
+//!
+//! Content, all real distributions built by `egress-artifacts` and
+//! reproducible except for the port baked into the tripwire's `setup.py`:
+//!
+//! | project | files | role |
+//! |---|---|---|
+//! | `ec-present` | 1.0.0 wheel + sdist, 1.1.0 wheel | in the snapshot |
+//! | `ec-upstream-only` | 1.0.0 wheel | upstream only |
+//! | `ec-tripwire` | 0.1.0 sdist, whose `setup.py` calls the tripwire | in the snapshot |
+//! | `ec-template-text` | 1.0.0 wheel, every [`TEMPLATE_MARKERS`] raw text in Summary and Description | in the snapshot |
+//! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
+//! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
+
+use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
+use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
+use egress_model::{
+    Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest, Version,
+};
+use egress_simple::{FileEntry, Format, IndexPage, ProjectPage};
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+/// In the snapshot; the canary serves it too.
+pub const PRESENT: &str = "ec-present";
+/// Served by the canary; a snapshot must not hold it.
+pub const UPSTREAM_ONLY: &str = "ec-upstream-only";
+/// Sdist only; its `setup.py` calls the canary's tripwire.
+pub const TRIPWIRE: &str = "ec-tripwire";
+/// Its metadata carries every raw [`TEMPLATE_MARKERS`] expression.
+pub const TEMPLATE: &str = "ec-template-text";
+/// Upstream only; listed without any hash.
+pub const NO_DIGEST: &str = "ec-no-digest";
+/// Upstream only; listed with a sha256 that does not match its bytes.
+pub const BAD_DIGEST: &str = "ec-bad-digest";
+
+/// Whether a snapshot built from the canary holds the project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Snapshot,
+    UpstreamOnly,
+    /// Upstream only, and never part of [`Canary::dists`] either way.
+    Broken,
+}
+
+/// How a project's files are listed on its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Digest,
+    NoDigest,
+    WrongDigest,
+}
+
+#[derive(Debug, Clone)]
+enum Spec {
+    Wheel(WheelSpec),
+    Sdist(SdistSpec),
+}
+
+struct File {
+    spec: Spec,
+    dist: BuiltDist,
+    /// PEP 658 metadata; wheels only.
+    metadata: Option<Vec<u8>>,
+}
+
+impl File {
+    fn build(spec: Spec) -> Self {
+        let (dist, metadata) = match &spec {
+            Spec::Wheel(w) => (build_wheel(w), Some(core_metadata(w))),
+            Spec::Sdist(s) => (build_sdist(s), None),
+        };
+        File {
+            spec,
+            dist,
+            metadata,
+        }
+    }
+
+    fn path(&self) -> String {
+        file_path(&self.dist)
+    }
+
+    fn version(&self) -> &Version {
+        match &self.spec {
+            Spec::Wheel(w) => &w.version,
+            Spec::Sdist(s) => &s.version,
+        }
+    }
+}
+
+/// PyPI's layout, with the sha256 of the bytes as the digest.
+fn file_path(dist: &BuiltDist) -> String {
+    let hex = dist.sha256.to_hex();
+    format!(
+        "/packages/{}/{}/{hex}/{}",
+        &hex[..2],
+        &hex[2..4],
+        dist.filename
+    )
+}
+
+struct Project {
+    name: ProjectName,
+    role: Role,
+    listing: Listing,
+    files: Vec<File>,
+}
+
+struct Content {
+    projects: Vec<Project>,
+    /// `X-PyPI-Last-Serial`; bumped by every mutation.
+    serial: u64,
+    published: u32,
+    replaced: u32,
+    slow: HashMap<String, Duration>,
+}
+
+impl Content {
+    fn project(&self, name: &ProjectName) -> Option<&Project> {
+        self.projects.iter().find(|p| &p.name == name)
+    }
+
+    fn find_file_mut(&mut self, filename: &str) -> Option<(Listing, &mut File)> {
+        self.projects.iter_mut().find_map(|p| {
+            let listing = p.listing;
+            p.files
+                .iter_mut()
+                .find(|f| f.dist.filename == filename)
+                .map(|f| (listing, f))
+        })
+    }
+}
+
+struct State {
+    /// `http://127.0.0.1:PORT`, set right after binding.
+    origin: OnceLock<String>,
+    content: Mutex<Content>,
+    log: Mutex<Vec<UpstreamRequest>>,
+}
+
+/// Poisoning only means a handler panicked mid-request; the data is still
+/// consistent (every update is a single assignment or push).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The canary upstream; see the module docs. Stops on [`Canary::stop`] or drop.
+pub struct Canary {
+    server: ServerHandle,
+    state: Arc<State>,
+    origin: String,
+}
+
+impl Canary {
+    /// Binds 127.0.0.1 on a free port, then builds the content (the tripwire's
+    /// `setup.py` needs the port).
+    pub fn start() -> io::Result<Canary> {
+        let state = Arc::new(State {
+            origin: OnceLock::new(),
+            content: Mutex::new(Content {
+                projects: Vec::new(),
+                serial: 1,
+                published: 0,
+                replaced: 0,
+                slow: HashMap::new(),
+            }),
+            log: Mutex::new(Vec::new()),
+        });
+        let handler_state = Arc::clone(&state);
+        let server = Server::bind(
+            (Ipv4Addr::LOCALHOST, 0),
+            move |req: Request| handler_state.handle(req),
+            Limits::default(),
+        )?;
+        let origin = server.base_url();
+        let _ = state.origin.set(origin.clone());
+        lock(&state.content).projects = initial_projects(&origin);
+        Ok(Canary {
+            server,
+            state,
+            origin,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        self.origin.clone()
+    }
+
+    /// `http://127.0.0.1:PORT/simple/`.
+    pub fn index_url(&self) -> String {
+        format!("{}/simple/", self.origin)
+    }
+
+    pub fn stop(self) {
+        self.server.stop();
+    }
+
+    /// The files currently served for the projects a snapshot should hold
+    /// (and, if asked, the upstream-only project), so that a snapshot can be
+    /// built from the very bytes the canary serves. `ec-no-digest` and
+    /// `ec-bad-digest` are never included.
+    pub fn dists(&self, include_upstream_only: bool) -> Vec<(ProjectName, BuiltDist)> {
+        let content = lock(&self.state.content);
+        content
+            .projects
+            .iter()
+            .filter(|p| {
+                p.role == Role::Snapshot || (include_upstream_only && p.role == Role::UpstreamOnly)
+            })
+            .flat_map(|p| p.files.iter().map(|f| (p.name.clone(), f.dist.clone())))
+            .collect()
+    }
+
+    /// The path on the canary of the file named `filename`, if it serves one.
+    pub fn file_path(&self, filename: &str) -> Option<String> {
+        let content = lock(&self.state.content);
+        content
+            .projects
+            .iter()
+            .flat_map(|p| &p.files)
+            .find(|f| f.dist.filename == filename)
+            .map(File::path)
+    }
+
+    /// The absolute URL of the file named `filename`, if the canary serves one.
+    pub fn file_url(&self, filename: &str) -> Option<String> {
+        self.file_path(filename)
+            .map(|p| format!("{}{p}", self.origin))
+    }
+
+    /// From now on, the file named `filename` is sent only after `delay`.
+    pub fn set_slow(&self, filename: &str, delay: Duration) {
+        lock(&self.state.content)
+            .slow
+            .insert(filename.to_string(), delay);
+    }
+
+    /// The whole request log.
+    pub fn requests(&self) -> Vec<UpstreamRequest> {
+        self.requests_since(0)
+    }
+}
+
+impl Upstream for Canary {
+    fn plan(&self) -> UpstreamPlan {
+        let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
+        let upstream_only = name(UPSTREAM_ONLY);
+        let upstream_only_paths = lock(&self.state.content)
+            .project(&upstream_only)
+            .map(|p| p.files.iter().map(File::path).collect())
+            .unwrap_or_default();
+        UpstreamPlan {
+            origin: self.base_url(),
+            index_url: self.index_url(),
+            present: name(PRESENT),
+            upstream_only,
+            upstream_only_paths,
+            tripwire: name(TRIPWIRE),
+            template: name(TEMPLATE),
+        }
+    }
+
+    fn mark(&self) -> u64 {
+        lock(&self.state.log).len() as u64
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        let log = lock(&self.state.log);
+        let start = usize::try_from(mark).unwrap_or(usize::MAX).min(log.len());
+        log[start..].to_vec()
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
+        let mut content = lock(&self.state.content);
+        let n = content.published;
+        let version = Version::new(&format!("9.9.{}", 9 + n)).map_err(|e| e.to_string())?;
+        let Some(p) = content.projects.iter_mut().find(|p| &p.name == project) else {
+            return Err(format!("the canary serves no project {project}"));
+        };
+        let file = File::build(Spec::Wheel(wheel_spec(
+            project,
+            version.as_str(),
+            "Published at the canary during the run",
+            "This version did not exist when the snapshot was taken.\n",
+        )));
+        let observation = Observation::UpstreamMutation {
+            description: format!("published {project} {version} at the canary"),
+            filename: file.dist.filename.clone(),
+            before: None,
+            after: file.dist.sha256,
+        };
+        p.files.push(file);
+        content.published += 1;
+        content.serial += 1;
+        Ok(observation)
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String> {
+        let mut content = lock(&self.state.content);
+        let n = content.replaced;
+        let Some((_, file)) = content.find_file_mut(filename) else {
+            return Err(format!("the canary serves no file {filename}"));
+        };
+        let before = file.dist.sha256;
+        let mut spec = file.spec.clone();
+        let extra_path =
+            |name: &ProjectName| format!("{}/_replaced_{n}.txt", name.wheel_component());
+        let extra = format!("replaced at the canary during the run ({n})\n").into_bytes();
+        match &mut spec {
+            Spec::Wheel(w) => w.files.push((extra_path(&w.name), extra)),
+            Spec::Sdist(s) => s.files.push((extra_path(&s.name), extra)),
+        }
+        *file = File::build(spec);
+        let after = file.dist.sha256;
+        debug_assert_eq!(file.dist.filename, filename);
+        content.replaced += 1;
+        content.serial += 1;
+        Ok(Observation::UpstreamMutation {
+            description: format!(
+                "replaced the bytes of {filename} at the canary (same filename, new digest)"
+            ),
+            filename: filename.to_string(),
+            before: Some(before),
+            after,
+        })
+    }
+}
+
+// ------------------------------------------------------------------ content
+
+fn module(name: &ProjectName) -> String {
+    name.wheel_component()
+}
+
+fn init_py(version: &str) -> Vec<u8> {
+    format!("__version__ = \"{version}\"\n").into_bytes()
+}
+
+fn wheel_spec(name: &ProjectName, version: &str, summary: &str, description: &str) -> WheelSpec {
+    WheelSpec {
+        name: name.clone(),
+        version: Version::new(version).expect("fixture versions are valid"),
+        summary: summary.to_string(),
+        description: description.to_string(),
+        requires_python: None,
+        files: vec![(format!("{}/__init__.py", module(name)), init_py(version))],
+    }
+}
+
+fn sdist_spec(name: &ProjectName, version: &str, summary: &str, preamble: &str) -> SdistSpec {
+    let setup_py = format!(
+        "{preamble}from setuptools import setup\n\nsetup(name=\"{name}\", version=\"{version}\", packages=[\"{}\"])\n",
+        module(name)
+    );
+    SdistSpec {
+        name: name.clone(),
+        version: Version::new(version).expect("fixture versions are valid"),
+        summary: summary.to_string(),
+        setup_py,
+        files: vec![(format!("{}/__init__.py", module(name)), init_py(version))],
+    }
+}
+
+fn initial_projects(origin: &str) -> Vec<Project> {
+    let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
+    let project = |n: &str, role, listing, specs: Vec<Spec>| Project {
+        name: name(n),
+        role,
+        listing,
+        files: specs.into_iter().map(File::build).collect(),
+    };
+    let present = name(PRESENT);
+    let tripwire = name(TRIPWIRE);
+    let tripwire_call = format!(
+        "import urllib.request\n\n# egress-conformance canary: if this line runs, a build executed artifact code.\ntry:\n    urllib.request.urlopen(\"{origin}{TRIPWIRE_PATH}{tripwire}-0.1.0\", timeout=5)\nexcept Exception:\n    pass\n\n"
+    );
+    let markers: Vec<&str> = TEMPLATE_MARKERS.iter().map(|(raw, _)| *raw).collect();
+    let template_summary = format!("Template probe {}", markers.join(" "));
+    let template_description = format!(
+        "Package text that a template engine must never evaluate.\n\n{}\n",
+        markers.join("\n")
+    );
+    vec![
+        project(
+            PRESENT,
+            Role::Snapshot,
+            Listing::Digest,
+            vec![
+                Spec::Wheel(wheel_spec(
+                    &present,
+                    "1.0.0",
+                    "Present in the snapshot",
+                    "Present.\n",
+                )),
+                Spec::Sdist(sdist_spec(&present, "1.0.0", "Present in the snapshot", "")),
+                Spec::Wheel(wheel_spec(
+                    &present,
+                    "1.1.0",
+                    "Present in the snapshot",
+                    "Present.\n",
+                )),
+            ],
+        ),
+        project(
+            UPSTREAM_ONLY,
+            Role::UpstreamOnly,
+            Listing::Digest,
+            vec![Spec::Wheel(wheel_spec(
+                &name(UPSTREAM_ONLY),
+                "1.0.0",
+                "Only upstream, never in a snapshot",
+                "Upstream only.\n",
+            ))],
+        ),
+        project(
+            TRIPWIRE,
+            Role::Snapshot,
+            Listing::Digest,
+            vec![Spec::Sdist(sdist_spec(
+                &tripwire,
+                "0.1.0",
+                "Its setup.py calls the canary tripwire",
+                &tripwire_call,
+            ))],
+        ),
+        project(
+            TEMPLATE,
+            Role::Snapshot,
+            Listing::Digest,
+            vec![Spec::Wheel(wheel_spec(
+                &name(TEMPLATE),
+                "1.0.0",
+                &template_summary,
+                &template_description,
+            ))],
+        ),
+        project(
+            NO_DIGEST,
+            Role::Broken,
+            Listing::NoDigest,
+            vec![Spec::Wheel(wheel_spec(
+                &name(NO_DIGEST),
+                "1.0.0",
+                "Listed without any hash",
+                "No digest.\n",
+            ))],
+        ),
+        project(
+            BAD_DIGEST,
+            Role::Broken,
+            Listing::WrongDigest,
+            vec![Spec::Wheel(wheel_spec(
+                &name(BAD_DIGEST),
+                "1.0.0",
+                "Listed with a sha256 that is not its own",
+                "Bad digest.\n",
+            ))],
+        ),
+    ]
+}
+
+/// The digest `ec-bad-digest` lists: deterministic, never the real one.
+fn wrong_digest(dist: &BuiltDist) -> Sha256Digest {
+    let mut data = dist.bytes.clone();
+    data.extend_from_slice(b"\nnot these bytes");
+    Sha256Digest::of(&data)
+}
+
+fn project_page(origin: &str, p: &Project) -> ProjectPage {
+    let files = p
+        .files
+        .iter()
+        .map(|f| {
+            let sha = |d: Sha256Digest| BTreeMap::from([("sha256".to_string(), d.to_hex())]);
+            let hashes = match p.listing {
+                Listing::Digest => sha(f.dist.sha256),
+                Listing::NoDigest => BTreeMap::new(),
+                Listing::WrongDigest => sha(wrong_digest(&f.dist)),
+            };
+            let core_metadata = match (&f.metadata, p.listing) {
+                (_, Listing::NoDigest) | (None, _) => None,
+                (Some(m), _) => Some(sha(Sha256Digest::of(m))),
+            };
+            FileEntry {
+                filename: f.dist.filename.clone(),
+                url: format!("{origin}{}", f.path()),
+                hashes,
+                core_metadata,
+                size: Some(f.dist.bytes.len() as u64),
+                ..FileEntry::default()
+            }
+        })
+        .collect();
+    let mut versions: Vec<&Version> = p.files.iter().map(File::version).collect();
+    versions.sort();
+    versions.dedup();
+    ProjectPage {
+        name: p.name.to_string(),
+        files,
+        versions: versions.iter().map(|v| v.to_string()).collect(),
+        api_version: None,
+    }
+}
+
+// ------------------------------------------------------------------ serving
+
+fn not_found() -> Reply {
+    Response::text(404, "not found\n").into()
+}
+
+fn redirect(location: &str) -> Reply {
+    Response::text(301, "moved\n")
+        .with_header("Location", location)
+        .into()
+}
+
+impl State {
+    fn origin(&self) -> &str {
+        self.origin.get().map_or("", String::as_str)
+    }
+
+    fn handle(&self, req: Request) -> Reply {
+        let tripwire = req.target.starts_with(TRIPWIRE_PATH);
+        {
+            let mut log = lock(&self.log);
+            let seq = log.len() as u64 + 1;
+            log.push(UpstreamRequest {
+                seq,
+                method: req.method.clone(),
+                target: req.target.clone(),
+                tripwire,
+            });
+        }
+        if tripwire {
+            return Response::text(200, "tripped\n").into();
+        }
+        if req.method != "GET" && req.method != "HEAD" {
+            return not_found();
+        }
+        let path = req.path();
+        if path == "/simple" {
+            return redirect("/simple/");
+        }
+        if path == "/simple/" {
+            return self.index(&req);
+        }
+        if let Some(rest) = path.strip_prefix("/simple/") {
+            let raw = rest.strip_suffix('/').unwrap_or(rest);
+            let Ok(name) = ProjectName::new(raw) else {
+                return not_found();
+            };
+            if lock(&self.content).project(&name).is_none() {
+                return not_found();
+            }
+            if rest != format!("{name}/") {
+                return redirect(&format!("/simple/{name}/"));
+            }
+            return self.project(&req, &name);
+        }
+        if path.starts_with("/packages/") {
+            return self.file(path);
+        }
+        not_found()
+    }
+
+    fn negotiated(
+        &self,
+        req: &Request,
+        render: impl FnOnce(Format) -> String,
+        serial: u64,
+    ) -> Reply {
+        let Some((format, content_type)) = egress_simple::negotiate(req.header("accept")) else {
+            return Response::text(406, "no acceptable representation\n").into();
+        };
+        Response::new(200)
+            .with_header("Content-Type", content_type)
+            .with_header("Vary", "Accept")
+            .with_header("X-PyPI-Last-Serial", serial.to_string())
+            .with_body(render(format))
+            .into()
+    }
+
+    fn index(&self, req: &Request) -> Reply {
+        let (index, serial) = {
+            let content = lock(&self.content);
+            let index = IndexPage {
+                projects: content
+                    .projects
+                    .iter()
+                    .map(|p| p.name.to_string())
+                    .collect(),
+                api_version: None,
+            };
+            (index, content.serial)
+        };
+        self.negotiated(
+            req,
+            |format| match format {
+                Format::Json => egress_simple::render_index_json(&index),
+                Format::Html => egress_simple::render_index_html(&index),
+            },
+            serial,
+        )
+    }
+
+    fn project(&self, req: &Request, name: &ProjectName) -> Reply {
+        let (page, serial) = {
+            let content = lock(&self.content);
+            let Some(p) = content.project(name) else {
+                return not_found();
+            };
+            (project_page(self.origin(), p), content.serial)
+        };
+        self.negotiated(
+            req,
+            |format| match format {
+                Format::Json => egress_simple::render_project_json(&page),
+                Format::Html => egress_simple::render_project_html(&page),
+            },
+            serial,
+        )
+    }
+
+    fn file(&self, path: &str) -> Reply {
+        let found = {
+            let content = lock(&self.content);
+            content
+                .projects
+                .iter()
+                .flat_map(|p| &p.files)
+                .find_map(|f| {
+                    let own = f.path();
+                    if own == path {
+                        let delay = content.slow.get(&f.dist.filename).copied();
+                        Some((f.dist.bytes.clone(), delay))
+                    } else if path.strip_suffix(".metadata") == Some(own.as_str()) {
+                        f.metadata.clone().map(|m| (m, None))
+                    } else {
+                        None
+                    }
+                })
+        };
+        let Some((bytes, delay)) = found else {
+            return not_found();
+        };
+        if let Some(delay) = delay {
+            thread::sleep(delay);
+        }
+        Response::new(200)
+            .with_header("Content-Type", "application/octet-stream")
+            .with_body(bytes)
+            .into()
+    }
+}
