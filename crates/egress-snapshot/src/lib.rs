@@ -6,10 +6,26 @@
 //! path the mirror serves to the blob it serves there, so "nothing else is
 //! served" is checkable from outside. The snapshot ID is the SHA-256 of the
 //! `MANIFEST` bytes.
+//!
+//! [`SnapshotBuilder`] makes a snapshot from distribution files, pre-rendering
+//! every page so that the mirror only ever copies blobs; [`Snapshot`] writes
+//! itself to and loads itself from a directory, verifying every byte.
 
+#![forbid(unsafe_code)]
+
+mod blobs;
+mod build;
+mod dir;
+mod error;
 pub mod manifest;
+mod snapshot;
 
+pub use blobs::BlobStore;
+pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
+pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
+pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
+pub use snapshot::{is_servable_path, Snapshot};
 
 /// Where the mirror publishes its snapshot's evidence, relative to its origin.
 pub mod well_known {

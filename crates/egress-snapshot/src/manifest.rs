@@ -31,7 +31,10 @@ impl fmt::Display for ManifestError {
             Self::Line(n, why) => write!(f, "MANIFEST line {n}: {why}"),
             Self::Unsorted(n) => write!(f, "MANIFEST line {n}: entries must be sorted by path"),
             Self::Duplicate(p) => write!(f, "MANIFEST lists {p:?} twice"),
-            Self::UnsafePath(n, p) => write!(f, "MANIFEST line {n}: path {p:?} is absolute or leaves the snapshot"),
+            Self::UnsafePath(n, p) => write!(
+                f,
+                "MANIFEST line {n}: path {p:?} is absolute or leaves the snapshot"
+            ),
             Self::Snapshot(e) => write!(f, "SNAPSHOT.json: {e}"),
         }
     }
@@ -45,7 +48,9 @@ pub fn is_safe_relative_path(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && !path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\')
-        && path.split('/').all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+        && path
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
 impl Manifest {
@@ -58,7 +63,11 @@ impl Manifest {
         if !is_safe_relative_path(path) {
             return Err(ManifestError::UnsafePath(0, path.to_string()));
         }
-        if self.entries.insert(path.to_string(), digest).is_some_and(|old| old != digest) {
+        if self
+            .entries
+            .insert(path.to_string(), digest)
+            .is_some_and(|old| old != digest)
+        {
             return Err(ManifestError::Duplicate(path.to_string()));
         }
         Ok(())
@@ -82,7 +91,9 @@ impl Manifest {
 
     /// True when some blob entry carries this digest.
     pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
-        self.entries.get(&blob_path(digest)).is_some_and(|d| d == digest)
+        self.entries
+            .get(&blob_path(digest))
+            .is_some_and(|d| d == digest)
     }
 
     pub fn render(&self) -> String {
@@ -100,12 +111,18 @@ impl Manifest {
         let mut entries = BTreeMap::new();
         let mut last: Option<&str> = None;
         if !text.is_empty() && !text.ends_with('\n') {
-            return Err(ManifestError::Line(text.lines().count(), "missing final newline"));
+            return Err(ManifestError::Line(
+                text.lines().count(),
+                "missing final newline",
+            ));
         }
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
-            let (hex, path) = line.split_once("  ").ok_or(ManifestError::Line(n, "expected '<sha256>  <path>'"))?;
-            let digest = Sha256Digest::from_hex(hex).map_err(|_| ManifestError::Line(n, "invalid sha256"))?;
+            let (hex, path) = line
+                .split_once("  ")
+                .ok_or(ManifestError::Line(n, "expected '<sha256>  <path>'"))?;
+            let digest = Sha256Digest::from_hex(hex)
+                .map_err(|_| ManifestError::Line(n, "invalid sha256"))?;
             if !is_safe_relative_path(path) {
                 return Err(ManifestError::UnsafePath(n, path.to_string()));
             }
@@ -170,16 +187,22 @@ impl SnapshotDoc {
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self, ManifestError> {
-        let doc: Self = serde_json::from_slice(bytes).map_err(|e| ManifestError::Snapshot(e.to_string()))?;
+        let doc: Self =
+            serde_json::from_slice(bytes).map_err(|e| ManifestError::Snapshot(e.to_string()))?;
         if doc.schema != SNAPSHOT_SCHEMA {
-            return Err(ManifestError::Snapshot(format!("unknown schema {:?}", doc.schema)));
+            return Err(ManifestError::Snapshot(format!(
+                "unknown schema {:?}",
+                doc.schema
+            )));
         }
         Ok(doc)
     }
 
     /// The served entry for a path and content type, if any.
     pub fn lookup(&self, path: &str, content_type: &str) -> Option<&ServedEntry> {
-        self.served.iter().find(|e| e.path == path && e.content_type.eq_ignore_ascii_case(content_type))
+        self.served
+            .iter()
+            .find(|e| e.path == path && e.content_type.eq_ignore_ascii_case(content_type))
     }
 
     pub fn paths(&self) -> impl Iterator<Item = &str> {

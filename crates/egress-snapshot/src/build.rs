@@ -1,0 +1,351 @@
+//! [`SnapshotBuilder`]: from distribution files to a complete snapshot in
+//! which every byte the mirror will serve is a pre-rendered blob.
+//!
+//! Nothing here runs or evaluates anything a distribution supplies (P4): a
+//! wheel's METADATA is read as a zip member and only three header fields are
+//! looked at; an sdist is opaque bytes and gets no metadata at all, because
+//! the only honest way to get an sdist's metadata is to build it.
+
+use crate::error::SnapshotError;
+use crate::manifest::{
+    blob_path, Manifest, ServedEntry, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
+};
+use crate::{well_known, BlobStore, Snapshot};
+use egress_model::{DistFilename, DistKind, ProjectName, Sha256Digest, Version};
+use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
+use egress_simple::{FileEntry, IndexPage, ProjectPage, HTML_V1, JSON_V1};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where distribution files are served: `/files/<sha256 hex>/<filename>`.
+/// Addressed by digest (P1), so a path can never come to mean other bytes.
+pub const FILES_PREFIX: &str = "/files/";
+/// Content type of distribution files and their PEP 658 metadata.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+/// Content type of `allowed_signers` and the evidence documents.
+pub const TEXT_PLAIN: &str = "text/plain";
+
+#[derive(Debug, Clone)]
+struct Dist {
+    filename: String,
+    version: Version,
+    sha256: Sha256Digest,
+    size: u64,
+    yanked: Option<String>,
+    /// PEP 658 metadata blob; wheels only.
+    metadata: Option<Sha256Digest>,
+    requires_python: Option<String>,
+}
+
+/// Collects distributions, then renders and seals a [`Snapshot`].
+#[derive(Debug, Clone)]
+pub struct SnapshotBuilder {
+    index_path: String,
+    projects: BTreeMap<ProjectName, Vec<Dist>>,
+    filenames: BTreeSet<String>,
+    sources: BTreeMap<String, Sha256Digest>,
+    blobs: BlobStore,
+}
+
+impl SnapshotBuilder {
+    /// `index_path` is where the project list is served, e.g. `"/simple/"`;
+    /// project pages are at `{index_path}{name}/`. It is checked by `build`.
+    pub fn new(index_path: &str) -> Self {
+        Self {
+            index_path: index_path.to_string(),
+            projects: BTreeMap::new(),
+            filenames: BTreeSet::new(),
+            sources: BTreeMap::new(),
+            blobs: BlobStore::new(),
+        }
+    }
+
+    /// Adds a wheel or sdist. Name and version come from the filename. For a
+    /// wheel, its METADATA becomes the PEP 658 metadata file and must agree
+    /// with the filename. `yanked`: `Some("")` yanked without a reason.
+    pub fn add_dist(
+        &mut self,
+        filename: &str,
+        bytes: Vec<u8>,
+        yanked: Option<String>,
+    ) -> Result<(), SnapshotError> {
+        let invalid = |reason: String| SnapshotError::InvalidDist {
+            filename: filename.to_string(),
+            reason,
+        };
+        // The filename goes into a URL path and an HTML attribute unescaped;
+        // this character set needs no escaping in either.
+        let safe = filename.len() <= 255
+            && filename
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._+!-".contains(&b));
+        if !safe {
+            return Err(invalid(
+                "only letters, digits and . _ + ! - are allowed in a filename".into(),
+            ));
+        }
+        let parsed = DistFilename::parse(filename).map_err(|e| invalid(e.to_string()))?;
+        if self.filenames.contains(filename) {
+            return Err(SnapshotError::DuplicateDist(filename.to_string()));
+        }
+
+        let (metadata, requires_python) = match parsed.kind {
+            DistKind::Sdist => (None, None),
+            DistKind::Wheel => {
+                let text = egress_artifacts::read_wheel_metadata(&bytes).map_err(|source| {
+                    SnapshotError::WheelMetadata {
+                        filename: filename.to_string(),
+                        source,
+                    }
+                })?;
+                let fields = MetadataFields::read(&text);
+                let mismatch = |field, found: Option<String>| SnapshotError::MetadataMismatch {
+                    filename: filename.to_string(),
+                    field,
+                    found: found.unwrap_or_default(),
+                };
+                let name_ok = fields
+                    .name
+                    .as_deref()
+                    .and_then(|n| ProjectName::new(n).ok())
+                    == Some(parsed.name.clone());
+                if !name_ok {
+                    return Err(mismatch("Name", fields.name));
+                }
+                // Filenames carry `-` in a version as `_` (PEP 427).
+                let version_ok = fields
+                    .version
+                    .as_deref()
+                    .and_then(|v| Version::new(v).ok())
+                    .is_some_and(|v| {
+                        v.as_str().replace('-', "_") == parsed.version.as_str().replace('-', "_")
+                    });
+                if !version_ok {
+                    return Err(mismatch("Version", fields.version));
+                }
+                (Some(self.blobs.insert(text)), fields.requires_python)
+            }
+        };
+
+        let size = bytes.len() as u64;
+        let sha256 = self.blobs.insert(bytes);
+        self.filenames.insert(filename.to_string());
+        self.projects.entry(parsed.name).or_default().push(Dist {
+            filename: filename.to_string(),
+            version: parsed.version,
+            sha256,
+            size,
+            yanked,
+            metadata,
+            requires_python,
+        });
+        Ok(())
+    }
+
+    /// Records an input (a lockfile, a requirements file) in
+    /// `SNAPSHOT.json`'s `sources`.
+    pub fn source(&mut self, name: &str, digest: Sha256Digest) {
+        self.sources.insert(name.to_string(), digest);
+    }
+
+    /// Renders every page, writes `SNAPSHOT.json` and `MANIFEST`, and signs
+    /// the `MANIFEST` bytes with `key` (if any) for `principal`.
+    pub fn build(
+        mut self,
+        created: &str,
+        key: Option<&SigningKey>,
+        principal: &str,
+    ) -> Result<Snapshot, SnapshotError> {
+        if !is_valid_index_path(&self.index_path) {
+            return Err(SnapshotError::IndexPath(self.index_path));
+        }
+        let mut served = Vec::new();
+        let mut serve = |path: String, content_type: &str, sha256: Sha256Digest| {
+            served.push(ServedEntry {
+                path,
+                content_type: content_type.to_string(),
+                sha256,
+            });
+        };
+        let blobs = &mut self.blobs;
+
+        let mut index = IndexPage::default();
+        for (name, dists) in &mut self.projects {
+            dists.sort_by(|a, b| (&a.version, &a.filename).cmp(&(&b.version, &b.filename)));
+            let mut page = ProjectPage {
+                name: name.to_string(),
+                ..Default::default()
+            };
+            for d in dists.iter() {
+                // The dist and metadata blobs were stored by `add_dist`.
+                let url = format!("{FILES_PREFIX}{}/{}", d.sha256.to_hex(), d.filename);
+                serve(url.clone(), OCTET_STREAM, d.sha256);
+                if let Some(md) = d.metadata {
+                    serve(format!("{url}.metadata"), OCTET_STREAM, md);
+                }
+                page.files.push(FileEntry {
+                    filename: d.filename.clone(),
+                    url,
+                    hashes: sha256_map(&d.sha256),
+                    requires_python: d.requires_python.clone(),
+                    yanked: d.yanked.clone(),
+                    core_metadata: d.metadata.as_ref().map(sha256_map),
+                    size: Some(d.size),
+                    ..Default::default()
+                });
+                if page.versions.last() != Some(&d.version.to_string()) {
+                    page.versions.push(d.version.to_string());
+                }
+            }
+            let path = format!("{}{}/", self.index_path, name);
+            let html = blobs.insert(egress_simple::render_project_html(&page).into_bytes());
+            let json = blobs.insert(egress_simple::render_project_json(&page).into_bytes());
+            serve(path.clone(), HTML_V1, html);
+            serve(path, JSON_V1, json);
+            index.projects.push(name.to_string());
+        }
+        let html = blobs.insert(egress_simple::render_index_html(&index).into_bytes());
+        let json = blobs.insert(egress_simple::render_index_json(&index).into_bytes());
+        serve(self.index_path.clone(), HTML_V1, html);
+        serve(self.index_path.clone(), JSON_V1, json);
+
+        let allowed_signers = key.map(|k| {
+            format!(
+                "{}\n",
+                AllowedSigners::line_for_namespace(principal, &k.public(), SNAPSHOT_NAMESPACE)
+            )
+        });
+        if let Some(text) = &allowed_signers {
+            serve(
+                well_known::ALLOWED_SIGNERS.to_string(),
+                TEXT_PLAIN,
+                blobs.insert(text.clone().into_bytes()),
+            );
+        }
+
+        served.sort();
+        let doc = SnapshotDoc {
+            schema: SNAPSHOT_SCHEMA.to_string(),
+            builder: format!("egress-conformance {}", env!("CARGO_PKG_VERSION")),
+            created: created.to_string(),
+            sources: self.sources,
+            served,
+        };
+        let doc_bytes = doc.to_canonical_json();
+
+        // Every stored blob is served at some path, so listing the served
+        // digests lists the whole store.
+        let mut manifest = Manifest::new();
+        for e in &doc.served {
+            manifest.insert(&blob_path(&e.sha256), e.sha256)?;
+        }
+        manifest.insert(SNAPSHOT_JSON, Sha256Digest::of(&doc_bytes))?;
+        let manifest_bytes = manifest.render().into_bytes();
+        let signature = key.map(|k| k.sign(SNAPSHOT_NAMESPACE, &manifest_bytes));
+
+        let snapshot = Snapshot {
+            manifest,
+            manifest_bytes,
+            doc,
+            doc_bytes,
+            signature,
+            allowed_signers,
+            blobs: self.blobs,
+        };
+        snapshot.check()?;
+        Ok(snapshot)
+    }
+}
+
+fn sha256_map(digest: &Sha256Digest) -> BTreeMap<String, String> {
+    BTreeMap::from([("sha256".to_string(), digest.to_hex())])
+}
+
+/// `/seg/.../` with at least one segment, each `[A-Za-z0-9][A-Za-z0-9._-]*`,
+/// the first not `files` (where distribution files live).
+fn is_valid_index_path(path: &str) -> bool {
+    let Some(inner) = path.strip_prefix('/').and_then(|p| p.strip_suffix('/')) else {
+        return false;
+    };
+    let segment_ok = |s: &str| {
+        s.as_bytes()
+            .first()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    !inner.is_empty()
+        && inner.split('/').all(segment_ok)
+        && inner.split('/').next() != Some("files")
+}
+
+/// The few METADATA header fields the pages need. Read as plain text: the
+/// header block ends at the first empty line; the first occurrence counts.
+#[derive(Default)]
+struct MetadataFields {
+    name: Option<String>,
+    version: Option<String>,
+    requires_python: Option<String>,
+}
+
+impl MetadataFields {
+    fn read(metadata: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(metadata);
+        let mut out = Self::default();
+        for line in text.lines() {
+            if line.trim().is_empty() {
+                break;
+            }
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let slot = match key.trim().to_ascii_lowercase().as_str() {
+                "name" => &mut out.name,
+                "version" => &mut out.version,
+                "requires-python" => &mut out.requires_python,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(value.trim().to_string());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_paths() {
+        for ok in ["/simple/", "/a/b/", "/pypi/simple/", "/x.y-z_1/"] {
+            assert!(is_valid_index_path(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/",
+            "simple/",
+            "/simple",
+            "//",
+            "/a//b/",
+            "/../",
+            "/./",
+            "/.well-known/",
+            "/files/",
+            "/a b/",
+            "/%2e/",
+        ] {
+            assert!(!is_valid_index_path(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn metadata_fields() {
+        let f = MetadataFields::read(
+            b"Metadata-Version: 2.1\nName: A_b\nVersion: 1.0\nRequires-Python: >=3.8\nName: other\n\nRequires-Python: no\n",
+        );
+        assert_eq!(f.name.as_deref(), Some("A_b"));
+        assert_eq!(f.version.as_deref(), Some("1.0"));
+        assert_eq!(f.requires_python.as_deref(), Some(">=3.8"));
+    }
+}
