@@ -1,1 +1,148 @@
-fn main() {}
+//! `egress-conformance`: a thin command line over the suite, the reference
+//! mirror and the fixtures. See `egress-conformance --help`.
+
+mod builtin;
+mod check;
+mod output;
+mod verify;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes, shared by every command (also in the README).
+pub mod exit {
+    /// Every predicate passes; `report verify`: every verdict re-derives.
+    pub const PASS: u8 = 0;
+    /// At least one predicate fails; `report verify`: a verdict differs.
+    pub const FAIL: u8 = 1;
+    /// Bad command line.
+    pub const USAGE: u8 = 2;
+    /// Inconclusive: target unreachable or a positive control failed.
+    pub const INCONCLUSIVE: u8 = 3;
+    /// An input file is unreadable or malformed (manifest, signers, CA, report).
+    pub const INPUT: u8 = 4;
+    /// The run itself could not be carried out (cannot write output, cannot
+    /// start the built-in references).
+    pub const INTERNAL: u8 = 5;
+}
+
+/// A one-line error with the exit code it maps to.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn usage(m: impl Into<String>) -> Self {
+        Self {
+            code: exit::USAGE,
+            message: m.into(),
+        }
+    }
+    pub fn input(m: impl Into<String>) -> Self {
+        Self {
+            code: exit::INPUT,
+            message: m.into(),
+        }
+    }
+    pub fn internal(m: impl Into<String>) -> Self {
+        Self {
+            code: exit::INTERNAL,
+            message: m.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Verdicts with their evidence lines, and the matrix.
+    Text,
+    /// The full report with every recorded exchange.
+    Json,
+    /// JUnit XML, one test case per sub-probe, for CI systems.
+    Junit,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "egress-conformance",
+    version,
+    about = "Checks that a package mirror is a content-addressed, replay-only egress with no code-execution path.",
+    long_about = "Checks that a package mirror is a content-addressed, replay-only egress with no code-execution path.\n\n\
+With no command, starts on loopback a reference conformant mirror (A) and a conventional caching proxy (B) \
+in front of a canary upstream, runs the suite against both, and prints the verdicts and the discrimination matrix.\n\n\
+Exit codes: 0 pass, 1 fail, 2 usage error, 3 inconclusive, 4 bad input file, 5 could not run."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Output format for the built-in run.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Also write every report (text, JSON, JUnit) and the matrix into DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the suite against a mirror that speaks the PyPI simple API.
+    Check(check::CheckArgs),
+    /// Work with saved reports.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// Re-derive every verdict from the recorded exchanges, offline, and say
+    /// whether it agrees with the verdicts recorded in the report.
+    Verify {
+        /// A report JSON file, or a directory of them (as written by --out).
+        path: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::from(exit::PASS);
+            }
+            // clap's message is several lines; users get the first one.
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            eprintln!("egress-conformance: {first} (see --help)");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let result = match cli.command {
+        None => builtin::main(cli.format, cli.out.as_deref()),
+        Some(Command::Check(args)) => check::main(args),
+        Some(Command::Report {
+            command: ReportCommand::Verify { path },
+        }) => verify::main(&path),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("egress-conformance: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}

@@ -5,8 +5,8 @@
 //! It serves PEP 503 HTML and PEP 691 JSON simple pages (negotiated; `406`
 //! when nothing offered is acceptable), `#sha256=` hashes, PEP 658 core
 //! metadata for wheels (at the file URL + `.metadata`) and files under
-//! `/packages/<hex[0..2]>/<hex[2..4]>/<sha256 hex>/<filename>`, as PyPI lays
-//! them out. Every request, whatever its answer, goes into a log the suite
+//! `/packages/<2 hex>/<2 hex>/<60 hex>/<filename>`, as PyPI lays them out
+//! (the path digest is not the file's sha256, as on PyPI). Every request, whatever its answer, goes into a log the suite
 //! reads through [`Upstream`]. Requests below [`TRIPWIRE_PATH`] are answered
 //! `200 tripped` and flagged: only code from an artifact calls them.
 //!
@@ -104,13 +104,19 @@ impl File {
     }
 }
 
-/// PyPI's layout, with the sha256 of the bytes as the digest.
+/// PyPI's layout: `/packages/<2>/<2>/<60>/<filename>` where the 64 hex digits
+/// are a digest of the bytes that is not the sha256 clients verify (PyPI uses
+/// blake2b-256; a domain-separated sha256 stands in for it here). So, as on
+/// PyPI, a file's URL changes with its bytes but does not carry its sha256.
 fn file_path(dist: &BuiltDist) -> String {
-    let hex = dist.sha256.to_hex();
+    let mut salted = b"egress-canary-path:".to_vec();
+    salted.extend_from_slice(&dist.bytes);
+    let hex = egress_model::Sha256Digest::of(&salted).to_hex();
     format!(
-        "/packages/{}/{}/{hex}/{}",
+        "/packages/{}/{}/{}/{}",
         &hex[..2],
         &hex[2..4],
+        &hex[4..],
         dist.filename
     )
 }

@@ -39,7 +39,7 @@ use std::thread;
 use std::time::Duration;
 
 /// How long a file fetch may take before the proxy redirects to upstream.
-pub const SLOW_FETCH: Duration = Duration::from_millis(100);
+pub const SLOW_FETCH: Duration = Duration::from_millis(150);
 /// What the proxy asks upstream for: JSON preferred, HTML accepted.
 const UPSTREAM_ACCEPT: &str =
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";

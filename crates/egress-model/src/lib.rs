@@ -20,6 +20,6 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use name::ProjectName;
-pub use upstream::{Upstream, UpstreamPlan};
+pub use upstream::{Upstream, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};
 pub use url::Url;
 pub use version::Version;

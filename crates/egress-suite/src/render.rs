@@ -125,16 +125,36 @@ fn xml_escape(s: &str) -> String {
 }
 
 pub fn junit(report: &Report) -> String {
-    let count = |s: Status| report.probes.iter().filter(|r| r.status == s).count();
+    junit_many(&[report])
+}
+
+/// One `<testsuite>` per report under one `<testsuites>` root.
+pub fn junit_many(reports: &[&Report]) -> String {
+    let count = |s: Status| {
+        reports
+            .iter()
+            .flat_map(|r| &r.probes)
+            .filter(|r| r.status == s)
+            .count()
+    };
+    let total: usize = reports.iter().map(|r| r.probes.len()).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"egress-conformance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
-        report.probes.len(),
+        "<testsuites name=\"egress-conformance\" tests=\"{total}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
         count(Status::Fail),
         count(Status::Inconclusive),
         count(Status::Skipped)
     );
+    for report in reports {
+        junit_suite(&mut out, report);
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn junit_suite(out: &mut String, report: &Report) {
+    let count = |s: Status| report.probes.iter().filter(|r| r.status == s).count();
     let _ = writeln!(
         out,
         "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
@@ -176,8 +196,7 @@ pub fn junit(report: &Report) -> String {
         );
         let _ = writeln!(out, "    </testcase>");
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+    out.push_str("  </testsuite>\n");
 }
 
 /// Whether a row separates the targets: some target passes and some fails.

@@ -2,6 +2,7 @@
 //! digest the client can verify; served bytes match it; artifacts are
 //! addressed by digest.
 
+use crate::classify::{classify, Answer};
 use crate::collect::{Collector, Evidence};
 use crate::facts::{final_of, find, label, success_body, Facts, ListedFile};
 use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, STRICT};
@@ -183,6 +184,14 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
         let Some(ex) = final_of(rec, &format!("{FILE_LABEL}: {name}")) else {
             continue;
         };
+        if origin
+            .as_ref()
+            .is_some_and(|o| matches!(classify(o, ex), Answer::RedirectOffOrigin(_)))
+        {
+            // Handed to another origin: the client verifies what it gets
+            // there; P3.offsite-redirect judges the hand-off.
+            continue;
+        }
         let Some(r) = ex
             .response
             .as_ref()

@@ -48,9 +48,11 @@ pub fn judge_page(j: &Judge, rec: &ProbeRecord) -> Verdict {
         match classify::classify(&origin, ex) {
             Answer::Served(s) => match success_body(ex).and_then(listed) {
                 Some(0) => codes.push(format!("{s} empty")),
-                Some(n) => return fail(format!(
+                Some(n) => {
+                    return fail(format!(
                     "{what} served a page listing {n} files of a project absent from the snapshot"
-                )),
+                ))
+                }
                 None => {
                     return fail(format!(
                         "{what} was answered {s} with content that is not an empty page"

@@ -33,8 +33,12 @@ pub fn collect_write_methods(c: &Collector, f: &Facts) -> Evidence {
     c.window("P6.write-methods", &mut ev, |ev| {
         for url in routes(c, f) {
             for method in ["POST", "PUT", "DELETE", "PATCH"] {
-                let body = format!("{{\"ecm\":\"{}\"}}", c.token()).into_bytes();
-                let req = Request::new(method, url.path_and_query())
+                // The token rides in the query too, so a forwarded write is
+                // recognised in the upstream's log, which records targets.
+                let token = c.token();
+                let body = format!("{{\"ecm\":\"{token}\"}}").into_bytes();
+                let target = format!("{}?ec={token}", url.path());
+                let req = Request::new(method, &target)
                     .header("Content-Type", "application/json")
                     .body(body);
                 ev.push(c.send(&format!("{method} on a read route"), &req));
@@ -244,7 +248,9 @@ pub fn collect_trace(c: &Collector, _f: &Facts) -> Evidence {
     let Ok(index) = c.plan.index() else { return ev };
     c.window("P6.trace", &mut ev, |ev| {
         for path in ["/", index.path()] {
-            let req = Request::new("TRACE", path).header("X-Egress-Marker", &c.token());
+            let token = c.token();
+            let req = Request::new("TRACE", &format!("{path}?ec={token}"))
+                .header("X-Egress-Marker", &token);
             ev.push(c.send("TRACE", &req));
         }
     });
