@@ -26,7 +26,7 @@ const SLOW_FILE: &str = "ec_present-1.1.0-py3-none-any.whl";
 pub const NAME_A: &str = "reference (A)";
 pub const NAME_B: &str = "caching proxy (B)";
 
-fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan {
+pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan {
     let up = upstream.plan();
     Plan {
         index_url: index.to_string(),
@@ -60,66 +60,60 @@ fn client(index: &Url) -> Result<egress_transcript::Client, Failure> {
         .map_err(|e| Failure::internal(e.to_string()))
 }
 
-/// Builds (A)'s snapshot from the canary's files and serves it.
-pub fn run_reference() -> Result<Report, Failure> {
-    let canary = Canary::start()
-        .map_err(|e| Failure::internal(format!("cannot start the canary upstream: {e}")))?;
+/// (A)'s snapshot: every canary file but the upstream-only project's,
+/// signed with the demonstration key.
+pub fn demo_snapshot(canary: &Canary) -> Result<egress_snapshot::Snapshot, Failure> {
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
     for (_, dist) in canary.dists(false) {
         builder
             .add_dist(&dist.filename, dist.bytes, None)
             .map_err(|e| Failure::internal(e.to_string()))?;
     }
-    let key = demo_key();
-    let snapshot = builder
-        .build("2026-01-01T00:00:00Z", Some(&key), DEMO_PRINCIPAL)
-        .map_err(|e| Failure::internal(e.to_string()))?;
-    let server = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0")
-        .map_err(|e| Failure::internal(format!("cannot start the reference mirror: {e}")))?;
-    let index = Url::parse(&format!("{}/simple/", server.base_url()))
-        .map_err(|e| Failure::internal(e.to_string()))?;
-    let plan = plan_for(&index, &canary, true);
+    builder
+        .build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)
+        .map_err(|e| Failure::internal(e.to_string()))
+}
+
+/// Runs the suite against `index` with `canary` as the controlled upstream
+/// and the demonstration key as the trusted signer.
+pub fn run_against(name: &str, index: &Url, canary: &Canary) -> Result<Report, Failure> {
+    let plan = plan_for(index, canary, true);
     Ok(egress_suite::run(Target {
-        name: NAME_A.into(),
-        client: client(&index)?,
+        name: name.into(),
+        client: client(index)?,
         plan,
-        upstream: Some(&canary),
+        upstream: Some(canary),
         allowed_signers: Some(demo_signers()),
     }))
 }
 
-fn demo_key() -> egress_signing::SigningKey {
-    egress_signing::SigningKey::from_seed(DEMO_SEED, DEMO_PRINCIPAL)
+pub fn start_canary() -> Result<Canary, Failure> {
+    Canary::start().map_err(|e| Failure::internal(format!("cannot start the canary upstream: {e}")))
 }
 
-/// Both runs trust the demonstration key, as a lab would trust its own.
-fn demo_signers() -> Vec<u8> {
-    let line = egress_signing::AllowedSigners::line_for_namespace(
-        DEMO_PRINCIPAL,
-        &demo_key().public(),
-        egress_signing::SNAPSHOT_NAMESPACE,
-    );
-    format!("{line}\n").into_bytes()
+pub fn index_of(base_url: &str) -> Result<Url, Failure> {
+    Url::parse(&format!("{base_url}/simple/")).map_err(|e| Failure::internal(e.to_string()))
 }
 
+/// Builds (A)'s snapshot from the canary's files, serves it, runs the suite.
+pub fn run_reference() -> Result<Report, Failure> {
+    let canary = start_canary()?;
+    let snapshot = demo_snapshot(&canary)?;
+    let server = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0")
+        .map_err(|e| Failure::internal(format!("cannot start the reference mirror: {e}")))?;
+    run_against(NAME_A, &index_of(&server.base_url())?, &canary)
+}
+
+/// Starts the caching-proxy fixture in front of a fresh canary, runs the suite.
 pub fn run_proxy() -> Result<Report, Failure> {
-    let canary = Canary::start()
-        .map_err(|e| Failure::internal(format!("cannot start the canary upstream: {e}")))?;
+    let canary = start_canary()?;
     // One file is slow upstream, so the proxy hands the client over to the
     // upstream for it, as pull-through caches do on a slow fetch.
     canary.set_slow(SLOW_FILE, egress_fixtures::proxy::SLOW_FETCH * 2);
     let up_index = Url::parse(&canary.index_url()).map_err(|e| Failure::internal(e.to_string()))?;
     let proxy = CachingProxy::start(up_index)
         .map_err(|e| Failure::internal(format!("cannot start the caching proxy fixture: {e}")))?;
-    let index = Url::parse(&proxy.index_url()).map_err(|e| Failure::internal(e.to_string()))?;
-    let plan = plan_for(&index, &canary, true);
-    Ok(egress_suite::run(Target {
-        name: NAME_B.into(),
-        client: client(&index)?,
-        plan,
-        upstream: Some(&canary),
-        allowed_signers: Some(demo_signers()),
-    }))
+    run_against(NAME_B, &index_of(&proxy.base_url())?, &canary)
 }
 
 /// Runs both references side by side.
@@ -130,6 +124,20 @@ pub fn run_both() -> Result<(Report, Report), Failure> {
         .join()
         .map_err(|_| Failure::internal("the caching-proxy run panicked"))??;
     Ok((a, b))
+}
+
+pub fn demo_key() -> egress_signing::SigningKey {
+    egress_signing::SigningKey::from_seed(DEMO_SEED, DEMO_PRINCIPAL)
+}
+
+/// Both runs trust the demonstration key, as a lab would trust its own.
+pub fn demo_signers() -> Vec<u8> {
+    let line = egress_signing::AllowedSigners::line_for_namespace(
+        DEMO_PRINCIPAL,
+        &demo_key().public(),
+        egress_signing::SNAPSHOT_NAMESPACE,
+    );
+    format!("{line}\n").into_bytes()
 }
 
 pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {

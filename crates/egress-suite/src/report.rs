@@ -111,7 +111,24 @@ pub fn judge_controls(plan: &Plan, records: &mut [ProbeRecord]) -> Facts {
 /// predicate verdicts and the outcome. Pure: no I/O, no clock.
 pub fn judge_all(plan: &Plan, records: &mut [ProbeRecord]) -> (Vec<PredicateVerdict>, Status) {
     let facts = judge_controls(plan, records);
-    let snapshot: Vec<ProbeRecord> = records.to_vec();
+    // Judges read other records' evidence, never their verdicts: blank them
+    // so that the live run and `report verify` see exactly the same input.
+    let snapshot: Vec<ProbeRecord> = records
+        .iter()
+        .map(|r| ProbeRecord {
+            status: if r.id.starts_with("C.") {
+                r.status
+            } else {
+                Status::Inconclusive
+            },
+            reason: if r.id.starts_with("C.") {
+                r.reason.clone()
+            } else {
+                String::new()
+            },
+            ..r.clone()
+        })
+        .collect();
     for rec in records.iter_mut().filter(|r| !r.id.starts_with("C.")) {
         let (s, r) = judge_one(plan, &facts, &snapshot, rec);
         rec.status = s;

@@ -9,7 +9,7 @@ use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
 use egress_model::{DistFilename, DistKind, ProbeRecord, Url, TEMPLATE_MARKERS};
 use egress_simple::{HTML_LEGACY, JSON_V1};
 
-const PAGE: &str = "sdist-only project's page";
+const PAGE: &str = "project page listing sdists";
 const META: &str = "core metadata of an sdist";
 
 fn sdists(page_url: &Url, body: &[u8]) -> Vec<(String, Url)> {
@@ -23,22 +23,28 @@ fn sdists(page_url: &Url, body: &[u8]) -> Vec<(String, Url)> {
         .collect()
 }
 
+/// Asks for core metadata of every sdist (at most four per project) of the
+/// sdist-only project, if one is known, and of the present project: without
+/// a build, a mirror cannot know an sdist's metadata (PEP 643 static
+/// metadata aside, see docs/predicates.md).
 pub fn collect_metadata_sdist(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(name) = &c.plan.sdist_only else {
-        return ev;
-    };
-    let Ok(url) = c.plan.project_url(name) else {
-        return ev;
-    };
+    let mut names: Vec<_> = c.plan.sdist_only.iter().cloned().collect();
+    names.extend(c.plan.present.iter().map(|p| p.name.clone()));
+    names.dedup();
     c.window("P4.metadata-sdist", &mut ev, |ev| {
-        let page = c.get(PAGE, &url, Some(HTML_LEGACY));
-        let files = success_body(&page)
-            .map(|b| sdists(&url, b))
-            .unwrap_or_default();
-        ev.push(page);
-        for (_, u) in files.iter().take(4) {
-            ev.push(c.get(META, &u.with_path(&format!("{}.metadata", u.path())), None));
+        for name in &names {
+            let Ok(url) = c.plan.project_url(name) else {
+                continue;
+            };
+            let page = c.get(PAGE, &url, Some(HTML_LEGACY));
+            let files = success_body(&page)
+                .map(|b| sdists(&url, b))
+                .unwrap_or_default();
+            ev.push(page);
+            for (_, u) in files.iter().take(4) {
+                ev.push(c.get(META, &u.with_path(&format!("{}.metadata", u.path())), None));
+            }
         }
     });
     ev
@@ -49,9 +55,6 @@ fn tripwire_hits(rec: &ProbeRecord) -> Vec<&egress_model::UpstreamRequest> {
 }
 
 pub fn judge_metadata_sdist(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.plan.sdist_only.is_none() {
-        return skipped("no sdist-only release is known in the snapshot");
-    }
     if let Some(v) = j.require("C.project-html") {
         return v;
     }
@@ -66,12 +69,12 @@ pub fn judge_metadata_sdist(j: &Judge, rec: &ProbeRecord) -> Verdict {
     }
     let metas: Vec<_> = rec.exchanges.iter().filter(|e| e.label == META).collect();
     if metas.is_empty() {
-        return inconclusive("the sdist-only project's page was not served or lists no sdist");
+        return skipped("no sdist is listed on the probed project pages");
     }
     for ex in &metas {
         if let Answer::Served(s) = classify::classify(&origin, ex) {
             return fail(format!(
-                "GET {} was answered {s}: core metadata of an sdist-only release needs a build",
+                "GET {} was answered {s}: core metadata of an sdist needs a build",
                 short(&ex.request_target())
             ));
         }
@@ -83,7 +86,7 @@ pub fn judge_metadata_sdist(j: &Judge, rec: &ProbeRecord) -> Verdict {
         }
     }
     pass(format!(
-        "{} metadata requests for sdist-only releases refused",
+        "{} metadata requests for sdists refused",
         metas.len()
     ))
 }

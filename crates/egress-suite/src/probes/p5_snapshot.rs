@@ -221,12 +221,7 @@ pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     };
     let (manifest, doc, _) = match verified_manifest(mrec) {
         Ok(m) => m,
-        Err(_) => {
-            return inconclusive(format!(
-                "no verified manifest to compare with (P5.manifest is {})",
-                mrec.status
-            ))
-        }
+        Err(e) => return inconclusive(format!("no verified manifest to compare with: {e}")),
     };
     let Some(origin) = j.origin() else {
         return inconclusive("the plan's index URL does not parse");

@@ -1,0 +1,387 @@
+//! Every sub-probe fails on a mirror that violates exactly what it checks and
+//! passes on the reference. Each mutant is the reference mirror (A) with one
+//! behaviour changed; other sub-probes may fail as a consequence, but the one
+//! named must.
+
+use egress_conformance::builtin::{demo_snapshot, index_of, run_against, start_canary};
+use egress_fixtures::canary::Canary;
+use egress_http::{Body, Handler, Reply, Request, Response, Server};
+use egress_mirror::Mirror;
+use egress_model::{Sha256Digest, Status};
+use egress_snapshot::Snapshot;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+struct Mutant {
+    inner: Mirror,
+    snapshot: Arc<Snapshot>,
+    kind: &'static str,
+    canary: String,
+    count: AtomicUsize,
+    wrote: AtomicBool,
+}
+
+fn body_of(r: &Response) -> Vec<u8> {
+    match &r.body {
+        Body::Empty => Vec::new(),
+        Body::Bytes(b) => b.clone(),
+        Body::Shared(b) => b.to_vec(),
+    }
+}
+
+fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
+    r.body = Body::Bytes(body);
+    r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("etag"));
+    Reply::Response(r)
+}
+
+fn ok(text: &str) -> Reply {
+    Response::text(200, text).into()
+}
+
+/// A plain GET to the canary over a raw socket (the mutant's "upstream client").
+fn canary_get(base: &str, path: &str, accept: &str) -> Vec<u8> {
+    let authority = base.trim_start_matches("http://");
+    let Ok(mut s) = TcpStream::connect(authority) else {
+        return Vec::new();
+    };
+    let _ = write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    match out.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => out[i + 4..].to_vec(),
+        None => Vec::new(),
+    }
+}
+
+impl Mutant {
+    fn inner(&self, req: Request) -> Response {
+        match self.inner.handle(req) {
+            Reply::Response(r) => r,
+            _ => Response::new(500),
+        }
+    }
+
+    /// The snapshot's file path for a filename.
+    fn file_path(&self, filename: &str) -> Option<String> {
+        self.snapshot
+            .doc
+            .served
+            .iter()
+            .find(|e| e.path.starts_with("/files/") && e.path.ends_with(&format!("/{filename}")))
+            .map(|e| e.path.clone())
+    }
+
+    fn reroute(&self, mut req: Request, path: &str) -> Reply {
+        req.target = path.to_string();
+        Reply::Response(self.inner(req))
+    }
+}
+
+impl Handler for Mutant {
+    fn handle(&self, req: Request) -> Reply {
+        let target = req.target.clone();
+        let lower = target.to_ascii_lowercase();
+        let path = req.path().to_string();
+        let accept = req.header("accept").unwrap_or("").to_string();
+        let html = !accept.contains("json");
+        match self.kind {
+            "P1.html-hashes" if path.starts_with("/simple/") && html => {
+                let r = self.inner(req);
+                let text = String::from_utf8_lossy(&body_of(&r)).into_owned();
+                let mut out = String::new();
+                let mut rest = text.as_str();
+                while let Some(i) = rest.find("#sha256=") {
+                    out.push_str(&rest[..i]);
+                    rest = &rest[(i + 8 + 64).min(rest.len())..];
+                }
+                out.push_str(rest);
+                with_body(r, out.into_bytes())
+            }
+            "P1.json-hashes" if path.starts_with("/simple/") && !html => {
+                let r = self.inner(req);
+                let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body_of(&r)) else {
+                    return Reply::Response(r);
+                };
+                if let Some(files) = v.get_mut("files").and_then(|f| f.as_array_mut()) {
+                    for f in files {
+                        f["hashes"] = serde_json::json!({});
+                    }
+                }
+                with_body(r, serde_json::to_vec(&v).unwrap_or_default())
+            }
+            "P1.bytes-match" if path.starts_with("/files/") && !path.ends_with(".metadata") => {
+                let r = self.inner(req);
+                let mut b = body_of(&r);
+                if let Some(last) = b.last_mut() {
+                    *last ^= 0xff;
+                }
+                with_body(r, b)
+            }
+            "P1.altered-digest" if path.starts_with("/files/") => {
+                let name = path.rsplit('/').next().unwrap_or_default().to_string();
+                match self.file_path(&name) {
+                    Some(p) => self.reroute(req, &p),
+                    None => Reply::Response(self.inner(req)),
+                }
+            }
+            "P1.name-version-path" if path.starts_with("/packages/") => {
+                let name = path.rsplit('/').next().unwrap_or_default().to_string();
+                match self.file_path(&name) {
+                    Some(p) => self.reroute(req, &p),
+                    None => Reply::Response(self.inner(req)),
+                }
+            }
+            "P2.absent-page" if path == "/simple/ec-upstream-only/" => {
+                let zeros = "0".repeat(64);
+                ok(&format!("<!DOCTYPE html><html><body><a href=\"/files/{zeros}/ec_upstream_only-1.0.0-py3-none-any.whl#sha256={zeros}\">ec_upstream_only-1.0.0-py3-none-any.whl</a></body></html>"))
+            }
+            "P2.absent-file" if lower.contains("ec_upstream_only") => ok("PK\u{3}\u{4} not really"),
+            "P2.upstream-contact" => {
+                let _ = canary_get(&self.canary, "/simple/", "text/html");
+                Reply::Response(self.inner(req))
+            }
+            "P3.absolute-form" if lower.starts_with("http://") => ok("forwarded"),
+            "P3.connect" if req.method == "CONNECT" => Response::new(200).into(),
+            "P3.dotdot-raw" if target.contains("/../") => ok("root:x:0:0:root:/root:/bin/sh"),
+            "P3.dotdot-percent"
+                if lower.contains("%2e%2e")
+                    || lower.contains("..%2f")
+                    || lower.contains(".%2e") =>
+            {
+                ok("root:x:0:0")
+            }
+            "P3.dotdot-double" if lower.contains("%25") => ok("root:x:0:0"),
+            "P3.dotdot-backslash" if target.contains('\\') || lower.contains("%5c") => {
+                ok("root:x:0:0")
+            }
+            "P3.dotdot-overlong"
+                if lower.contains("%c0") || lower.contains("%c1") || lower.contains("%e0%80") =>
+            {
+                ok("root:x:0:0")
+            }
+            "P3.double-slash" if target.starts_with("//") => ok("forwarded"),
+            "P3.url-param" if lower.contains("url=") => {
+                let to = target
+                    .split("url=")
+                    .nth(1)
+                    .unwrap_or("http://127.0.0.9:9/")
+                    .to_string();
+                Response::new(302).with_header("Location", to).into()
+            }
+            "P3.unknown-route" => {
+                let r = self.inner(req);
+                if r.status == 404 && !path.starts_with("/simple/") && !path.starts_with("/files/")
+                {
+                    ok("welcome")
+                } else {
+                    Reply::Response(r)
+                }
+            }
+            "P3.offsite-redirect" if path == "/simple/ec-present" => Response::new(301)
+                .with_header("Location", "http://127.0.0.9:9/simple/ec-present/")
+                .into(),
+            "P4.metadata-sdist" if path.ends_with(".tar.gz.metadata") => {
+                ok("Metadata-Version: 2.1\nName: built\nVersion: 0.1.0\n")
+            }
+            "P4.tripwire" if path.contains("ec_tripwire") && path.ends_with(".tar.gz") => {
+                let _ = canary_get(&self.canary, "/tripwire/mutant-build", "*/*");
+                Reply::Response(self.inner(req))
+            }
+            "P4.template-text" if path == "/pypi/ec-template-text/json" => {
+                ok("{\"info\":{\"summary\":\"ECT-A49 ECT-B49\"}}")
+            }
+            "P5.manifest" if path == egress_snapshot::well_known::MANIFEST => {
+                Response::text(404, "no manifest\n").into()
+            }
+            "P5.signature" if path == egress_snapshot::well_known::SIGNATURE => {
+                let other = egress_signing::SigningKey::from_seed([7; 32], "someone-else");
+                ok(&other.sign(
+                    egress_signing::SNAPSHOT_NAMESPACE,
+                    &self.snapshot.manifest_bytes,
+                ))
+            }
+            "P5.index-in-manifest" if path == "/simple/" && html => {
+                let r = self.inner(req);
+                let mut b = body_of(&r);
+                b.extend_from_slice(b"<!-- served but not in the manifest -->\n");
+                with_body(r, b)
+            }
+            "P5.stable-bytes" if path.starts_with("/files/") && !path.ends_with(".metadata") => {
+                let r = self.inner(req);
+                if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
+                    let mut b = body_of(&r);
+                    if let Some(last) = b.last_mut() {
+                        *last ^= 0xff;
+                    }
+                    return with_body(r, b);
+                }
+                Reply::Response(r)
+            }
+            "P5.upstream" if path == "/simple/ec-present/" && html => {
+                // Lists what the upstream lists now, at the snapshot's URL shape.
+                let body = canary_get(&self.canary, "/simple/ec-present/", "text/html");
+                let Ok(mut page) = egress_simple::parse_project_html(&body) else {
+                    return Reply::Response(self.inner(req));
+                };
+                for f in &mut page.files {
+                    let sha = f.hashes.get("sha256").cloned().unwrap_or_default();
+                    f.url = format!("/files/{sha}/{}", f.filename);
+                }
+                ok(&egress_simple::render_project_html(&page))
+            }
+            "P6.write-methods"
+                if matches!(req.method.as_str(), "POST" | "PUT" | "DELETE" | "PATCH") =>
+            {
+                ok("done")
+            }
+            "P6.legacy-upload"
+                if req.method == "POST"
+                    && String::from_utf8_lossy(&req.body).contains("file_upload") =>
+            {
+                ok("uploaded")
+            }
+            "P6.user-routes"
+                if (req.method == "PUT" || req.method == "POST")
+                    && (path.matches('/').count() == 1
+                        || path.starts_with("/-/user/")
+                        || path.contains("login")
+                        || path.contains("account")) =>
+            {
+                Response::text(201, "created").into()
+            }
+            "P6.webdav" if req.method == "PROPFIND" => {
+                Response::text(207, "<multistatus xmlns=\"DAV:\"/>").into()
+            }
+            "P6.trace" if req.method == "TRACE" => {
+                ok(&format!("{} {} HTTP/1.1", req.method, req.target))
+            }
+            "P6.effect" if req.method == "POST" => {
+                self.wrote.store(true, Ordering::SeqCst);
+                Response::text(403, "forbidden").into()
+            }
+            "P6.effect" if path == "/simple/" && self.wrote.load(Ordering::SeqCst) => {
+                let r = self.inner(req);
+                let mut b = body_of(&r);
+                b.extend_from_slice(b"<!-- changed by a refused write -->\n");
+                with_body(r, b)
+            }
+            _ => Reply::Response(self.inner(req)),
+        }
+    }
+}
+
+fn run_mutant(kind: &'static str) -> egress_suite::Report {
+    let canary: Canary = start_canary().unwrap_or_else(|e| panic!("{}", e.message));
+    let snapshot = Arc::new(demo_snapshot(&canary).unwrap_or_else(|e| panic!("{}", e.message)));
+    let mutant = Mutant {
+        inner: Mirror::new(snapshot.clone()),
+        snapshot,
+        kind,
+        canary: canary.base_url(),
+        count: AtomicUsize::new(0),
+        wrote: AtomicBool::new(false),
+    };
+    let server = Server::bind_loopback(mutant).expect("bind");
+    let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{}", e.message));
+    let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{}", e.message));
+    // The verdicts re-derive from the evidence for every mutant too.
+    let diffs = egress_suite::verify(&report);
+    assert!(diffs.is_empty(), "verify disagrees for {kind}: {diffs:?}");
+    report
+}
+
+fn assert_fails(kind: &'static str, probe: &str) {
+    let report = run_mutant(kind);
+    let rec = report.probe(probe).expect("sub-probe in report");
+    assert_eq!(
+        rec.status,
+        Status::Fail,
+        "{probe} on mutant {kind}: {} {}",
+        rec.status,
+        rec.reason
+    );
+    let predicate = probe.split('.').next().unwrap_or_default();
+    assert_eq!(
+        report.predicate(predicate).map(|p| p.status),
+        Some(Status::Fail)
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[test]
+fn unmodified_wrapper_passes_everything() {
+    let report = run_mutant("none");
+    for p in &report.probes {
+        assert_eq!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
+    }
+    assert_eq!(report.exit_code(), 0);
+}
+
+macro_rules! mutants {
+    ($($test:ident: $kind:literal => $probe:literal;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                assert_fails($kind, $probe);
+            }
+        )*
+
+        /// Every sub-probe of the catalog (controls aside) has a mutant above.
+        #[test]
+        fn every_sub_probe_has_a_mutant() {
+            let covered = [$($probe),*];
+            for sp in egress_suite::catalog::CATALOG.iter().filter(|s| s.predicate != "C") {
+                assert!(covered.contains(&sp.id), "no mutant for {}", sp.id);
+            }
+        }
+    };
+}
+
+mutants! {
+    p1_html_hashes: "P1.html-hashes" => "P1.html-hashes";
+    p1_json_hashes: "P1.json-hashes" => "P1.json-hashes";
+    p1_bytes_match: "P1.bytes-match" => "P1.bytes-match";
+    p1_altered_digest: "P1.altered-digest" => "P1.altered-digest";
+    p1_name_version_path: "P1.name-version-path" => "P1.name-version-path";
+    p2_absent_page: "P2.absent-page" => "P2.absent-page";
+    p2_absent_file: "P2.absent-file" => "P2.absent-file";
+    p2_upstream_contact: "P2.upstream-contact" => "P2.upstream-contact";
+    p3_absolute_form: "P3.absolute-form" => "P3.absolute-form";
+    p3_connect: "P3.connect" => "P3.connect";
+    p3_dotdot_raw: "P3.dotdot-raw" => "P3.dotdot-raw";
+    p3_dotdot_percent: "P3.dotdot-percent" => "P3.dotdot-percent";
+    p3_dotdot_double: "P3.dotdot-double" => "P3.dotdot-double";
+    p3_dotdot_backslash: "P3.dotdot-backslash" => "P3.dotdot-backslash";
+    p3_dotdot_overlong: "P3.dotdot-overlong" => "P3.dotdot-overlong";
+    p3_double_slash: "P3.double-slash" => "P3.double-slash";
+    p3_url_param: "P3.url-param" => "P3.url-param";
+    p3_unknown_route: "P3.unknown-route" => "P3.unknown-route";
+    p3_offsite_redirect: "P3.offsite-redirect" => "P3.offsite-redirect";
+    p4_metadata_sdist: "P4.metadata-sdist" => "P4.metadata-sdist";
+    p4_tripwire: "P4.tripwire" => "P4.tripwire";
+    p4_template_text: "P4.template-text" => "P4.template-text";
+    p5_manifest: "P5.manifest" => "P5.manifest";
+    p5_signature: "P5.signature" => "P5.signature";
+    p5_index_in_manifest: "P5.index-in-manifest" => "P5.index-in-manifest";
+    p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
+    p5_upstream_new_version: "P5.upstream" => "P5.upstream-new-version";
+    p5_upstream_replaced_bytes: "P5.upstream" => "P5.upstream-replaced-bytes";
+    p6_write_methods: "P6.write-methods" => "P6.write-methods";
+    p6_legacy_upload: "P6.legacy-upload" => "P6.legacy-upload";
+    p6_user_routes: "P6.user-routes" => "P6.user-routes";
+    p6_webdav: "P6.webdav" => "P6.webdav";
+    p6_trace: "P6.trace" => "P6.trace";
+    p6_effect: "P6.effect" => "P6.effect";
+}
+
+#[test]
+fn digest_of_an_edited_body_is_recorded() {
+    // Guard for the mutants themselves: an edited body really differs.
+    assert_ne!(Sha256Digest::of(b"a"), Sha256Digest::of(b"b"));
+}
