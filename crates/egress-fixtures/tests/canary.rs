@@ -76,9 +76,17 @@ fn pages_parse_and_listed_hashes_match_served_bytes() {
                 assert!(url.path().starts_with("/packages/"), "{url}");
                 let bytes = body(&c.get("file", url.path_and_query(), None));
                 let digest = Sha256Digest::of(&bytes);
+                // As on PyPI, the path carries a digest of the bytes, but
+                // not the sha256 that clients verify.
                 assert!(
-                    url.path().contains(&digest.to_hex()),
-                    "path holds the digest"
+                    !url.path().contains(&digest.to_hex()),
+                    "path must not hold the sha256"
+                );
+                let segs: Vec<&str> = url.path().split('/').collect();
+                assert_eq!(
+                    (segs[2].len(), segs[3].len(), segs[4].len()),
+                    (2, 2, 60),
+                    "{url}"
                 );
                 let listed = file.hashes.get("sha256");
                 match project {
@@ -400,7 +408,14 @@ fn real_pip_downloads_from_the_canary() {
     let wheel = "ec_present-1.1.0-py3-none-any.whl";
     let bytes = std::fs::read(tmp.0.join(wheel)).unwrap();
     let want = canary.file_path(wheel).unwrap();
-    assert!(want.contains(&Sha256Digest::of(&bytes).to_hex()));
+    assert_eq!(
+        Some(Sha256Digest::of(&bytes)),
+        canary
+            .dists(false)
+            .into_iter()
+            .find(|(_, d)| d.filename == wheel)
+            .map(|(_, d)| d.sha256)
+    );
     let targets: Vec<String> = canary.requests().into_iter().map(|r| r.target).collect();
     assert!(
         targets.contains(&"/simple/ec-present/".to_string()),

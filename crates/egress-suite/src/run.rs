@@ -97,6 +97,24 @@ pub fn run(target: Target) -> Report {
     records.push(record("C.file", controls::collect_file(&c, &facts)));
     let f: Facts = judge_controls(&plan, &mut records);
 
+    // A target that serves neither its index nor a project page gives no
+    // refusal any meaning: stop here rather than wait out every probe
+    // against a dead or hostile server. The remaining sub-probes are recorded
+    // without evidence and judge as inconclusive.
+    if f.status("C.index") != Status::Pass && f.status("C.project-html") != Status::Pass {
+        for sp in crate::catalog::CATALOG {
+            if !records.iter().any(|r| r.id == sp.id) {
+                records.push(record(sp.id, Evidence::default()));
+            }
+        }
+        return finish(
+            target.name,
+            plan,
+            target.client.limits(),
+            records,
+            started_unix,
+        );
+    }
     type Collect = fn(&Collector, &Facts) -> Evidence;
     // Redirects are looked for first, while caches are cold: a pull-through
     // cache hands the client to its upstream on a slow first fetch.
@@ -176,6 +194,22 @@ pub fn run(target: Target) -> Report {
     }
     records.push(record("P2.upstream-contact", contact));
 
+    finish(
+        target.name,
+        plan,
+        target.client.limits(),
+        records,
+        started_unix,
+    )
+}
+
+fn finish(
+    name: String,
+    plan: Plan,
+    limits: &egress_transcript::Limits,
+    mut records: Vec<ProbeRecord>,
+    started_unix: u64,
+) -> Report {
     // Report order is catalog order, whatever the collection order was.
     records.sort_by_key(|r| {
         crate::catalog::CATALOG
@@ -187,10 +221,10 @@ pub fn run(target: Target) -> Report {
     Report {
         schema: REPORT_SCHEMA.into(),
         tool: concat!("egress-conformance ", env!("CARGO_PKG_VERSION")).into(),
-        target_name: target.name,
+        target_name: name,
         started_unix,
         plan,
-        limits: LimitsRecord::from(target.client.limits()),
+        limits: LimitsRecord::from(limits),
         probes: records,
         predicates,
         outcome,

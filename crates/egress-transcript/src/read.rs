@@ -276,7 +276,7 @@ pub(crate) fn read_response<R: Read + ?Sized>(
                     sink,
                     BodyEnd::Broken,
                 );
-                rec.body_prefix = WireBytes(raw);
+                rec.body_prefix = WireBytes(raw[..raw.len().min(limits.record_bytes)].to_vec());
                 return (Some(rec), Some(e));
             }
         }

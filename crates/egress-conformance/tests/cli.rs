@@ -1,0 +1,231 @@
+//! The real binary, as a user runs it: exit codes, one-line errors, output
+//! formats, and `report verify` on what `--out` wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run the binary")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("egress-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn stderr_line(o: &Output) -> String {
+    let s = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        s.trim_end().lines().count(),
+        1,
+        "error must be one line: {s:?}"
+    );
+    s
+}
+
+#[test]
+fn no_arguments_runs_the_references_and_prints_the_matrix() {
+    let out = tmpdir("main");
+    let o = run(&["--out", out.to_str().expect("utf8")]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Discrimination matrix"));
+    assert!(text.contains("reference (A)") && text.contains("caching proxy (B)"));
+    for p in ["P1 digest binding", "P6 no control channel"] {
+        let row = text.lines().rfind(|l| l.starts_with(p)).expect("row");
+        assert!(
+            row.contains("PASS") && row.contains("FAIL") && row.trim_end().ends_with("yes"),
+            "{row}"
+        );
+    }
+    for f in [
+        "reference-a.json",
+        "reference-a.txt",
+        "reference-a.junit.xml",
+        "caching-proxy-b.json",
+        "matrix.md",
+        "matrix.txt",
+    ] {
+        assert!(out.join(f).is_file(), "{f} written");
+    }
+    // No temporary files are left behind.
+    for e in std::fs::read_dir(&out).expect("dir") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "left over: {name}");
+    }
+    let v = run(&["report", "verify", out.to_str().expect("utf8")]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    assert!(String::from_utf8_lossy(&v.stdout).contains("all agree"));
+
+    // An edited report is caught, and the changed verdict is named.
+    let path = out.join("reference-a.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    let probes = json["probes"].as_array_mut().expect("probes");
+    let rec = probes
+        .iter_mut()
+        .find(|p| p["id"] == "P6.trace")
+        .expect("P6.trace");
+    rec["exchanges"][0]["response"]["status"] = serde_json::json!(200);
+    std::fs::write(&path, serde_json::to_vec(&json).expect("ser")).expect("write");
+    let v = run(&["report", "verify", path.to_str().expect("utf8")]);
+    assert_eq!(v.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(text.contains("P6.trace: recorded PASS"), "{text}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn json_and_junit_formats_are_well_formed() {
+    let o = run(&["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
+    assert_eq!(v["reports"].as_array().map(|a| a.len()), Some(2));
+    let o = run(&["--format", "junit"]);
+    let xml = String::from_utf8_lossy(&o.stdout);
+    assert!(xml.starts_with("<?xml"));
+    assert_eq!(xml.matches("<testsuite ").count(), 2);
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        2 * egress_suite::catalog::CATALOG.len()
+    );
+    assert!(xml.contains("<failure message="));
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    for args in [
+        vec!["check"],
+        vec!["check", "ftp://x/"],
+        vec!["check", "http://127.0.0.1:1/", "--format", "yaml"],
+        vec!["check", "http://127.0.0.1:1/", "--protocol", "gopher"],
+        vec!["check", "http://127.0.0.1:1/", "--present", "../etc"],
+        vec!["check", "http://127.0.0.1:1/", "--timeout", "0"],
+        vec!["frobnicate"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let line = stderr_line(&o);
+        assert!(line.starts_with("egress-conformance: "), "{line}");
+    }
+}
+
+#[test]
+fn bad_input_files_exit_4() {
+    let missing = Path::new("/nonexistent/egress/allowed_signers");
+    let o = run(&[
+        "check",
+        "http://127.0.0.1:1/",
+        "--allowed-signers",
+        missing.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr_line(&o).contains("--allowed-signers"));
+    let dir = tmpdir("bad");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let junk = dir.join("allowed_signers");
+    std::fs::write(&junk, "this is not an allowed signers line\n").expect("write");
+    let o = run(&[
+        "check",
+        "http://127.0.0.1:1/",
+        "--allowed-signers",
+        junk.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    stderr_line(&o);
+    let report = dir.join("report.json");
+    std::fs::write(&report, "{\"not\": \"a report\"}").expect("write");
+    let o = run(&["report", "verify", report.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr_line(&o).contains("not an egress-conformance report"));
+    let o = run(&[
+        "check",
+        "https://127.0.0.1:1/",
+        "--cacert",
+        junk.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    stderr_line(&o);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_exit_codes_follow_the_verdicts() {
+    // Unreachable: inconclusive.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let o = run(&[
+        "check",
+        &format!("http://127.0.0.1:{port}/"),
+        "--timeout",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+
+    // 404 to everything: inconclusive, never conformant.
+    let h = egress_fixtures::hostile::start(egress_fixtures::hostile::Hostile::Everything404)
+        .expect("start");
+    let o = run(&["check", &h.base_url(), "--present", "ec-present"]);
+    assert_eq!(o.status.code(), Some(3));
+
+    // The reference mirror passes, the caching proxy fails.
+    let canary =
+        egress_conformance::builtin::start_canary().unwrap_or_else(|e| panic!("{}", e.message));
+    let snapshot = egress_conformance::builtin::demo_snapshot(&canary)
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    let dir = tmpdir("signers");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let signers = dir.join("allowed_signers");
+    std::fs::write(&signers, egress_conformance::builtin::demo_signers()).expect("write");
+    let mirror = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
+    let out = dir.join("out");
+    let o = run(&[
+        "check",
+        &format!("{}/simple/", mirror.base_url()),
+        "--allowed-signers",
+        signers.to_str().expect("utf8"),
+        "--absent",
+        "ec-upstream-only",
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("P5.signature") && text.contains("signed by"),
+        "{text}"
+    );
+    assert!(out.join("report.json").is_file() && out.join("report.junit.xml").is_file());
+
+    let up = url_of(&canary.index_url());
+    let proxy = egress_fixtures::proxy::CachingProxy::start(up).expect("proxy");
+    let o = run(&["check", &proxy.index_url(), "--absent", "ec-upstream-only"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn url_of(s: &str) -> egress_model::Url {
+    egress_model::Url::parse(s).expect("url")
+}

@@ -1,0 +1,229 @@
+//! The built-in references: (A) passes every sub-probe, (B) fails every
+//! predicate, verdicts re-derive offline, edits are caught, and refusals
+//! from servers that refuse everything are never taken for conformance.
+
+use egress_conformance::builtin::{self, run_both};
+use egress_fixtures::hostile::{self, Hostile};
+use egress_model::{Status, Url};
+use egress_suite::{ManifestSource, Plan, PresentSpec, Target};
+use std::time::{Duration, Instant};
+
+#[test]
+fn every_predicate_discriminates_between_the_references() {
+    let (a, b) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    for p in &a.probes {
+        assert_eq!(p.status, Status::Pass, "(A) {}: {}", p.id, p.reason);
+        if !p.id.starts_with("P2.upstream-contact") {
+            assert!(
+                !p.exchanges.is_empty() || !p.observations.is_empty(),
+                "(A) {} has no evidence",
+                p.id
+            );
+        }
+    }
+    for (pid, _) in egress_suite::catalog::PREDICATES {
+        assert_eq!(
+            a.predicate(pid).map(|p| p.status),
+            Some(Status::Pass),
+            "(A) {pid}"
+        );
+        assert_eq!(
+            b.predicate(pid).map(|p| p.status),
+            Some(Status::Fail),
+            "(B) {pid}"
+        );
+    }
+    // (B)'s controls pass: its failures are failures, not inconclusive.
+    for c in ["C.index", "C.project-html", "C.project-json", "C.file"] {
+        assert_eq!(b.probe(c).map(|p| p.status), Some(Status::Pass), "(B) {c}");
+    }
+    assert!(egress_suite::verify(&a).is_empty());
+    assert!(egress_suite::verify(&b).is_empty());
+    let matrix = egress_suite::render::matrix_text(&[&a, &b]);
+    for (pid, name) in egress_suite::catalog::PREDICATES {
+        let row = matrix
+            .lines()
+            .find(|l| l.starts_with(&format!("{pid} {name}")))
+            .expect("predicate row");
+        assert!(row.trim_end().ends_with("yes"), "{row}");
+    }
+}
+
+#[test]
+fn report_verify_names_the_verdict_an_edit_changed() {
+    let (a, _) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    // Edit the evidence: the mirror now seems to have answered CONNECT.
+    let mut edited = a.clone();
+    let rec = edited
+        .probes
+        .iter_mut()
+        .find(|p| p.id == "P3.connect")
+        .expect("P3.connect");
+    let resp = rec.exchanges[0].response.as_mut().expect("response");
+    resp.status = Some(200);
+    resp.status_line = "HTTP/1.1 200 Connection established".into();
+    let diffs = egress_suite::verify(&edited);
+    assert!(
+        diffs.iter().any(|d| d.id == "P3.connect"
+            && d.recorded.0 == Status::Pass
+            && d.derived.0 == Status::Fail),
+        "{diffs:?}"
+    );
+    assert!(diffs.iter().any(|d| d.id == "P3"), "{diffs:?}");
+    // Edit a verdict: the evidence does not support it.
+    let mut edited = a.clone();
+    let rec = edited
+        .probes
+        .iter_mut()
+        .find(|p| p.id == "P1.bytes-match")
+        .expect("P1.bytes-match");
+    rec.status = Status::Fail;
+    let diffs = egress_suite::verify(&edited);
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert_eq!(diffs[0].id, "P1.bytes-match");
+    // Round trip through JSON keeps every verdict derivable.
+    let json = egress_suite::render::json(&a);
+    let back: egress_suite::Report = serde_json::from_str(&json).expect("parse");
+    assert!(egress_suite::verify(&back).is_empty());
+}
+
+#[test]
+fn two_runs_give_the_same_matrix() {
+    let (a1, b1) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (a2, b2) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    assert_eq!(
+        egress_suite::render::matrix_text(&[&a1, &b1]),
+        egress_suite::render::matrix_text(&[&a2, &b2])
+    );
+}
+
+fn plan(index: &Url) -> Plan {
+    Plan {
+        index_url: index.to_string(),
+        protocol: "pypi".into(),
+        present: vec![PresentSpec {
+            name: "ec-present".parse().expect("name"),
+            version: None,
+        }],
+        present_source: "--present".into(),
+        absent: vec!["ec-upstream-only".parse().expect("name")],
+        sdist_only: None,
+        template: None,
+        upstream: None,
+        manifest: ManifestSource::WellKnown,
+        allowed_signers: false,
+    }
+}
+
+fn tight() -> egress_transcript::Limits {
+    egress_transcript::Limits {
+        connect_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_millis(300),
+        deadline: Duration::from_millis(600),
+        max_head_bytes: 16 * 1024,
+        max_body_bytes: 256 * 1024,
+        record_bytes: 4096,
+    }
+}
+
+fn run_hostile(kind: Hostile) -> (egress_suite::Report, Duration) {
+    let server = hostile::start(kind).expect("start");
+    let index = builtin::index_of(&server.base_url()).unwrap_or_else(|e| panic!("{}", e.message));
+    let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
+    let start = Instant::now();
+    let report = egress_suite::run(Target {
+        name: "hostile".into(),
+        client,
+        plan: plan(&index),
+        upstream: None,
+        allowed_signers: None,
+    });
+    (report, start.elapsed())
+}
+
+/// A server that refuses everything refuses nothing that counts: no
+/// predicate passes, the outcome is inconclusive.
+fn assert_never_conformant(report: &egress_suite::Report) {
+    for p in &report.predicates {
+        assert_ne!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
+    }
+    assert_eq!(report.exit_code(), 3, "{:?}", report.predicates);
+    assert!(egress_suite::verify(report).is_empty());
+}
+
+#[test]
+fn answering_404_to_everything_is_inconclusive() {
+    let (r, _) = run_hostile(Hostile::Everything404);
+    assert_never_conformant(&r);
+    assert!(r.probes.iter().all(|p| p.status != Status::Pass));
+}
+
+#[test]
+fn answering_403_to_everything_is_inconclusive() {
+    let (r, _) = run_hostile(Hostile::Everything403);
+    assert_never_conformant(&r);
+    assert!(r.probes.iter().all(|p| p.status != Status::Pass));
+}
+
+#[test]
+fn an_unreachable_target_is_inconclusive() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let index = Url::parse(&format!("http://127.0.0.1:{port}/simple/")).expect("url");
+    let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
+    let r = egress_suite::run(Target {
+        name: "dead".into(),
+        client,
+        plan: plan(&index),
+        upstream: None,
+        allowed_signers: None,
+    });
+    assert_never_conformant(&r);
+    let c = r.probe("C.index").expect("C.index");
+    assert!(
+        c.exchanges[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("refused")),
+        "{:?}",
+        c.exchanges[0].error
+    );
+}
+
+/// Each hostile behaviour ends within its bounds (every exchange ends by the
+/// deadline; only the index is fetched before the controls give up), is
+/// recorded, and never counts as conformance.
+macro_rules! hostile_cases {
+    ($($name:ident: $kind:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            let (r, took) = run_hostile($kind);
+            assert_never_conformant(&r);
+            let index = r.probe("C.index").expect("C.index");
+            assert!(!index.exchanges.is_empty());
+            assert_ne!(index.status, Status::Pass, "{}", index.reason);
+            // Generous bound: every exchange is cut at 600 ms, and most fail fast.
+            assert!(took < Duration::from_secs(60), "took {took:?}");
+            for p in &r.probes {
+                for e in &p.exchanges {
+                    assert!(e.elapsed_ms <= 600 + 500, "{} {} took {} ms", p.id, e.label, e.elapsed_ms);
+                    if let Some(resp) = &e.response {
+                        assert!(resp.body_len <= 256 * 1024);
+                        assert!(resp.body_prefix.0.len() <= 4096 + 16 * 1024);
+                    }
+                }
+            }
+        }
+    )*};
+}
+
+hostile_cases! {
+    endless_body_is_bounded: Hostile::EndlessBody;
+    huge_declared_length_is_bounded: Hostile::HugeDeclaredLength;
+    slow_drip_is_bounded: Hostile::SlowDrip;
+    garbage_is_bounded: Hostile::Garbage;
+    reset_is_bounded: Hostile::Reset;
+    redirect_loop_is_bounded: Hostile::RedirectLoop;
+}
