@@ -3,11 +3,11 @@
 //! bytes per digest never change; upstream changes never show through.
 
 use crate::collect::{Collector, Evidence};
-use crate::facts::{find, success_body, Facts};
+use crate::facts::{final_of, find, success_body, Facts};
 use crate::judge::{fail, inconclusive, pass, skipped, Judge, Verdict};
 use crate::plan::ManifestSource;
 use crate::probes::controls::control_file;
-use egress_model::{DistFilename, Observation, ProbeRecord, Sha256Digest, Url, WireBytes};
+use egress_model::{BodyEnd, DistFilename, Observation, ProbeRecord, Sha256Digest, Url, WireBytes};
 use egress_simple::{HTML_LEGACY, JSON_V1};
 use egress_snapshot::manifest::SNAPSHOT_JSON;
 use egress_snapshot::{well_known, Manifest, SnapshotDoc};
@@ -231,6 +231,13 @@ pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
         let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
             continue;
         };
+        if r.body_end != BodyEnd::Complete {
+            return inconclusive(format!(
+                "{} did not arrive whole: {}",
+                ex.request_target(),
+                ex.summary()
+            ));
+        }
         let target = ex.request_target();
         let path = target.split('?').next().unwrap_or_default();
         let entries: Vec<_> = doc.served.iter().filter(|e| e.path == path).collect();
@@ -293,17 +300,29 @@ const AGAIN: &str = "fetched again";
 
 pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    if let Some(u) = control_file(f).and_then(|l| l.url.clone()) {
-        for _ in 0..2 {
-            ev.push(c.get(&format!("{AGAIN}: file"), &u, None));
+    for n in 1..=2 {
+        if let Some(u) = control_file(f).and_then(|l| l.url.clone()) {
+            c.get_following(&mut ev, &format!("{AGAIN} ({n}): file"), &u, None);
         }
-    }
-    if let Some(u) = &f.project_url {
-        for _ in 0..2 {
-            ev.push(c.get(&format!("{AGAIN}: page"), u, Some(HTML_LEGACY)));
+        if let Some(u) = &f.project_url {
+            c.get_following(
+                &mut ev,
+                &format!("{AGAIN} ({n}): page"),
+                u,
+                Some(HTML_LEGACY),
+            );
         }
     }
     ev
+}
+
+/// The digest of a whole 2xx body at the end of a (same-origin) redirect
+/// chain; `None` when nothing whole was served.
+fn whole_digest(rec: &ProbeRecord, label: &str) -> Option<Sha256Digest> {
+    final_of(rec, label)
+        .and_then(|e| e.response.as_ref())
+        .filter(|r| r.is_success() && r.body_end == BodyEnd::Complete)
+        .map(|r| r.body_sha256)
 }
 
 pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
@@ -313,39 +332,30 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     let Some((_, want)) = &j.facts.control_file else {
         return inconclusive("the file control recorded no bytes");
     };
-    let digests = |suffix: &str| -> Vec<Option<Sha256Digest>> {
-        rec.exchanges
-            .iter()
-            .filter(|e| e.label == format!("{AGAIN}: {suffix}"))
-            .map(|e| {
-                e.response
-                    .as_ref()
-                    .filter(|r| r.is_success())
-                    .map(|r| r.body_sha256)
-            })
-            .collect()
-    };
-    let files = digests("file");
-    if files.is_empty() {
-        return inconclusive("the file was not fetched again");
-    }
-    if let Some(d) = files.iter().find(|d| d.as_ref() != Some(want)) {
-        return fail(match d {
-            Some(d) => format!(
-                "the same file URL served other bytes on a later fetch ({}… instead of {}…)",
-                &d.to_hex()[..12],
+    let mut compared = 0;
+    let mut pages = Vec::new();
+    for n in 1..=2 {
+        let Some(file) = whole_digest(rec, &format!("{AGAIN} ({n}): file")) else {
+            return inconclusive(format!("fetch {n} of the file did not serve it whole"));
+        };
+        if &file != want {
+            return fail(format!(
+                "the same file URL served other bytes on fetch {n} ({}… instead of {}…)",
+                &file.to_hex()[..12],
                 &want.to_hex()[..12]
-            ),
-            None => "the same file URL stopped serving on a later fetch".to_string(),
-        });
+            ));
+        }
+        compared += 1;
+        if let Some(p) = whole_digest(rec, &format!("{AGAIN} ({n}): page")) {
+            pages.push(p);
+        }
     }
-    let pages = digests("page");
-    if pages.windows(2).any(|w| w[0] != w[1]) {
+    if pages.len() == 2 && pages[0] != pages[1] {
         return fail("the project page changed between two fetches in a row");
     }
     pass(format!(
         "{} fetches of the same file and page returned identical bytes",
-        files.len() + pages.len()
+        compared + pages.len()
     ))
 }
 

@@ -301,6 +301,21 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
         ) else {
             continue;
         };
+        let whole = |e: &egress_model::Exchange| {
+            e.response.as_ref().is_some_and(|r| {
+                matches!(
+                    r.body_end,
+                    egress_model::BodyEnd::Complete | egress_model::BodyEnd::NoBody
+                )
+            })
+        };
+        if !whole(b) || !whole(a) {
+            return inconclusive(format!(
+                "the {what} did not arrive whole before and after: {} then {}",
+                b.summary(),
+                a.summary()
+            ));
+        }
         let key =
             |e: &egress_model::Exchange| e.response.as_ref().map(|r| (r.status, r.body_sha256));
         if key(b) != key(a) {
