@@ -48,13 +48,14 @@ impl Version {
         &self.0
     }
 
+    /// The numeric release segments (`1.10.0rc1` gives `[1, 10, 0]`): each
+    /// segment's leading digits, stopping at the first segment without any.
     fn release(&self) -> Vec<u64> {
         let body = self.0.split('!').next_back().unwrap_or(&self.0);
         body.split('.')
             .map_while(|seg| {
                 let digits: String = seg.chars().take_while(|c| c.is_ascii_digit()).collect();
-                let n = digits.parse().ok()?;
-                (digits.len() == seg.len()).then_some(n).or(Some(n))
+                digits.parse().ok()
             })
             .collect()
     }

@@ -6,38 +6,18 @@ use crate::classify::{classify, Answer};
 use crate::collect::{Collector, Evidence};
 use crate::facts::{final_of, find, label, success_body, Facts, ListedFile};
 use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, STRICT};
-use crate::probes::controls::control_file;
+use crate::probes::controls::{self, control_file};
 use egress_model::{DistFilename, ProbeRecord, Sha256Digest, Status};
-use egress_simple::{HTML_LEGACY, JSON_V1};
 
 /// At most this many files of the present project are fetched and checked.
 pub const MAX_FILES: usize = 16;
 
-fn page(c: &Collector, ev: &mut Evidence, json: bool) {
-    if let Some(url) = c
-        .plan
-        .present
-        .first()
-        .and_then(|p| c.plan.project_url(&p.name).ok())
-    {
-        if json {
-            ev.push(c.get(label::PROJECT_JSON, &url, Some(JSON_V1)));
-        } else {
-            ev.push(c.get(label::PROJECT_HTML, &url, Some(HTML_LEGACY)));
-        }
-    }
-}
-
 pub fn collect_page_html(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    page(c, &mut ev, false);
-    ev
+    controls::collect_project(c, false)
 }
 
 pub fn collect_page_json(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    page(c, &mut ev, true);
-    ev
+    controls::collect_project(c, true)
 }
 
 fn valid_sha256(hex: Option<&String>) -> bool {
@@ -104,8 +84,7 @@ const FILE_LABEL: &str = "listed file";
 const META_LABEL: &str = "listed core metadata";
 
 pub fn collect_bytes_match(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    page(c, &mut ev, false);
+    let mut ev = controls::collect_project(c, false);
     let Some(files) = listed_files(c.plan, &ev.exchanges) else {
         return ev;
     };
