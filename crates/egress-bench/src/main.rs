@@ -1,0 +1,130 @@
+//! `egress-bench-fixture OUT_DIR [--projects N] [--big-mib M]`: writes
+//! `OUT_DIR/snap` (a signed snapshot of N projects with three wheels each and
+//! one large opaque sdist) and `OUT_DIR/static` (every HTML page and file the
+//! mirror would serve, at the same paths, for nginx to serve as plain files).
+//! Prints `page=<path>` and `big=<path>` for the benchmark script.
+
+use egress_artifacts::{build_wheel, WheelSpec};
+use egress_model::{ProjectName, Version};
+use egress_snapshot::SnapshotBuilder;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn arg_value(args: &[String], name: &str, default: usize) -> Result<usize, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .ok_or(format!("{name} needs a number")),
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so the big file does not
+/// compress and is the same on every run.
+fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let out = PathBuf::from(
+        args.first()
+            .ok_or("usage: egress-bench-fixture OUT_DIR [--projects N] [--big-mib M]")?,
+    );
+    let projects = arg_value(args, "--projects", 1000)?;
+    let big_mib = arg_value(args, "--big-mib", 50)?;
+    let mut builder = SnapshotBuilder::new("/simple/");
+    for p in 0..projects {
+        let name = ProjectName::new(&format!("bench-{p:05}")).map_err(|e| e.to_string())?;
+        for v in ["1.0.0", "1.1.0", "2.0.0"] {
+            let version = Version::new(v).map_err(|e| e.to_string())?;
+            let wheel = build_wheel(&WheelSpec {
+                name: name.clone(),
+                version,
+                summary: format!("benchmark project {p}"),
+                description: "A benchmark fixture.\n".into(),
+                requires_python: Some(">=3.8".into()),
+                files: vec![(
+                    format!("{}/__init__.py", name.wheel_component()),
+                    format!("__version__ = '{v}'\n").into_bytes(),
+                )],
+            });
+            builder
+                .add_dist(&wheel.filename, wheel.bytes, None)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    // An sdist is opaque to the snapshot, so random bytes make a fine large file.
+    builder
+        .add_dist("bench_big-1.0.0.tar.gz", noise(big_mib * 1024 * 1024), None)
+        .map_err(|e| e.to_string())?;
+    let key = egress_signing::SigningKey::from_seed([42; 32], "bench");
+    let snapshot = builder
+        .build("2026-01-01T00:00:00Z", Some(&key), "bench")
+        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let snap_dir = out.join("snap");
+    if snap_dir.exists() {
+        std::fs::remove_dir_all(&snap_dir).map_err(|e| e.to_string())?;
+    }
+    snapshot.write_dir(&snap_dir).map_err(|e| e.to_string())?;
+    write_static(&snapshot, &out.join("static"))?;
+    let big = snapshot
+        .doc
+        .served
+        .iter()
+        .find(|e| e.path.ends_with("bench_big-1.0.0.tar.gz"))
+        .map(|e| e.path.clone())
+        .unwrap_or_default();
+    println!("page=/simple/bench-{:05}/", projects / 2);
+    println!("big={big}");
+    Ok(())
+}
+
+/// The same bytes at the same paths, HTML variants only (nginx does not
+/// negotiate); a path ending in `/` becomes `index.html` in that directory.
+fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    for e in &snapshot.doc.served {
+        if e.content_type.contains("json") {
+            continue;
+        }
+        let rel = e.path.trim_start_matches('/');
+        let file = if rel.ends_with('/') || rel.is_empty() {
+            dir.join(rel).join("index.html")
+        } else {
+            dir.join(rel)
+        };
+        let bytes = snapshot
+            .blobs
+            .get(&e.sha256)
+            .ok_or(format!("blob for {} missing", e.path))?;
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&file, &bytes[..]).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("egress-bench-fixture: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
