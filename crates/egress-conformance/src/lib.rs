@@ -1,10 +1,17 @@
 //! The library behind the `egress-conformance` binary: the built-in
-//! references, `check`, `report verify` and output writing, so that tests
-//! drive exactly what the binary runs.
+//! references, `check`, `report verify`, `key generate`, `snapshot build` and
+//! `snapshot verify`, and output writing, so that tests drive exactly what
+//! the binary runs.
 
 pub mod builtin;
 pub mod check;
+mod fetch;
+pub mod keygen;
 pub mod output;
+mod pool;
+mod progress;
+pub mod snapshot_build;
+pub mod snapshot_verify;
 pub mod verify;
 
 use clap::ValueEnum;
@@ -22,8 +29,12 @@ pub mod exit {
     /// An input file is unreadable or malformed (manifest, signers, CA, report).
     pub const INPUT: u8 = 4;
     /// The run itself could not be carried out (cannot write output, cannot
-    /// start the built-in references).
+    /// start the built-in references, an index unreachable after retries).
     pub const INTERNAL: u8 = 5;
+    /// `snapshot build` refused: the index does not serve what the locks pin
+    /// (a pinned sha256 no page lists, or bytes that do not hash to it).
+    /// Nothing was written.
+    pub const REFUSED: u8 = 6;
 }
 
 /// A one-line error with the exit code it maps to.

@@ -2,7 +2,9 @@
 //! mirror and the fixtures. See `egress-conformance --help`.
 
 use clap::{Parser, Subcommand};
-use egress_conformance::{builtin, check, exit, verify, Format};
+use egress_conformance::{
+    builtin, check, exit, keygen, snapshot_build, snapshot_verify, verify, Format,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,7 +16,8 @@ use std::process::ExitCode;
     long_about = "Checks that a package mirror is a content-addressed, replay-only egress with no code-execution path.\n\n\
 With no command, starts on loopback a reference conformant mirror (A) and a conventional caching proxy (B) \
 in front of a canary upstream, runs the suite against both, and prints the verdicts and the discrimination matrix.\n\n\
-Exit codes: 0 pass, 1 fail, 2 usage error, 3 inconclusive, 4 bad input file, 5 could not run."
+Exit codes: 0 pass, 1 fail, 2 usage error, 3 inconclusive, 4 bad input file, 5 could not run, \
+6 snapshot build refused (the index does not serve what the lock pins)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -36,6 +39,32 @@ enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+    /// Signing keys for snapshots.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+    /// Build signed snapshots from lockfiles, and verify them offline.
+    Snapshot {
+        #[command(subcommand)]
+        command: SnapshotCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create an ed25519 key (OpenSSH format) and its allowed_signers line.
+    Generate(keygen::GenerateArgs),
+}
+
+#[derive(Subcommand)]
+enum SnapshotCommand {
+    /// Fetch every file the lockfiles pin, verify each against its hash,
+    /// and write a signed snapshot; any mismatch writes nothing (exit 6).
+    Build(snapshot_build::BuildArgs),
+    /// Check a snapshot directory: MANIFEST, SNAPSHOT.json, the signature
+    /// and every blob, naming every problem (exit 1).
+    Verify(snapshot_verify::VerifyArgs),
 }
 
 #[derive(Subcommand)]
@@ -79,6 +108,15 @@ fn main() -> ExitCode {
         Some(Command::Report {
             command: ReportCommand::Verify { path },
         }) => verify::main(&path),
+        Some(Command::Key {
+            command: KeyCommand::Generate(args),
+        }) => keygen::generate(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Build(args),
+        }) => snapshot_build::main(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Verify(args),
+        }) => snapshot_verify::main(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -28,6 +28,13 @@ fn body_of(r: &Response) -> Vec<u8> {
         Body::Empty => Vec::new(),
         Body::Bytes(b) => b.clone(),
         Body::Shared(b) => b.to_vec(),
+        Body::File(f, len) => {
+            // The mutant rewrites the body, so reading it up here is fine.
+            use std::io::Read;
+            let mut out = Vec::new();
+            let _ = (&**f).take(*len).read_to_end(&mut out);
+            out
+        }
     }
 }
 

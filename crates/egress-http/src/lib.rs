@@ -22,6 +22,7 @@ mod parse;
 mod write;
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -88,6 +89,19 @@ pub enum Body {
     Bytes(Vec<u8>),
     /// Bytes shared between responses without copying (e.g. cached artifacts).
     Shared(Arc<[u8]>),
+    /// The next `len` bytes of an open file, from its current position,
+    /// streamed to the socket in bounded chunks, so large artifacts are never
+    /// held in memory (see `send_file` for why this is a copy, not
+    /// `sendfile(2)`).
+    ///
+    /// `Content-Length` is `len`. The file is only read when the body is sent
+    /// (not for HEAD or 304). Before the last byte is written the server asks
+    /// [`Handler::vouch_for_file`] whether the bytes can still be vouched
+    /// for; if not, or if the file ends before `len` bytes, the last byte is
+    /// never sent and the connection is closed, so the client sees a
+    /// truncated response, never a complete one. Clones share the file and
+    /// its position: send a file body once.
+    File(Arc<File>, u64),
 }
 
 impl From<Vec<u8>> for Body {
@@ -201,6 +215,20 @@ impl std::fmt::Debug for Reply {
 /// Handles one request. Called on the connection's thread; may block.
 pub trait Handler: Send + Sync + 'static {
     fn handle(&self, req: Request) -> Reply;
+
+    /// Called on the connection's thread while `response`, whose body is the
+    /// [`Body::File`] `file`, is being sent: after all but its last byte have
+    /// been copied to the client and before that last byte is. Returning
+    /// `false` aborts the response: the last byte is not sent and the
+    /// connection is closed, so no client can take the body for complete.
+    /// This lets a handler re-check a file it verified before handing it over
+    /// (e.g. that it did not change while it was copied). Not called for
+    /// empty files, for HEAD or 304 responses, or for `Reply::Takeover`
+    /// bodies. The default vouches for everything.
+    fn vouch_for_file(&self, response: &Response, file: &File) -> bool {
+        let _ = (response, file);
+        true
+    }
 }
 
 impl<F: Fn(Request) -> Reply + Send + Sync + 'static> Handler for F {
@@ -346,6 +374,8 @@ impl Drop for ServerHandle {
     }
 }
 
+/// Read and write size for file bodies.
+const FILE_CHUNK: usize = 64 * 1024;
 /// Refusals (503) are answered on their own short-lived threads so the accept
 /// loop never blocks; this caps those threads too. Past it, sockets are simply
 /// closed.
@@ -459,7 +489,7 @@ fn dispatch(stream: TcpStream, peer: SocketAddr, id: u64, shared: &Arc<Shared>) 
             let _guard = guard;
             let _ = stream.set_write_timeout(Some(LINGER));
             let resp = Response::text(503, "too many connections\n");
-            if send(&stream, &resp, false, Some("close")).is_ok() {
+            if send(&stream, &resp, false, Some("close"), None).is_ok() {
                 linger_close(&stream);
             }
         });
@@ -563,7 +593,13 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                     (true, false) => None,
                 };
                 let stream = &reader.get_ref().stream;
-                if send(stream, &resp, head_request, connection).is_err() {
+                let handler: &dyn Handler = &*shared.handler;
+                if send(stream, &resp, head_request, connection, Some(handler)).is_err() {
+                    // The response may be incomplete (a write failed, or a
+                    // file body was refused before its last byte): end the
+                    // connection at once so nothing is read as a complete
+                    // response or as the start of the next one.
+                    let _ = stream.shutdown(Shutdown::Both);
                     return;
                 }
                 if !keep_alive {
@@ -574,13 +610,18 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                 let stream = &reader.get_ref().stream;
                 if !(100..=999).contains(&resp.status) || !write::headers_valid(&resp) {
                     let resp = Response::text(500, "invalid response from handler\n");
-                    if send(stream, &resp, head_request, Some("close")).is_ok() {
+                    if send(stream, &resp, head_request, Some("close"), None).is_ok() {
                         linger_close(stream);
                     }
                     return;
                 }
                 let head = write::takeover_head(&resp);
-                if write_all(stream, &[&head, resp.body.as_bytes()]).is_err() {
+                let written = match &resp.body {
+                    Body::File(file, len) => write_all(stream, &[&head])
+                        .and_then(|()| send_file(stream, file, *len, |_| true)),
+                    body => write_all(stream, &[&head, body.as_bytes()]),
+                };
+                if written.is_err() {
                     return;
                 }
                 return hand_over(reader, limits, take);
@@ -610,25 +651,85 @@ fn write_all(mut stream: &TcpStream, parts: &[&[u8]]) -> io::Result<()> {
     stream.flush()
 }
 
+/// Writes the head of `resp` and, unless it is bodiless, its body. A
+/// [`Body::File`] is sent with [`send_file`], and `handler` (if any) is asked
+/// to vouch for it before its last byte. An error means the response may be
+/// incomplete and the connection must be closed.
 fn send(
     stream: &TcpStream,
     resp: &Response,
     head_request: bool,
     connection: Option<&str>,
+    handler: Option<&dyn Handler>,
 ) -> io::Result<()> {
     let (head, with_body) = write::frame(resp, head_request, connection);
-    if with_body {
-        write_all(stream, &[&head, resp.body.as_bytes()])
-    } else {
-        write_all(stream, &[&head])
+    match &resp.body {
+        Body::File(file, len) if with_body => {
+            write_all(stream, &[&head])?;
+            send_file(stream, file, *len, |f| {
+                handler.is_none_or(|h| h.vouch_for_file(resp, f))
+            })
+        }
+        body if with_body => write_all(stream, &[&head, body.as_bytes()]),
+        _ => write_all(stream, &[&head]),
     }
+}
+
+/// Copies exactly `len` bytes of `file`, from its current position, to
+/// `stream`, in chunks of [`FILE_CHUNK`] bytes.
+///
+/// Not `sendfile(2)`, on purpose. std's `io::copy` specialises File -> pipe
+/// and socket -> anything to `splice`/`sendfile`, but deliberately not File
+/// -> TcpStream: with `sendfile` the socket may still reference page-cache
+/// pages after the call returns, so a later write to the file can change
+/// bytes already "sent". A plain copy puts the bytes in the socket buffer
+/// when `write` returns, and that is what makes the check below sound: the
+/// bytes vouched for are the bytes on the wire. The cost is one pass through
+/// user space, in bounded chunks; the socket's write timeout bounds each
+/// write.
+///
+/// Invariant: the client receives the last byte only if the file really had
+/// `len` bytes and `vouch` returned `true` after every other byte was
+/// written. Otherwise this returns an error before that byte, and the caller
+/// closes the connection, so the client sees a response shorter than its
+/// `Content-Length`: visibly broken, never silently complete.
+fn send_file(
+    mut stream: &TcpStream,
+    file: &File,
+    len: u64,
+    vouch: impl FnOnce(&File) -> bool,
+) -> io::Result<()> {
+    let Some(all_but_last) = len.checked_sub(1) else {
+        return stream.flush();
+    };
+    let short = || {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "file body shorter than its length",
+        )
+    };
+    // `io::copy` reads through the BufReader's buffer, so each write is up
+    // to FILE_CHUNK bytes rather than std's 8 KiB default.
+    let mut chunks = BufReader::with_capacity(FILE_CHUNK, file.take(all_but_last));
+    if io::copy(&mut chunks, &mut stream)? != all_but_last {
+        return Err(short());
+    }
+    if !vouch(file) {
+        return Err(io::Error::other(
+            "the handler no longer vouches for the file body",
+        ));
+    }
+    if io::copy(&mut file.take(1), &mut stream)? != 1 {
+        return Err(short());
+    }
+    stream.flush()
 }
 
 /// Answers a request that could not be read, then closes.
 fn refuse(stream: &TcpStream, fail: Fail) {
     if let Fail::Status(status) = fail {
         let resp = Response::text(status, &format!("{}\n", write::reason(status)));
-        if send(stream, &resp, false, Some("close")).is_ok() {
+        if send(stream, &resp, false, Some("close"), None).is_ok() {
             linger_close(stream);
         }
     }

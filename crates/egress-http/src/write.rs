@@ -58,17 +58,31 @@ pub(crate) fn reason(status: u16) -> &'static str {
 }
 
 impl Body {
+    /// The body's length in bytes: its `Content-Length`. Saturates at
+    /// `usize::MAX` for a file body on a 32-bit target; see
+    /// [`Body::content_length`].
     pub fn len(&self) -> usize {
-        self.as_bytes().len()
+        usize::try_from(self.content_length()).unwrap_or(usize::MAX)
+    }
+
+    /// The body's length in bytes, as sent in `Content-Length`.
+    pub fn content_length(&self) -> u64 {
+        match self {
+            Body::File(_, len) => *len,
+            // usize -> u64 never truncates on supported targets.
+            other => other.as_bytes().len() as u64,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.content_length() == 0
     }
 
+    /// The bytes of an in-memory body; empty for [`Body::File`], whose bytes
+    /// are only ever read by the kernel while the body is sent.
     pub fn as_bytes(&self) -> &[u8] {
         match self {
-            Body::Empty => &[],
+            Body::Empty | Body::File(..) => &[],
             Body::Bytes(b) => b,
             Body::Shared(b) => b,
         }
@@ -138,7 +152,7 @@ pub(crate) fn frame(
             {
                 v.to_string()
             }
-            _ => resp.body.len().to_string(),
+            _ => resp.body.content_length().to_string(),
         };
         field(&mut out, "Content-Length", &length);
     }

@@ -592,3 +592,116 @@ fn handle_is_send_and_sync() {
     send_sync::<ServerHandle>();
     send::<Reply>();
 }
+
+// ------------------------------------------------------------ file bodies
+
+/// Serves one file as `Body::File`; `/short` announces one byte more than
+/// the file has; `vouch` decides what `vouch_for_file` answers.
+struct FileServer {
+    path: std::path::PathBuf,
+    vouch: bool,
+    vouched: std::sync::atomic::AtomicUsize,
+}
+
+impl egress_http::Handler for FileServer {
+    fn handle(&self, req: Request) -> Reply {
+        let Ok(file) = std::fs::File::open(&self.path) else {
+            return Response::new(500).into();
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = if req.path() == "/short" { len + 1 } else { len };
+        Response::new(200)
+            .with_body(Body::File(Arc::new(file), len))
+            .into()
+    }
+
+    fn vouch_for_file(&self, response: &Response, file: &std::fs::File) -> bool {
+        assert!(matches!(response.body, Body::File(..)));
+        assert!(file.metadata().is_ok());
+        self.vouched
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.vouch
+    }
+}
+
+fn file_server(tag: &str, bytes: &[u8], vouch: bool) -> (ServerHandle, Arc<FileServer>) {
+    let path = std::env::temp_dir().join(format!("egress-http-file-{tag}-{}", std::process::id()));
+    std::fs::write(&path, bytes).expect("write temp file");
+    let handler = Arc::new(FileServer {
+        path,
+        vouch,
+        vouched: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let shared = Arc::clone(&handler);
+    // The server needs an owned handler; delegate to the shared one.
+    struct Delegate(Arc<FileServer>);
+    impl egress_http::Handler for Delegate {
+        fn handle(&self, req: Request) -> Reply {
+            self.0.handle(req)
+        }
+        fn vouch_for_file(&self, response: &Response, file: &std::fs::File) -> bool {
+            self.0.vouch_for_file(response, file)
+        }
+    }
+    let h = Server::bind("127.0.0.1:0", Delegate(shared), Limits::default()).expect("bind");
+    (h, handler)
+}
+
+#[test]
+fn file_bodies_are_sent_whole_with_keep_alive() {
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let (h, handler) = file_server("whole", &bytes, true);
+    let mut c = connect(&h);
+    for _ in 0..2 {
+        send(&mut c, b"GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+        let r = read_response(&mut c, false);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-length"), Some("300000"));
+        assert!(r.body == bytes, "file body differs");
+    }
+    // HEAD: the file's length, no bytes, no vouching needed.
+    send(&mut c, b"HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = read_response(&mut c, true);
+    assert_eq!(r.header("content-length"), Some("300000"));
+    send(
+        &mut c,
+        b"GET /f HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert!(read_response(&mut c, false).body == bytes);
+    assert_closed(&mut c);
+    assert_eq!(handler.vouched.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let _ = std::fs::remove_file(&handler.path);
+}
+
+/// Reads one response head and then everything until the server closes.
+fn head_and_rest(c: &mut BufReader<TcpStream>) -> (Resp, Vec<u8>) {
+    let r = read_response(c, true);
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    (r, rest)
+}
+
+#[test]
+fn a_refused_file_body_is_visibly_truncated() {
+    let (h, handler) = file_server("refused", b"0123456789", false);
+    let mut c = connect(&h);
+    send(&mut c, b"GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    let (r, rest) = head_and_rest(&mut c);
+    assert_eq!(r.header("content-length"), Some("10"));
+    // All but the last byte, then the connection ends.
+    assert_eq!(rest, b"012345678");
+    assert_eq!(handler.vouched.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let _ = std::fs::remove_file(&handler.path);
+}
+
+#[test]
+fn a_file_shorter_than_announced_is_visibly_truncated() {
+    let (h, handler) = file_server("short", b"0123456789", true);
+    let mut c = connect(&h);
+    send(&mut c, b"GET /short HTTP/1.1\r\nHost: t\r\n\r\n");
+    let (r, rest) = head_and_rest(&mut c);
+    assert_eq!(r.header("content-length"), Some("11"));
+    // Every byte the file has, one short of the length, then the end.
+    assert_eq!(rest, b"0123456789");
+    let _ = std::fs::remove_file(&handler.path);
+}

@@ -1,17 +1,25 @@
 //! egress-mirror: the conformant reference mirror.
 //!
-//! It serves one loaded, verified [`Snapshot`] and nothing else. Every
-//! invariant below is a predicate of the project made structural:
+//! It serves one verified snapshot and nothing else, from memory
+//! ([`Mirror::new`], [`serve`]: a loaded [`Snapshot`]) or straight from its
+//! directory ([`Mirror::from_store`], [`serve_dir`]: a [`StoredSnapshot`],
+//! what the `egress-mirror` binary deploys). Both backends share one route
+//! table and one request path, so the rules below are written once. Every
+//! invariant is a predicate of the project made structural:
 //!
-//! - P1 digest binding: every byte served is a blob whose digest was checked
-//!   when the snapshot was loaded (`BlobStore` holds only matching bytes);
-//!   files live at `/files/<sha256>/<name>` and every page carries hashes.
+//! - P1 digest binding: every byte served is a blob whose digest was checked:
+//!   in memory when the snapshot was loaded (`BlobStore` holds only matching
+//!   bytes); on disk through the open file handle before it is served, and
+//!   again whenever the file changes (see [`StoredSnapshot`]). A blob that
+//!   fails is a 500 and a log line naming it, never a 200 with other bytes.
+//!   Files live at `/files/<sha256>/<name>` and every page carries hashes.
 //! - P2 replay only: this crate has no HTTP client and no upstream setting;
 //!   nothing outside the snapshot exists to be served.
 //! - P3 no path passthrough: only origin-form targets; the path (query
 //!   stripped) is looked up byte for byte in a table built from
-//!   `SNAPSHOT.json`. No decoding, no normalisation, no filesystem, no
-//!   redirects, so no encoding of `..` can mean anything.
+//!   `SNAPSHOT.json`. No decoding, no normalisation, no request path ever
+//!   reaches the filesystem (blobs are opened by digest only), no redirects,
+//!   so no encoding of `..` can mean anything.
 //! - P4 no build path: responses are pre-rendered blobs; nothing is rendered,
 //!   built or evaluated per request.
 //! - P5 immutability: the table is built once from an immutable snapshot and
@@ -20,12 +28,16 @@
 
 #![forbid(unsafe_code)]
 
-use egress_http::{Handler, Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{Body, Handler, Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::Sha256Digest;
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
-use egress_snapshot::{well_known, Snapshot, FILES_PREFIX, TEXT_PLAIN};
+#[cfg(unix)]
+use egress_snapshot::StoredSnapshot;
+use egress_snapshot::{well_known, ServedEntry, Snapshot, FILES_PREFIX, TEXT_PLAIN};
 use std::collections::HashMap;
-use std::io;
+use std::fs::File;
+use std::io::{self, Write};
+use std::net::ToSocketAddrs;
 use std::sync::Arc;
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -34,13 +46,34 @@ const PAGE: &str = "public, max-age=600";
 /// checking the running instance must revalidate them every time.
 const EVIDENCE: &str = "no-cache";
 
-/// One representation: bytes and the headers that describe them.
+/// Where log lines go: one line per call, without the trailing newline.
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+fn stderr_sink() -> LogSink {
+    // A closed stderr loses the line but must not panic a connection thread.
+    Arc::new(|line: &str| {
+        let _ = writeln!(io::stderr().lock(), "{line}");
+    })
+}
+
+/// Where a representation's bytes come from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Bytes already verified (a `BlobStore` blob or an evidence document).
+    Memory(Arc<[u8]>),
+    /// The store's blob for `Rep::digest`, verified per request.
+    Stored,
+}
+
+/// One representation: where its bytes are and the headers that describe
+/// them.
 #[derive(Debug, Clone)]
 struct Rep {
     content_type: String,
+    digest: Sha256Digest,
     etag: String,
     cache_control: &'static str,
-    body: Arc<[u8]>,
+    source: Source,
 }
 
 #[derive(Debug, Clone)]
@@ -53,92 +86,192 @@ enum Route {
     },
 }
 
-/// The request handler. See the crate documentation for its rules.
 #[derive(Debug)]
+enum Backend {
+    Memory(Arc<Snapshot>),
+    #[cfg(unix)]
+    Stored(Arc<StoredSnapshot>),
+}
+
+/// The request handler. See the crate documentation for its rules.
 pub struct Mirror {
-    snapshot: Arc<Snapshot>,
+    backend: Backend,
     id_hex: String,
     routes: HashMap<String, Route>,
+    log_requests: bool,
+    log: LogSink,
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror")
+            .field("backend", &self.backend)
+            .field("id_hex", &self.id_hex)
+            .field("paths", &self.routes.len())
+            .field("log_requests", &self.log_requests)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The evidence documents every mirror publishes, from their exact bytes.
+fn evidence(
+    manifest_bytes: &[u8],
+    doc_bytes: &[u8],
+    signature: Option<&str>,
+) -> Vec<(&'static str, Vec<u8>)> {
+    let mut docs = vec![
+        (well_known::MANIFEST, manifest_bytes.to_vec()),
+        (well_known::SNAPSHOT_JSON, doc_bytes.to_vec()),
+    ];
+    if let Some(sig) = signature {
+        docs.push((well_known::SIGNATURE, sig.as_bytes().to_vec()));
+    }
+    docs
+}
+
+/// Builds the route table: the one place that decides which paths exist.
+///
+/// `source` says where a served entry's blob is, or `None` if the backend
+/// does not have it: such an entry, and every other entry at its path, is
+/// left out of the table, so the path is answered 404 rather than with
+/// anything unverified. A path with an unexpected set of entries is left out
+/// too. The evidence documents are inserted last, so they win regardless
+/// (`check` forbids served entries at their paths anyway).
+fn build_routes(
+    served: &[ServedEntry],
+    evidence: Vec<(&'static str, Vec<u8>)>,
+    source: impl Fn(&Sha256Digest) -> Option<Source>,
+) -> HashMap<String, Route> {
+    let mut by_path: HashMap<&str, Vec<Rep>> = HashMap::new();
+    let mut incomplete = Vec::new();
+    for e in served {
+        match source(&e.sha256) {
+            Some(source) => by_path.entry(&e.path).or_default().push(Rep {
+                content_type: e.content_type.clone(),
+                digest: e.sha256,
+                etag: etag(&e.sha256),
+                cache_control: cache_control(&e.path),
+                source,
+            }),
+            None => incomplete.push(e.path.as_str()),
+        }
+    }
+    let mut routes = HashMap::new();
+    for (path, mut reps) in by_path {
+        if incomplete.contains(&path) {
+            continue;
+        }
+        let route = match reps.len() {
+            1 => reps.pop().map(Route::One),
+            2 => {
+                let html = reps
+                    .iter()
+                    .position(|r| r.content_type.eq_ignore_ascii_case(HTML_V1));
+                let json = reps
+                    .iter()
+                    .position(|r| r.content_type.eq_ignore_ascii_case(JSON_V1));
+                match (html, json) {
+                    (Some(h), Some(j)) => Some(Route::Negotiated {
+                        html: reps[h].clone(),
+                        json: reps[j].clone(),
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(route) = route {
+            routes.insert(path.to_string(), route);
+        }
+    }
+    for (path, bytes) in evidence {
+        let digest = Sha256Digest::of(&bytes);
+        let rep = Rep {
+            content_type: TEXT_PLAIN.to_string(),
+            digest,
+            etag: etag(&digest),
+            cache_control: EVIDENCE,
+            source: Source::Memory(Arc::from(bytes)),
+        };
+        routes.insert(path.to_string(), Route::One(rep));
+    }
+    routes
 }
 
 impl Mirror {
-    /// Builds the route table from the snapshot's `served` entries and its
-    /// evidence documents. Call [`Snapshot::check`] first (as [`serve`]
-    /// does, and as `load_dir` and the builder did): an entry whose blob is
-    /// absent, or a path with an unexpected set of entries, is left out of
-    /// the table here, so it is answered 404 rather than with anything
-    /// unverified.
+    /// Serves a snapshot held in memory. Call [`Snapshot::check`] first (as
+    /// [`serve`] does, and as `load_dir` and the builder did): an entry whose
+    /// blob is absent is answered 404 rather than with anything unverified.
     pub fn new(snapshot: Arc<Snapshot>) -> Self {
-        let mut by_path: HashMap<&str, Vec<Rep>> = HashMap::new();
-        let mut incomplete = Vec::new();
-        for e in &snapshot.doc.served {
-            // The store holds only bytes that hash to their key, so `body`
-            // matches `e.sha256` without hashing again per request.
-            match snapshot.blobs.get(&e.sha256) {
-                Some(body) => by_path.entry(&e.path).or_default().push(Rep {
-                    content_type: e.content_type.clone(),
-                    etag: etag(&e.sha256),
-                    cache_control: cache_control(&e.path),
-                    body,
-                }),
-                None => incomplete.push(e.path.as_str()),
-            }
-        }
-        let mut routes = HashMap::new();
-        for (path, mut reps) in by_path {
-            if incomplete.contains(&path) {
-                continue;
-            }
-            let route = match reps.len() {
-                1 => reps.pop().map(Route::One),
-                2 => {
-                    let html = reps
-                        .iter()
-                        .position(|r| r.content_type.eq_ignore_ascii_case(HTML_V1));
-                    let json = reps
-                        .iter()
-                        .position(|r| r.content_type.eq_ignore_ascii_case(JSON_V1));
-                    match (html, json) {
-                        (Some(h), Some(j)) => Some(Route::Negotiated {
-                            html: reps[h].clone(),
-                            json: reps[j].clone(),
-                        }),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            if let Some(route) = route {
-                routes.insert(path.to_string(), route);
-            }
-        }
-        // The evidence documents. `check` forbids served entries at these
-        // paths; inserting last makes the evidence win regardless.
-        let mut evidence = vec![
-            (well_known::MANIFEST, snapshot.manifest_bytes.clone()),
-            (well_known::SNAPSHOT_JSON, snapshot.doc_bytes.clone()),
-        ];
-        if let Some(sig) = &snapshot.signature {
-            evidence.push((well_known::SIGNATURE, sig.clone().into_bytes()));
-        }
-        for (path, bytes) in evidence {
-            let rep = Rep {
-                content_type: TEXT_PLAIN.to_string(),
-                etag: etag(&Sha256Digest::of(&bytes)),
-                cache_control: EVIDENCE,
-                body: Arc::from(bytes),
-            };
-            routes.insert(path.to_string(), Route::One(rep));
-        }
-        Self {
-            id_hex: snapshot.id().to_hex(),
-            snapshot,
+        let routes = build_routes(
+            &snapshot.doc.served,
+            evidence(
+                &snapshot.manifest_bytes,
+                &snapshot.doc_bytes,
+                snapshot.signature.as_deref(),
+            ),
+            // The store holds only bytes that hash to their key, so a body
+            // from it matches the entry's digest without hashing again.
+            |d| snapshot.blobs.get(d).map(Source::Memory),
+        );
+        Self::with_routes(
+            Backend::Memory(Arc::clone(&snapshot)),
+            snapshot.id(),
             routes,
+        )
+    }
+
+    /// Serves a snapshot straight from its directory. Each blob is verified
+    /// through its open file handle before it is served (see
+    /// [`StoredSnapshot::open_blob`]); a blob that fails is a 500 and a log
+    /// line naming it.
+    #[cfg(unix)]
+    pub fn from_store(store: Arc<StoredSnapshot>) -> Self {
+        let routes = build_routes(
+            &store.doc().served,
+            evidence(store.manifest_bytes(), store.doc_bytes(), store.signature()),
+            |d| store.has_blob(d).then_some(Source::Stored),
+        );
+        let id = store.id();
+        Self::with_routes(Backend::Stored(store), id, routes)
+    }
+
+    fn with_routes(backend: Backend, id: Sha256Digest, routes: HashMap<String, Route>) -> Self {
+        Self {
+            backend,
+            id_hex: id.to_hex(),
+            routes,
+            log_requests: false,
+            log: stderr_sink(),
         }
     }
 
-    pub fn snapshot(&self) -> &Arc<Snapshot> {
-        &self.snapshot
+    /// Logs one line per request (method, target, status, body bytes,
+    /// digest of the representation) to the log sink.
+    pub fn log_requests(mut self, on: bool) -> Self {
+        self.log_requests = on;
+        self
+    }
+
+    /// Where log lines go; standard error by default. Blob failures are
+    /// always logged; requests only with [`Mirror::log_requests`].
+    pub fn log_to(mut self, sink: LogSink) -> Self {
+        self.log = sink;
+        self
+    }
+
+    /// The in-memory snapshot, for a mirror made by [`Mirror::new`].
+    pub fn snapshot(&self) -> Option<&Arc<Snapshot>> {
+        match &self.backend {
+            Backend::Memory(s) => Some(s),
+            #[cfg(unix)]
+            Backend::Stored(_) => None,
+        }
+    }
+
+    /// The snapshot ID, hex.
+    pub fn id_hex(&self) -> &str {
+        &self.id_hex
     }
 
     /// Number of distinct paths answered with 200.
@@ -146,29 +279,64 @@ impl Mirror {
         self.routes.len()
     }
 
-    fn respond(&self, req: &Request) -> Response {
+    /// The body of `rep`, verified; `Err` is the 500 to send instead (the
+    /// failure has been logged).
+    fn body(&self, rep: &Rep) -> Result<Body, Response> {
+        match (&rep.source, &self.backend) {
+            (Source::Memory(bytes), _) => Ok(Body::Shared(Arc::clone(bytes))),
+            #[cfg(unix)]
+            (Source::Stored, Backend::Stored(store)) => match store.open_blob(&rep.digest) {
+                Ok(blob) => {
+                    let (file, len) = blob.into_parts();
+                    Ok(Body::File(Arc::new(file), len))
+                }
+                Err(problem) => {
+                    (self.log)(&format!(
+                        "egress-mirror: blob sha256:{} NOT served: {problem}",
+                        rep.digest.to_hex()
+                    ));
+                    Err(Response::text(
+                        500,
+                        &format!(
+                            "blob sha256:{} failed verification and was not served\n",
+                            rep.digest.to_hex()
+                        ),
+                    ))
+                }
+            },
+            // Routes of a memory backend are all `Source::Memory`.
+            (Source::Stored, _) => Err(Response::text(500, "blob unavailable\n")),
+        }
+    }
+
+    /// The response and, for the request log, the digest of the
+    /// representation chosen (if any).
+    fn respond(&self, req: &Request) -> (Response, Option<Sha256Digest>) {
         // P6: a mirror has nothing to change, so nothing but reads exists.
         // CONNECT lands here too: this is not a proxy.
         if req.method != "GET" && req.method != "HEAD" {
-            return Response::text(
+            let resp = Response::text(
                 405,
                 "method not allowed: this mirror only answers GET and HEAD\n",
             )
             .with_header("Allow", "GET, HEAD");
+            return (resp, None);
         }
         // P3: absolute-form (`GET http://host/...`), authority-form and `*`
         // are proxy or server-wide requests; a mirror serves only its own
         // paths.
         if !req.target.starts_with('/') {
-            return Response::text(
+            let resp = Response::text(
                 400,
                 "only origin-form request targets (starting with '/') are served\n",
             );
+            return (resp, None);
         }
         // The query is dropped, never interpreted (`?url=` means nothing
         // here); the path is matched exactly as received.
         let Some(route) = self.routes.get(req.path()) else {
-            return Response::text(404, &format!("not in snapshot {}\n", &self.id_hex[..12]));
+            let resp = Response::text(404, &format!("not in snapshot {}\n", &self.id_hex[..12]));
+            return (resp, None);
         };
         let (rep, content_type, negotiated) = match route {
             Route::One(rep) => (rep, rep.content_type.as_str(), false),
@@ -176,10 +344,17 @@ impl Mirror {
                 Some((Format::Json, ct)) => (json, ct, true),
                 Some((Format::Html, ct)) => (html, ct, true),
                 None => {
-                    return Response::text(406, &format!("not acceptable: this page is available as {JSON_V1}, {HTML_V1} or text/html\n"))
+                    let resp = Response::text(406, &format!("not acceptable: this page is available as {JSON_V1}, {HTML_V1} or text/html\n"))
                         .with_header("Vary", "Accept");
+                    return (resp, None);
                 }
             },
+        };
+        // Verified before any 2xx or 3xx: a blob that fails verification is
+        // never answered as if it were fine, not even with a 304.
+        let body = match self.body(rep) {
+            Ok(body) => body,
+            Err(resp) => return (resp, Some(rep.digest)),
         };
         let mut resp = Response::new(200);
         if negotiated {
@@ -191,34 +366,95 @@ impl Mirror {
         if let Some(tags) = joined(req, "If-None-Match") {
             if etag_matches(&tags, &rep.etag) {
                 // No body; the length is that of the representation.
-                return Response {
+                let resp = Response {
                     status: 304,
                     ..resp
                 }
-                .with_header("Content-Length", rep.body.len().to_string());
+                .with_header("Content-Length", body.content_length().to_string());
+                return (resp, Some(rep.digest));
             }
         }
-        resp.with_header("Content-Type", content_type)
-            .with_body(Arc::clone(&rep.body))
+        let resp = resp
+            .with_header("Content-Type", content_type)
+            .with_body(body);
+        (resp, Some(rep.digest))
     }
 }
 
 impl Handler for Mirror {
     fn handle(&self, req: Request) -> Reply {
-        self.respond(&req)
-            .with_header("X-Egress-Snapshot", self.id_hex.as_str())
+        let (resp, digest) = self.respond(&req);
+        if self.log_requests {
+            let sent = match resp.status {
+                _ if req.method == "HEAD" => 0,
+                204 | 304 => 0,
+                _ => resp.body.content_length(),
+            };
+            // Method and target are visible ASCII without spaces (the
+            // parser guarantees it), so the line cannot be split or forged.
+            (self.log)(&format!(
+                "egress-mirror: request method={} target={} status={} bytes={sent} digest={}",
+                req.method,
+                req.target,
+                resp.status,
+                digest.map_or_else(|| "-".to_string(), |d| format!("sha256:{}", d.to_hex())),
+            ));
+        }
+        resp.with_header("X-Egress-Snapshot", self.id_hex.as_str())
             .with_header("X-Content-Type-Options", "nosniff")
             .into()
     }
+
+    /// The last line of defence for a stored blob (see the residual window
+    /// in [`StoredSnapshot`]'s documentation): before the last byte goes
+    /// out, the file that was copied must still have the fingerprint it had
+    /// when it was verified. The digest is the one in the response's ETag,
+    /// which this handler wrote.
+    fn vouch_for_file(&self, response: &Response, file: &File) -> bool {
+        #[cfg(unix)]
+        if let Backend::Stored(store) = &self.backend {
+            let digest = response
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
+                .and_then(|(_, v)| v.strip_prefix("\"sha256:")?.strip_suffix('"'))
+                .and_then(|hex| Sha256Digest::from_hex(hex).ok());
+            let unchanged = digest.is_some_and(|d| store.unchanged_since_verified(&d, file));
+            if !unchanged {
+                (self.log)(&format!(
+                    "egress-mirror: blob {} changed on disk while being sent; response aborted before its last byte, connection closed",
+                    digest.map_or_else(|| "(unknown)".to_string(), |d| format!("sha256:{}", d.to_hex())),
+                ));
+            }
+            return unchanged;
+        }
+        // Memory bodies are never files; nothing else to vouch for.
+        let _ = (response, file);
+        true
+    }
 }
 
-/// Checks the snapshot, then serves it on `addr` (e.g. `127.0.0.1:8080`).
-/// An inconsistent snapshot is an `InvalidData` error: nothing is served.
+/// Checks the snapshot, then serves it from memory on `addr` (e.g.
+/// `127.0.0.1:8080`). An inconsistent snapshot is an `InvalidData` error:
+/// nothing is served.
 pub fn serve(snapshot: Arc<Snapshot>, addr: &str) -> io::Result<ServerHandle> {
     snapshot
         .check()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     Server::bind(addr, Mirror::new(snapshot), Limits::default())
+}
+
+/// Serves an opened snapshot directory on `addr`, blobs verified per request
+/// (see [`StoredSnapshot`]). `StoredSnapshot::open` already checked the
+/// evidence documents.
+#[cfg(unix)]
+pub fn serve_dir(store: StoredSnapshot, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
+    serve_mirror(Mirror::from_store(Arc::new(store)), addr)
+}
+
+/// Serves a configured [`Mirror`] on `addr` with default limits.
+pub fn serve_mirror(mirror: Mirror, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
+    Server::bind(addr, mirror, Limits::default())
 }
 
 fn etag(digest: &Sha256Digest) -> String {

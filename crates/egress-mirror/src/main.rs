@@ -1,95 +1,439 @@
-//! `egress-mirror SNAPSHOT_DIR [--listen ADDR]`: loads and verifies a
-//! snapshot directory, then serves it until killed.
+//! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
+//! [--require-confinement] [--log-requests]`: serves one snapshot directory
+//! as a sandbox's only egress, until killed.
 //!
-//! Exit codes: 0 help, 2 usage, 4 snapshot invalid, 5 cannot bind.
+//! Start-up, in this order (each step can only narrow what the process can
+//! do next):
+//! 1. flags, then the TOML config file if `--config` is given (keys
+//!    `snapshot`, `listen`, `require_confinement`, `log_requests`; a
+//!    relative `snapshot` is relative to the file; flags override the file);
+//! 2. the listen address is resolved (no name lookups after confinement);
+//! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
+//!    documents checked, no blob read (blobs are verified as they are
+//!    served);
+//! 4. the process confines itself with Landlock where the kernel allows
+//!    (see `confine.rs`); anything not enforced is said on one stderr line,
+//!    and with `--require-confinement` the mirror refuses to start instead;
+//! 5. the listener is bound and one line is printed on stdout: snapshot ID,
+//!    blob count, confinement status and the address.
+//!
+//! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
+//! 6 confinement required but not available, 7 bad config file. Every error
+//! is one line on stderr; nothing panics.
 
-use egress_snapshot::Snapshot;
-use std::path::PathBuf;
+mod confine;
+
+use egress_mirror::Mirror;
+use egress_snapshot::StoredSnapshot;
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
-const USAGE: &str =
-    "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR]   (default ADDR 127.0.0.1:8080)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests]   (default ADDR 127.0.0.1:8080)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// A config file is a handful of keys; anything larger is not one.
+const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 
-struct Args {
-    dir: PathBuf,
-    listen: String,
+const EXIT_USAGE: u8 = 2;
+const EXIT_SNAPSHOT: u8 = 4;
+const EXIT_LISTEN: u8 = 5;
+const EXIT_CONFINEMENT: u8 = 6;
+const EXIT_CONFIG: u8 = 7;
+
+/// Writes one line; a closed stdout or stderr is not worth a panic.
+fn say(mut out: impl Write, line: &str) {
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    say(std::io::stderr(), &format!("egress-mirror: {message}"));
+    ExitCode::from(code)
+}
+
+/// Command-line flags. The `self_test_*` ones are hidden: they run after
+/// confinement, report on stdout and exit, so tests can observe from outside
+/// what the confined process can and cannot do.
+#[derive(Debug, Default)]
+struct Flags {
+    dir: Option<PathBuf>,
+    listen: Option<String>,
+    config: Option<PathBuf>,
+    require_confinement: bool,
+    log_requests: bool,
+    self_test_connect: Vec<String>,
+    self_test_read: Vec<PathBuf>,
 }
 
 /// `Ok(None)` means help was asked for.
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let mut dir = None;
-    let mut listen = None;
+fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
+    let mut f = Flags::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
-        match arg.as_str() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| match inline.clone().or_else(|| args.next()) {
+            Some(v) if !v.is_empty() => Ok(v),
+            _ => Err(format!("{name} needs {what}")),
+        };
+        match name.as_str() {
             "-h" | "--help" => return Ok(None),
-            "--listen" => match args.next() {
-                Some(addr) => listen = Some(addr),
-                None => return Err("--listen needs an address, e.g. 127.0.0.1:8080".into()),
-            },
-            _ if arg.starts_with("--listen=") => {
-                listen = Some(arg["--listen=".len()..].to_string())
-            }
+            "--listen" => f.listen = Some(value("an address, e.g. 127.0.0.1:8080")?),
+            "--config" => f.config = Some(PathBuf::from(value("a file")?)),
+            "--self-test-connect" => f.self_test_connect.push(value("an address")?),
+            "--self-test-read" => f.self_test_read.push(PathBuf::from(value("a path")?)),
+            "--require-confinement" if inline.is_none() => f.require_confinement = true,
+            "--log-requests" if inline.is_none() => f.log_requests = true,
             _ if arg.starts_with('-') && arg != "-" => {
                 return Err(format!("unknown option {arg:?}"))
             }
-            _ if dir.is_some() => {
+            _ if f.dir.is_some() => {
                 return Err(format!(
                     "unexpected argument {arg:?}: give one snapshot directory"
                 ))
             }
-            _ => dir = Some(PathBuf::from(arg)),
+            _ => f.dir = Some(PathBuf::from(arg)),
         }
     }
-    let dir = dir.ok_or("missing SNAPSHOT_DIR")?;
-    Ok(Some(Args {
+    Ok(Some(f))
+}
+
+/// The config file's settings; every key is optional.
+#[derive(Debug, Default, PartialEq)]
+struct FileConfig {
+    snapshot: Option<PathBuf>,
+    listen: Option<String>,
+    require_confinement: Option<bool>,
+    log_requests: Option<bool>,
+}
+
+/// Reads and parses a config file. Unknown keys and wrong types are errors
+/// (a misspelt `require_confinement` must not silently mean "no").
+fn read_config(path: &Path) -> Result<FileConfig, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{shown} is not a regular file of at most {MAX_CONFIG_BYTES} bytes"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let mut config = parse_config(&text).map_err(|e| format!("{shown}: {e}"))?;
+    if let Some(dir) = &config.snapshot {
+        if dir.is_relative() {
+            let base = path.parent().unwrap_or(Path::new(""));
+            config.snapshot = Some(base.join(dir));
+        }
+    }
+    Ok(config)
+}
+
+fn parse_config(text: &str) -> Result<FileConfig, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            // Bytes, not `str` slicing: a span is not trusted to fall on a
+            // character boundary, and this must not panic.
+            .map(|s| {
+                let before = &text.as_bytes()[..s.start.min(text.len())];
+                before.iter().filter(|&&b| b == b'\n').count() + 1
+            });
+        let message = e.message().replace('\n', " ");
+        match line {
+            Some(n) => format!("line {n}: {}", message.trim()),
+            None => message.trim().to_string(),
+        }
+    })?;
+    let mut config = FileConfig::default();
+    for (key, value) in &table {
+        let string = || {
+            value
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{key} must be a string"))
+        };
+        let boolean = || {
+            value
+                .as_bool()
+                .ok_or_else(|| format!("{key} must be true or false"))
+        };
+        match key.as_str() {
+            "snapshot" => config.snapshot = Some(PathBuf::from(string()?)),
+            "listen" => config.listen = Some(string()?),
+            "require_confinement" => config.require_confinement = Some(boolean()?),
+            "log_requests" => config.log_requests = Some(boolean()?),
+            _ => {
+                return Err(format!(
+                    "unknown key {key:?}; the keys are snapshot, listen, require_confinement, log_requests"
+                ))
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// The effective settings: flags over file over defaults.
+struct Settings {
+    dir: PathBuf,
+    listen: String,
+    /// The config file `listen` came from, for the exit code and message of
+    /// a bad address; `None` when it came from a flag or the default.
+    listen_from_file: Option<PathBuf>,
+    require_confinement: bool,
+    log_requests: bool,
+}
+
+fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, String> {
+    let dir = flags
+        .dir
+        .clone()
+        .or(file.snapshot)
+        .ok_or("missing SNAPSHOT_DIR (give it, or `snapshot` in --config)")?;
+    let listen_from_file = match (&flags.listen, &file.listen, &flags.config) {
+        (None, Some(_), Some(path)) => Some(path.clone()),
+        _ => None,
+    };
+    Ok(Settings {
         dir,
-        listen: listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
-    }))
+        listen: flags
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
+        listen_from_file,
+        require_confinement: flags.require_confinement || file.require_confinement == Some(true),
+        log_requests: flags.log_requests || file.log_requests == Some(true),
+    })
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(Some(args)) => args,
+    let flags = match parse_flags(std::env::args().skip(1)) {
+        Ok(Some(flags)) => flags,
         Ok(None) => {
-            println!("{USAGE}");
+            say(std::io::stdout(), USAGE);
             return ExitCode::SUCCESS;
         }
-        Err(e) => {
-            eprintln!("egress-mirror: {e}; {USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return fail(EXIT_USAGE, &format!("{e}; {USAGE}")),
     };
-    let snapshot = match Snapshot::load_dir(&args.dir) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            eprintln!(
-                "egress-mirror: snapshot {} is invalid: {e}",
-                args.dir.display()
+    let file = match &flags.config {
+        Some(path) => match read_config(path) {
+            Ok(c) => c,
+            Err(e) => return fail(EXIT_CONFIG, &format!("bad config file {e}")),
+        },
+        None => FileConfig::default(),
+    };
+    let s = match settings(&flags, file) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, &format!("{e}; {USAGE}")),
+    };
+
+    // Resolved now: after confinement no file (such as /etc/hosts) can be
+    // read to look a name up.
+    let addrs: Vec<SocketAddr> = match s.listen.to_socket_addrs() {
+        Ok(a) if a.len() > 0 => a.collect(),
+        _ => {
+            let (code, source) = match &s.listen_from_file {
+                Some(path) => (
+                    EXIT_CONFIG,
+                    format!("bad config file {}: listen", path.display()),
+                ),
+                None => (EXIT_USAGE, "--listen".to_string()),
+            };
+            return fail(
+                code,
+                &format!(
+                    "{source} {:?} is not an address to listen on (e.g. 127.0.0.1:8080)",
+                    s.listen
+                ),
             );
-            return ExitCode::from(4);
         }
     };
-    let id = snapshot.id();
-    let paths = snapshot.doc.served.len();
-    let server = match egress_mirror::serve(snapshot, &args.listen) {
+
+    let store = match StoredSnapshot::open(&s.dir) {
+        Ok(store) => store,
+        Err(e) => {
+            return fail(
+                EXIT_SNAPSHOT,
+                &format!("snapshot {} is invalid: {e}", s.dir.display()),
+            )
+        }
+    };
+
+    // Invariant: no thread has been spawned yet (see confine.rs).
+    let confinement = confine::confine(store.root());
+    if let Some(missing) = &confinement.missing {
+        if s.require_confinement {
+            return fail(
+                EXIT_CONFINEMENT,
+                &format!("--require-confinement: {missing}; refusing to start"),
+            );
+        }
+        say(
+            std::io::stderr(),
+            &format!("egress-mirror: confinement incomplete: {missing}"),
+        );
+    }
+
+    if !flags.self_test_connect.is_empty() || !flags.self_test_read.is_empty() {
+        return self_test(&flags, &confinement.summary);
+    }
+
+    let blobs = store.blob_count();
+    let id = store.id();
+    let mirror = Mirror::from_store(Arc::new(store)).log_requests(s.log_requests);
+    let paths = mirror.path_count();
+    let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
         Ok(server) => server,
         Err(e) => {
-            eprintln!(
-                "egress-mirror: cannot listen on {}: {e}; choose another --listen address",
-                args.listen
-            );
-            return ExitCode::from(5);
+            return fail(
+                EXIT_LISTEN,
+                &format!(
+                    "cannot listen on {}: {e}; choose another --listen address",
+                    s.listen
+                ),
+            )
         }
     };
-    println!(
-        "egress-mirror: serving snapshot {id} ({paths} entries) at {}/",
-        server.base_url()
+    say(
+        std::io::stdout(),
+        &format!(
+            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}) at {}/",
+            id.to_hex(),
+            confinement.summary,
+            server.base_url()
+        ),
     );
     // The server runs on its own threads until the process is killed.
     loop {
         std::thread::park();
+    }
+}
+
+/// Runs the hidden self-tests from inside the (possibly) confined process:
+/// one stdout line each, `blocked` or `allowed`, then exit 0.
+fn self_test(flags: &Flags, summary: &str) -> ExitCode {
+    say(
+        std::io::stdout(),
+        &format!("egress-mirror: self-test confinement: {summary}"),
+    );
+    for target in &flags.self_test_connect {
+        let Ok(addr) = target.parse::<SocketAddr>() else {
+            return fail(
+                EXIT_USAGE,
+                &format!("--self-test-connect {target:?} is not IP:PORT"),
+            );
+        };
+        let outcome = match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+            Ok(_) => "allowed".to_string(),
+            Err(e) => format!("blocked ({e})"),
+        };
+        say(
+            std::io::stdout(),
+            &format!("egress-mirror: self-test connect {addr}: {outcome}"),
+        );
+    }
+    for path in &flags.self_test_read {
+        let outcome = match std::fs::read(path) {
+            Ok(bytes) => format!("allowed ({} bytes)", bytes.len()),
+            Err(e) => format!("blocked ({e})"),
+        };
+        say(
+            std::io::stdout(),
+            &format!(
+                "egress-mirror: self-test read {}: {outcome}",
+                path.display()
+            ),
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(args: &[&str]) -> Result<Option<Flags>, String> {
+        parse_flags(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn flag_forms() {
+        let f = flags(&[
+            "d",
+            "--listen=1.2.3.4:5",
+            "--log-requests",
+            "--config",
+            "c.toml",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(f.dir, Some(PathBuf::from("d")));
+        assert_eq!(f.listen.as_deref(), Some("1.2.3.4:5"));
+        assert_eq!(f.config, Some(PathBuf::from("c.toml")));
+        assert!(f.log_requests && !f.require_confinement);
+        assert!(flags(&["--help"]).unwrap().is_none());
+        for bad in [
+            &["d", "--listen"][..],
+            &["d", "--listen="],
+            &["d", "e"],
+            &["d", "--bogus"],
+            &["d", "--log-requests=yes"],
+            &["--config"],
+        ] {
+            assert!(flags(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn config_keys_and_errors() {
+        let c = parse_config(
+            "snapshot = \"/srv/snap\"\nlisten = \"0.0.0.0:80\"\nrequire_confinement = true\nlog_requests = false\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            FileConfig {
+                snapshot: Some(PathBuf::from("/srv/snap")),
+                listen: Some("0.0.0.0:80".into()),
+                require_confinement: Some(true),
+                log_requests: Some(false),
+            }
+        );
+        assert_eq!(parse_config("").unwrap(), FileConfig::default());
+        for (bad, want) in [
+            ("require_confinment = true\n", "unknown key"),
+            ("require_confinement = \"yes\"\n", "true or false"),
+            ("listen = 80\n", "must be a string"),
+            ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
+            ("[oops\n", "line 1"),
+        ] {
+            let e = parse_config(bad).unwrap_err();
+            assert!(e.contains(want) && !e.contains('\n'), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let f = flags(&["flagdir", "--listen", "127.0.0.1:1"])
+            .unwrap()
+            .unwrap();
+        let file = FileConfig {
+            snapshot: Some("filedir".into()),
+            listen: Some("127.0.0.1:2".into()),
+            require_confinement: Some(true),
+            log_requests: None,
+        };
+        let s = settings(&f, file).unwrap();
+        assert_eq!(s.dir, PathBuf::from("flagdir"));
+        assert_eq!(s.listen, "127.0.0.1:1");
+        assert!(s.listen_from_file.is_none());
+        assert!(s.require_confinement && !s.log_requests);
+        let none = flags(&[]).unwrap().unwrap();
+        assert!(settings(&none, FileConfig::default()).is_err());
     }
 }

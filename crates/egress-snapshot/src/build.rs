@@ -31,6 +31,8 @@ struct Dist {
     sha256: Sha256Digest,
     size: u64,
     yanked: Option<String>,
+    /// PEP 700 `upload-time`, carried over from the index it came from.
+    upload_time: Option<String>,
     /// PEP 658 metadata blob; wheels only.
     metadata: Option<Sha256Digest>,
     requires_python: Option<String>,
@@ -68,6 +70,19 @@ impl SnapshotBuilder {
         bytes: Vec<u8>,
         yanked: Option<String>,
     ) -> Result<(), SnapshotError> {
+        self.add_dist_with(filename, bytes, yanked, None)
+    }
+
+    /// [`SnapshotBuilder::add_dist`] with the PEP 700 `upload-time` the
+    /// file had upstream, rendered on the JSON page (see
+    /// [`SnapshotBuilder::is_valid_upload_time`] for the accepted form).
+    pub fn add_dist_with(
+        &mut self,
+        filename: &str,
+        bytes: Vec<u8>,
+        yanked: Option<String>,
+        upload_time: Option<String>,
+    ) -> Result<(), SnapshotError> {
         let invalid = |reason: String| SnapshotError::InvalidDist {
             filename: filename.to_string(),
             reason,
@@ -86,6 +101,14 @@ impl SnapshotBuilder {
         let parsed = DistFilename::parse(filename).map_err(|e| invalid(e.to_string()))?;
         if self.filenames.contains(filename) {
             return Err(SnapshotError::DuplicateDist(filename.to_string()));
+        }
+        if let Some(t) = upload_time
+            .as_deref()
+            .filter(|t| !Self::is_valid_upload_time(t))
+        {
+            return Err(invalid(format!(
+                "upload-time {t:?} is not an ISO 8601 UTC time such as 2024-01-31T12:00:00.123456Z"
+            )));
         }
 
         let (metadata, requires_python) = match parsed.kind {
@@ -135,10 +158,34 @@ impl SnapshotBuilder {
             sha256,
             size,
             yanked,
+            upload_time,
             metadata,
             requires_python,
         });
         Ok(())
+    }
+
+    /// PEP 700 asks for `yyyy-mm-ddThh:mm:ss.ffffffZ`; indexes vary in the
+    /// fraction, so this accepts that shape with any (or no) fraction and
+    /// nothing a page could misread.
+    pub fn is_valid_upload_time(t: &str) -> bool {
+        let b = t.as_bytes();
+        let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+        b.len() >= 20
+            && b.len() <= 40
+            && digits(0..4)
+            && b[4] == b'-'
+            && digits(5..7)
+            && b[7] == b'-'
+            && digits(8..10)
+            && b[10] == b'T'
+            && digits(11..13)
+            && b[13] == b':'
+            && digits(14..16)
+            && b[16] == b':'
+            && digits(17..19)
+            && b.ends_with(b"Z")
+            && (b.len() == 20 || (b[19] == b'.' && b.len() > 21 && digits(20..b.len() - 1)))
     }
 
     /// Records an input (a lockfile, a requirements file) in
@@ -190,6 +237,7 @@ impl SnapshotBuilder {
                     yanked: d.yanked.clone(),
                     core_metadata: d.metadata.as_ref().map(sha256_map),
                     size: Some(d.size),
+                    upload_time: d.upload_time.clone(),
                     ..Default::default()
                 });
                 if page.versions.last() != Some(&d.version.to_string()) {
@@ -337,6 +385,58 @@ mod tests {
         ] {
             assert!(!is_valid_index_path(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn upload_times() {
+        for ok in [
+            "2024-04-11T03:34:43Z",
+            "2024-04-11T03:34:43.276Z",
+            "2024-04-11T03:34:43.276123Z",
+        ] {
+            assert!(SnapshotBuilder::is_valid_upload_time(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "2024-04-11",
+            "2024-04-11T03:34:43",
+            "2024-04-11T03:34:43.Z",
+            "2024-04-11T03:34:43+00:00",
+            "2024-04-11 03:34:43Z",
+            "2024-04-11T03:34:43.<b>Z",
+        ] {
+            assert!(!SnapshotBuilder::is_valid_upload_time(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn yanked_and_upload_time_reach_the_json_page() {
+        let dist = egress_artifacts::build_sdist(&egress_artifacts::SdistSpec {
+            name: ProjectName::new("a").unwrap(),
+            version: Version::new("1.0").unwrap(),
+            summary: "s".into(),
+            setup_py: String::new(),
+            files: vec![],
+        });
+        let mut b = SnapshotBuilder::new("/simple/");
+        let time = "2024-04-11T03:34:43.276Z";
+        b.add_dist_with(
+            &dist.filename,
+            dist.bytes.clone(),
+            Some("bad".into()),
+            Some(time.into()),
+        )
+        .unwrap();
+        assert!(b
+            .clone()
+            .add_dist_with("b-1.0.tar.gz", vec![], None, Some("yesterday".into()))
+            .is_err());
+        let snap = b.build("2026-01-01T00:00:00Z", None, "p").unwrap();
+        let json = snap.doc.lookup("/simple/a/", JSON_V1).unwrap();
+        let page =
+            egress_simple::parse_project_json(&snap.blobs.get(&json.sha256).unwrap()).unwrap();
+        assert_eq!(page.files[0].upload_time.as_deref(), Some(time));
+        assert_eq!(page.files[0].yanked.as_deref(), Some("bad"));
     }
 
     #[test]

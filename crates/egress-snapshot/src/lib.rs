@@ -19,6 +19,8 @@ mod dir;
 mod error;
 pub mod manifest;
 mod snapshot;
+#[cfg(unix)]
+mod store;
 
 pub use blobs::BlobStore;
 pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
@@ -26,6 +28,8 @@ pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
 pub use snapshot::{is_servable_path, Snapshot};
+#[cfg(unix)]
+pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS};
 
 /// Where the mirror publishes its snapshot's evidence, relative to its origin.
 pub mod well_known {

@@ -7,6 +7,10 @@
 //! connect timeout, idle-read timeout, a deadline for the whole exchange, a
 //! cap on the response head and a cap on body bytes read. Whatever ends an
 //! exchange early is recorded in [`Exchange::error`] and [`BodyEnd`].
+//!
+//! [`Client::download`] is the same exchange with the body also streamed to a
+//! [`BodySink`] (a file), for bodies larger than anyone wants in memory; the
+//! record then keeps only the prefix, as for any exchange.
 
 mod read;
 mod tls;
@@ -49,6 +53,34 @@ impl Default for Limits {
             record_bytes: 1024 * 1024,
         }
     }
+}
+
+impl Limits {
+    /// Bounds for [`Client::download`]: the idle timeout still catches a
+    /// stalled server, but a large file may take long and be large (the
+    /// caller verifies its digest; the cap only stops a server that never
+    /// ends). The record keeps a short prefix, enough for an error page.
+    pub fn download() -> Self {
+        Self {
+            deadline: Duration::from_secs(60 * 60),
+            idle_timeout: Duration::from_secs(30),
+            max_body_bytes: 64 * 1024 * 1024 * 1024,
+            record_bytes: 4096,
+            ..Self::default()
+        }
+    }
+}
+
+/// Where [`Client::download`] puts a response body.
+pub trait BodySink {
+    /// Called once the response head has arrived (not for responses without
+    /// a body). `Ok(true)` streams the body into [`BodySink::write`];
+    /// `Ok(false)` leaves it to the record alone (say, an error page); an
+    /// error ends the exchange.
+    fn begin(&mut self, status: u16, headers: &[(String, String)]) -> io::Result<bool>;
+    /// Body bytes in order, after any chunked framing is removed. An error
+    /// ends the exchange.
+    fn write(&mut self, data: &[u8]) -> io::Result<()>;
 }
 
 /// A request as the suite wants it written; [`Request::to_bytes`] gives the
@@ -188,6 +220,20 @@ impl Client {
 
     /// Sends `raw` exactly as given and records what comes back.
     pub fn send_raw(&self, label: &str, raw: &[u8]) -> Exchange {
+        self.exchange(label, raw, None)
+    }
+
+    /// Sends `req` and streams the response body into `sink` (if its `begin`
+    /// accepts the response), within the same bounds as every exchange; use
+    /// a client made with [`Limits::download`]. The exchange records the
+    /// head, the body's length and digest and a prefix; whether the body was
+    /// complete is [`ResponseRecord::body_end`](egress_model::ResponseRecord).
+    pub fn download(&self, label: &str, req: &Request, sink: &mut dyn BodySink) -> Exchange {
+        let bytes = req.to_bytes(&self.base);
+        self.exchange(label, &bytes, Some(sink))
+    }
+
+    fn exchange(&self, label: &str, raw: &[u8], out: Option<&mut dyn BodySink>) -> Exchange {
         let start = Instant::now();
         let mut ex = Exchange {
             label: label.to_string(),
@@ -206,7 +252,8 @@ impl Client {
                     ex.error = Some(format!("write failed: {}", describe_io(&e)));
                 }
                 let method = raw.split(|&b| b == b' ').next().unwrap_or_default();
-                let (resp, err) = read::read_response(&mut stream, method, &self.limits, deadline);
+                let (resp, err) =
+                    read::read_response(&mut stream, method, &self.limits, deadline, out);
                 ex.response = resp;
                 if err.is_some() {
                     ex.error = err;
@@ -243,7 +290,8 @@ impl Client {
         if let Err(e) = stream.write_all(&raw) {
             first.error = Some(format!("write failed: {}", describe_io(&e)));
         }
-        let (resp, err) = read::read_response(&mut stream, b"CONNECT", &self.limits, deadline);
+        let (resp, err) =
+            read::read_response(&mut stream, b"CONNECT", &self.limits, deadline, None);
         let tunnel_open = resp.as_ref().is_some_and(|r| r.is_success());
         first.response = resp;
         first.error = first.error.take().or(err);
@@ -264,7 +312,8 @@ impl Client {
             second.error = Some(format!("write failed: {}", describe_io(&e)));
         } else {
             let method = inner.split(|&b| b == b' ').next().unwrap_or_default();
-            let (resp, err) = read::read_response(&mut stream, method, &self.limits, deadline);
+            let (resp, err) =
+                read::read_response(&mut stream, method, &self.limits, deadline, None);
             second.response = resp;
             second.error = err;
         }

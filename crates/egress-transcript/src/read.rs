@@ -5,7 +5,7 @@
 //! `record_bytes` (kept body prefix). Body bytes beyond that are hashed and
 //! dropped.
 
-use crate::{describe_io, Limits};
+use crate::{describe_io, BodySink, Limits};
 use egress_model::digest::Sha256Hasher;
 use egress_model::{BodyEnd, ResponseRecord, WireBytes};
 use std::io::{self, Read, Write};
@@ -107,16 +107,21 @@ impl<'a, R: Read + ?Sized> Input<'a, R> {
     }
 }
 
-struct Sink {
+struct Sink<'o> {
     hasher: Sha256Hasher,
     len: u64,
     prefix: Vec<u8>,
     record_cap: usize,
     max: u64,
+    /// A download's destination, and whether it took this response's body.
+    out: Option<&'o mut dyn BodySink>,
+    streaming: bool,
+    write_error: Option<String>,
 }
 
-impl Sink {
-    /// Takes bytes; returns false when the body cap is reached.
+impl Sink<'_> {
+    /// Takes bytes; returns false when the body cap is reached or the
+    /// download's destination failed.
     fn take(&mut self, data: &[u8]) -> bool {
         let room = self.max.saturating_sub(self.len);
         let take = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
@@ -127,6 +132,14 @@ impl Sink {
             .saturating_sub(self.prefix.len())
             .min(take.len());
         self.prefix.extend_from_slice(&take[..keep]);
+        if self.streaming && !take.is_empty() {
+            if let Some(out) = self.out.as_deref_mut() {
+                if let Err(e) = out.write(take) {
+                    self.write_error = Some(e.to_string());
+                    return false;
+                }
+            }
+        }
         take.len() == data.len() && self.len < self.max
     }
 }
@@ -232,12 +245,14 @@ fn header<'h>(head: &'h Head, name: &str) -> Vec<&'h str> {
 }
 
 /// Reads one response. Returns the record (if a status line arrived) and the
-/// error that ended the exchange early, if any.
+/// error that ended the exchange early, if any. With `out`, the body also
+/// streams into it if its `begin` accepts the response.
 pub(crate) fn read_response<R: Read + ?Sized>(
     stream: &mut R,
     method: &[u8],
     limits: &Limits,
     _deadline: Instant,
+    out: Option<&mut dyn BodySink>,
 ) -> (Option<ResponseRecord>, Option<String>) {
     let mut input = Input {
         inner: stream,
@@ -251,6 +266,9 @@ pub(crate) fn read_response<R: Read + ?Sized>(
         prefix: Vec::new(),
         record_cap: limits.record_bytes,
         max: limits.max_body_bytes,
+        out,
+        streaming: false,
+        write_error: None,
     };
     // Skip interim 1xx responses (100 Continue, 103 Early Hints), but not 101.
     let head = loop {
@@ -288,6 +306,17 @@ pub(crate) fn read_response<R: Read + ?Sized>(
     if no_body {
         return (Some(finish(head, sink, BodyEnd::NoBody)), None);
     }
+    if let Some(out) = sink.out.as_deref_mut() {
+        match out.begin(status, &head.headers) {
+            Ok(take) => sink.streaming = take,
+            Err(e) => {
+                return (
+                    Some(finish(head, sink, BodyEnd::Broken)),
+                    Some(format!("cannot store the body: {e}")),
+                )
+            }
+        }
+    }
     let chunked = header(&head, "transfer-encoding")
         .iter()
         .any(|v| v.to_ascii_lowercase().contains("chunked"));
@@ -312,6 +341,12 @@ pub(crate) fn read_response<R: Read + ?Sized>(
     } else {
         read_to_eof(&mut input, &mut sink)
     };
+    if let Some(e) = sink.write_error.take() {
+        return (
+            Some(finish(head, sink, BodyEnd::Broken)),
+            Some(format!("cannot store the body: {e}")),
+        );
+    }
     match result {
         Ok(end) => (
             Some(finish(head, sink, end)),

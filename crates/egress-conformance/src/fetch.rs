@@ -1,0 +1,532 @@
+//! Fetching for `snapshot build`: project pages (PEP 691 JSON, else HTML)
+//! and distribution files, with retries, backoff and resumption.
+//!
+//! Nothing fetched here is trusted: pages only say where a pinned digest can
+//! be found, and a file counts only once its bytes hash to the lock's digest.
+
+use crate::progress::Progress;
+use egress_model::{BodyEnd, Sha256Digest, Url};
+use egress_simple::ProjectPage;
+use egress_transcript::{BodySink, Client, Limits, Request};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+/// Tries per page or file; a transient failure (no answer, 408, 429, 5xx,
+/// a body cut short) is retried after a backoff, anything else is final.
+pub const ATTEMPTS: u32 = 3;
+
+/// PEP 691: JSON preferred, HTML accepted.
+const PAGE_ACCEPT: &str =
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+/// Largest project page read. PyPI's largest pages are a few MB.
+const MAX_PAGE: usize = 64 * 1024 * 1024;
+
+#[derive(Debug)]
+pub enum FetchError {
+    /// The file's bytes do not hash to the lock's digest.
+    Mismatch {
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    /// The index answered, and the answer means no (404, a bad page).
+    Refused(String),
+    /// Could not get an answer, even after retries.
+    Failed(String),
+}
+
+/// Bounds for page fetches: whole pages are kept to be parsed.
+pub fn page_limits() -> Limits {
+    Limits {
+        deadline: Duration::from_secs(120),
+        max_body_bytes: MAX_PAGE as u64,
+        record_bytes: MAX_PAGE,
+        ..Limits::default()
+    }
+}
+
+fn transient(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500..=599)
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(500u64 << attempt.min(6))
+}
+
+/// Counts a failed try; `Err` once they are used up.
+fn retry(attempt: &mut u32, what: &str, why: &str, progress: &Progress) -> Result<(), FetchError> {
+    *attempt += 1;
+    if *attempt >= ATTEMPTS {
+        return Err(FetchError::Failed(format!(
+            "{what}: {why} (gave up after {ATTEMPTS} attempts)"
+        )));
+    }
+    progress.say(&format!(
+        "retrying {what}: {why} (attempt {}/{ATTEMPTS})",
+        *attempt + 1
+    ));
+    thread::sleep(backoff(*attempt - 1));
+    Ok(())
+}
+
+/// Fetches and parses the project page at `url`. Follows up to three
+/// redirects within the index's origin. Returns the final URL (file URLs
+/// on the page are relative to it) and the page.
+pub fn project_page(
+    client: &Client,
+    url: &Url,
+    progress: &Progress,
+) -> Result<(Url, ProjectPage), FetchError> {
+    let mut url = url.clone();
+    let mut accept = PAGE_ACCEPT;
+    let mut redirects = 0;
+    let mut attempt = 0;
+    loop {
+        let ex = client.get(
+            &format!("project page {url}"),
+            url.path_and_query(),
+            Some(accept),
+        );
+        let why = ex.error.clone().unwrap_or_else(|| "no response".into());
+        let Some(resp) = ex.response else {
+            retry(&mut attempt, &url.to_string(), &why, progress)?;
+            continue;
+        };
+        let status = resp.status.unwrap_or(0);
+        match status {
+            200 => {
+                if resp.body_end == BodyEnd::CapReached {
+                    return Err(FetchError::Refused(format!(
+                        "{url}: the page is larger than {MAX_PAGE} bytes"
+                    )));
+                }
+                let Some(body) = resp.full_body() else {
+                    retry(&mut attempt, &url.to_string(), &why, progress)?;
+                    continue;
+                };
+                let json = resp
+                    .header("content-type")
+                    .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
+                let page = if json {
+                    egress_simple::parse_project_json(body)
+                } else {
+                    egress_simple::parse_project_html(body)
+                };
+                return page
+                    .map(|p| (url.clone(), p))
+                    .map_err(|e| FetchError::Refused(format!("{url}: {e}")));
+            }
+            301 | 302 | 303 | 307 | 308 => {
+                let next = resp
+                    .header("location")
+                    .and_then(|l| url.join(l).ok())
+                    .filter(|n| n.same_origin(&url))
+                    .ok_or_else(|| {
+                        FetchError::Refused(format!(
+                            "{url}: redirect {status} without a Location on the index's origin"
+                        ))
+                    })?;
+                redirects += 1;
+                if redirects > 3 {
+                    return Err(FetchError::Refused(format!("{url}: too many redirects")));
+                }
+                url = next;
+            }
+            // An index without PEP 691 may insist on its legacy type.
+            406 if accept != "text/html" => accept = "text/html",
+            404 => {
+                return Err(FetchError::Refused(format!(
+                    "{url}: 404: the index has no such project"
+                )))
+            }
+            s if transient(s) => retry(
+                &mut attempt,
+                &url.to_string(),
+                &format!("HTTP {s}"),
+                progress,
+            )?,
+            s => {
+                return Err(FetchError::Refused(format!(
+                    "{url}: HTTP {s} ({})",
+                    resp.status_line
+                )))
+            }
+        }
+    }
+}
+
+/// One file to download.
+#[derive(Debug, Clone)]
+pub struct FileJob {
+    pub filename: String,
+    pub url: Url,
+    pub sha256: Sha256Digest,
+    /// As the index announced it; used only to spot a stale partial file.
+    pub size: Option<u64>,
+}
+
+/// `Content-Range: bytes N-M/T` -> N.
+fn range_start(headers: &[(String, String)]) -> Option<u64> {
+    let v = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-range"))?
+        .1
+        .trim();
+    v.strip_prefix("bytes ")?
+        .split('-')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Streams a body into the partial file: appended after `offset` bytes on
+/// a 206 that starts there, from scratch on a 200.
+struct PartSink<'a> {
+    path: &'a Path,
+    offset: u64,
+    out: Option<BufWriter<File>>,
+    progress: &'a Progress,
+    written: u64,
+}
+
+impl BodySink for PartSink<'_> {
+    fn begin(&mut self, status: u16, headers: &[(String, String)]) -> io::Result<bool> {
+        let file = match status {
+            206 if self.offset > 0 && range_start(headers) == Some(self.offset) => {
+                OpenOptions::new().append(true).open(self.path)?
+            }
+            200 => {
+                self.offset = 0;
+                File::create(self.path)?
+            }
+            _ => return Ok(false),
+        };
+        self.out = Some(BufWriter::with_capacity(256 * 1024, file));
+        Ok(true)
+    }
+
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| io::Error::other("body before begin"))?;
+        out.write_all(data)?;
+        self.written += data.len() as u64;
+        self.progress.add(data.len() as u64);
+        Ok(())
+    }
+}
+
+/// Downloads `job` into `part` (resuming what is already there) and returns
+/// the bytes once they hash to `job.sha256`. A partial file left by an
+/// earlier run may hold other bytes; if the result does not match after
+/// resuming, the file is fetched once more from the start before the
+/// mismatch counts.
+pub fn download(
+    client: &Client,
+    job: &FileJob,
+    part: &Path,
+    progress: &Progress,
+) -> Result<Vec<u8>, FetchError> {
+    let what = job.url.to_string();
+    let mut attempt = 0;
+    let mut counted = 0u64;
+    let mut restarted_after_mismatch = false;
+    progress.start(&job.filename);
+    loop {
+        let mut have = fs::metadata(part).map_or(0, |m| m.len());
+        if job.size.is_some_and(|s| have > s) {
+            let _ = fs::remove_file(part);
+            have = 0;
+        }
+        // A partial file as long as the announced size is checked as it is.
+        let resumed = have > 0;
+        // Whether the bytes come from more than one response.
+        let mut spliced = resumed;
+        if !(resumed && job.size == Some(have)) {
+            let mut req = Request::get(job.url.path_and_query());
+            let range = format!("bytes={have}-");
+            if resumed {
+                req = req.header("Range", &range);
+            }
+            let mut sink = PartSink {
+                path: part,
+                offset: have,
+                out: None,
+                progress,
+                written: 0,
+            };
+            let ex = client.download(&format!("download {}", job.filename), &req, &mut sink);
+            let taken = sink.out.is_some();
+            if let Some(mut w) = sink.out.take() {
+                w.flush().map_err(|e| {
+                    FetchError::Failed(format!("cannot write {}: {e}", part.display()))
+                })?;
+            }
+            spliced = taken && sink.offset > 0;
+            if resumed && taken && sink.offset == 0 {
+                // The server sent the whole file again (200): what was
+                // counted for the old partial file was replaced.
+                progress.discard(counted);
+                counted = 0;
+            }
+            counted += sink.written;
+            let why = ex.error.clone().unwrap_or_else(|| "no response".into());
+            let Some(resp) = ex.response else {
+                retry(&mut attempt, &what, &why, progress)?;
+                continue;
+            };
+            let status = resp.status.unwrap_or(0);
+            if let Some(e) = ex
+                .error
+                .as_deref()
+                .filter(|e| e.starts_with("cannot store"))
+            {
+                return Err(FetchError::Failed(format!("{}: {e}", part.display())));
+            }
+            if !taken {
+                if matches!(status, 206 | 416) && resumed {
+                    // The server did not resume where asked; start over.
+                    let _ = fs::remove_file(part);
+                    let why = format!("HTTP {status} to a range request");
+                    retry(&mut attempt, &what, &why, progress)?;
+                    continue;
+                }
+                if transient(status) {
+                    retry(&mut attempt, &what, &format!("HTTP {status}"), progress)?;
+                    continue;
+                }
+                return Err(FetchError::Refused(format!(
+                    "{what}: HTTP {status} ({})",
+                    resp.status_line
+                )));
+            }
+            if resp.body_end != BodyEnd::Complete {
+                // Keep what arrived: the next try resumes after it.
+                retry(&mut attempt, &what, &why, progress)?;
+                continue;
+            }
+        }
+        let bytes = fs::read(part)
+            .map_err(|e| FetchError::Failed(format!("cannot read {}: {e}", part.display())))?;
+        let actual = Sha256Digest::of(&bytes);
+        if actual == job.sha256 {
+            return Ok(bytes);
+        }
+        if spliced && !restarted_after_mismatch {
+            restarted_after_mismatch = true;
+            let _ = fs::remove_file(part);
+            progress.discard(counted);
+            counted = 0;
+            progress.say(&format!(
+                "{}: the resumed download does not match its digest; fetching it again from the start",
+                job.filename
+            ));
+            continue;
+        }
+        return Err(FetchError::Mismatch {
+            expected: job.sha256,
+            actual,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+    use std::sync::{Arc, Mutex};
+
+    /// A server that answers each connection with the next scripted reply,
+    /// and records the requests.
+    fn script(replies: Vec<Vec<u8>>) -> (Url, Arc<Mutex<Vec<String>>>) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        thread::spawn(move || {
+            for reply in replies {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).unwrap_or(0);
+                log.lock()
+                    .expect("log")
+                    .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+                let _ = s.write_all(&reply);
+            }
+        });
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/f/x-1.0.tar.gz")).expect("url");
+        (url, seen)
+    }
+
+    fn job(url: &Url, body: &[u8]) -> FileJob {
+        FileJob {
+            filename: "x-1.0.tar.gz".into(),
+            url: url.clone(),
+            sha256: Sha256Digest::of(body),
+            size: Some(body.len() as u64),
+        }
+    }
+
+    fn client(url: &Url) -> Client {
+        let limits = Limits {
+            idle_timeout: Duration::from_secs(2),
+            ..Limits::download()
+        };
+        Client::new(url.clone(), limits, None).expect("client")
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("egress-fetch-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).expect("mkdir");
+        d
+    }
+
+    #[test]
+    fn a_cut_body_is_resumed_with_a_range_request() {
+        let body: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+        let mut first =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        first.extend_from_slice(&body[..20_000]);
+        let mut second = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 20000-{}/{}\r\nContent-Length: {}\r\n\r\n",
+            body.len() - 1,
+            body.len(),
+            body.len() - 20_000
+        )
+        .into_bytes();
+        second.extend_from_slice(&body[20_000..]);
+        let (url, seen) = script(vec![first, second]);
+        let dir = tmp("resume");
+        let part = dir.join("x.part");
+        let progress = Progress::new(1, 0);
+        let got = download(&client(&url), &job(&url, &body), &part, &progress).expect("download");
+        assert_eq!(got, body);
+        let seen = seen.lock().expect("log");
+        assert!(!seen[0].contains("Range:"), "{}", seen[0]);
+        assert!(
+            seen[1].contains("\r\nRange: bytes=20000-\r\n"),
+            "{}",
+            seen[1]
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_stale_partial_file_is_fetched_again_and_a_200_restarts() {
+        let body = b"the real bytes of the file".to_vec();
+        let dir = tmp("stale");
+        let part = dir.join("x.part");
+        fs::write(&part, b"garbage").expect("write");
+        // The server ignores Range (200) the first time; the stale prefix is
+        // replaced, not appended to.
+        let mut ok =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        ok.extend_from_slice(&body);
+        let (url, seen) = script(vec![ok]);
+        let progress = Progress::new(1, 0);
+        let got = download(&client(&url), &job(&url, &body), &part, &progress).expect("download");
+        assert_eq!(got, body);
+        assert!(seen.lock().expect("log")[0].contains("Range: bytes=7-"));
+
+        // A stale file that resumes "successfully" but hashes wrong is
+        // fetched once more from the start.
+        fs::write(&part, b"XXXXXXX").expect("write");
+        let mut rest = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 7-{}/{}\r\nContent-Length: {}\r\n\r\n",
+            body.len() - 1,
+            body.len(),
+            body.len() - 7
+        )
+        .into_bytes();
+        rest.extend_from_slice(&body[7..]);
+        let mut full =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        full.extend_from_slice(&body);
+        let (url, seen) = script(vec![rest, full]);
+        let got = download(&client(&url), &job(&url, &body), &part, &progress).expect("download");
+        assert_eq!(got, body);
+        assert!(!seen.lock().expect("log")[1].contains("Range:"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn pages_fall_back_to_html() {
+        let page = ProjectPage {
+            name: "x".into(),
+            files: vec![egress_simple::FileEntry {
+                filename: "x-1.0.tar.gz".into(),
+                url: "../../f/x-1.0.tar.gz".into(),
+                hashes: [("sha256".to_string(), "a".repeat(64))].into(),
+                yanked: Some("broken".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let html = egress_simple::render_project_html(&page);
+        let mut ok = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+            html.len()
+        )
+        .into_bytes();
+        ok.extend_from_slice(html.as_bytes());
+        // An index that knows no PEP 691 type says 406; the legacy type works.
+        let refuse = b"HTTP/1.1 406 Not Acceptable\r\nContent-Length: 0\r\n\r\n".to_vec();
+        let (base, seen) = script(vec![refuse, ok]);
+        let url = base.join("/simple/x/").expect("url");
+        let (final_url, got) =
+            project_page(&client(&url), &url, &Progress::new(0, 0)).expect("page");
+        assert_eq!(got.files.len(), 1);
+        assert_eq!(got.files[0].yanked.as_deref(), Some("broken"));
+        assert_eq!(
+            final_url.join(&got.files[0].url).expect("join").path(),
+            "/f/x-1.0.tar.gz"
+        );
+        let seen = seen.lock().expect("log");
+        assert!(seen[0].contains("Accept: application/vnd.pypi.simple.v1+json"));
+        assert!(seen[1].contains("Accept: text/html\r\n"), "{}", seen[1]);
+    }
+
+    #[test]
+    fn mismatch_404_and_exhausted_retries() {
+        let body = b"bytes".to_vec();
+        let dir = tmp("errors");
+        let part = dir.join("x.part");
+        let progress = Progress::new(1, 0);
+        let other = b"other".to_vec();
+        let mut wrong =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", other.len()).into_bytes();
+        wrong.extend_from_slice(&other);
+        let (url, _) = script(vec![wrong]);
+        match download(&client(&url), &job(&url, &body), &part, &progress) {
+            Err(FetchError::Mismatch { expected, actual }) => {
+                assert_eq!(
+                    (expected, actual),
+                    (Sha256Digest::of(&body), Sha256Digest::of(&other))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let _ = fs::remove_file(&part);
+        let (url, _) = script(vec![
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec()
+        ]);
+        assert!(matches!(
+            download(&client(&url), &job(&url, &body), &part, &progress),
+            Err(FetchError::Refused(m)) if m.contains("HTTP 404")
+        ));
+        let busy = b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n".to_vec();
+        let (url, seen) = script(vec![busy.clone(), busy.clone(), busy]);
+        assert!(matches!(
+            download(&client(&url), &job(&url, &body), &part, &progress),
+            Err(FetchError::Failed(m)) if m.contains("after 3 attempts")
+        ));
+        assert_eq!(seen.lock().expect("log").len(), 3);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

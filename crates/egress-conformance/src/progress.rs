@@ -1,0 +1,145 @@
+//! Download progress on stderr: one updating line on a terminal, otherwise
+//! one line per finished file (logs stay readable and greppable).
+
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub struct Progress {
+    tty: bool,
+    files: usize,
+    /// Sum of the sizes the index announced; 0 when unknown.
+    total: u64,
+    started: Instant,
+    state: Mutex<State>,
+}
+
+struct State {
+    done: usize,
+    bytes: u64,
+    drawn: Option<Instant>,
+    current: String,
+}
+
+/// `1.2 MB` style, decimal units as download tools print them.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+impl Progress {
+    pub fn new(files: usize, total: u64) -> Self {
+        Self {
+            tty: std::io::stderr().is_terminal(),
+            files,
+            total,
+            started: Instant::now(),
+            state: Mutex::new(State {
+                done: 0,
+                bytes: 0,
+                drawn: None,
+                current: String::new(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn draw(&self, s: &mut State, force: bool) {
+        if !self.tty {
+            return;
+        }
+        let now = Instant::now();
+        if !force
+            && s.drawn
+                .is_some_and(|t| now - t < Duration::from_millis(100))
+        {
+            return;
+        }
+        s.drawn = Some(now);
+        let total = if self.total > 0 {
+            format!(" / {}", human(self.total))
+        } else {
+            String::new()
+        };
+        let name: String = s.current.chars().take(60).collect();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[Kfetching [{}/{} files] {}{total} {name}",
+            s.done,
+            self.files,
+            human(s.bytes)
+        );
+        let _ = err.flush();
+    }
+
+    /// A line that must not be overwritten (a retry, a note).
+    pub fn say(&self, line: &str) {
+        let mut s = self.state();
+        if self.tty {
+            eprint!("\r\x1b[K");
+        }
+        eprintln!("{line}");
+        self.draw(&mut s, true);
+    }
+
+    pub fn start(&self, filename: &str) {
+        let mut s = self.state();
+        s.current = filename.to_string();
+        self.draw(&mut s, false);
+    }
+
+    /// Body bytes arrived. A download that restarts from scratch takes its
+    /// discarded bytes back with [`Progress::discard`].
+    pub fn add(&self, n: u64) {
+        let mut s = self.state();
+        s.bytes += n;
+        self.draw(&mut s, false);
+    }
+
+    pub fn discard(&self, n: u64) {
+        let mut s = self.state();
+        s.bytes = s.bytes.saturating_sub(n);
+    }
+
+    pub fn done(&self, filename: &str, size: u64, how: &str) {
+        let mut s = self.state();
+        s.done += 1;
+        if self.tty {
+            self.draw(&mut s, true);
+        } else {
+            eprintln!(
+                "fetched [{}/{}] {filename} ({}){how}",
+                s.done,
+                self.files,
+                human(size)
+            );
+        }
+    }
+
+    pub fn finish(&self) {
+        let s = self.state();
+        if self.tty {
+            eprint!("\r\x1b[K");
+        }
+        let secs = self.started.elapsed().as_secs_f64();
+        if self.files > 0 {
+            eprintln!(
+                "fetched {} files, {} in {secs:.1} s",
+                s.done,
+                human(s.bytes)
+            );
+        }
+    }
+}

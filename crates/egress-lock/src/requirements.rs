@@ -1,0 +1,259 @@
+//! pip's hashed requirements format, the subset lock generators write:
+//!
+//! ```text
+//! # comment
+//! --index-url https://pypi.org/simple
+//! certifi==2024.2.2 \
+//!     --hash=sha256:0569... \
+//!     --hash=sha256:dc38...
+//!     # via requests
+//! colorama==0.4.6 ; sys_platform == "win32" \
+//!     --hash=sha256:...
+//! ```
+//!
+//! Lines are joined and comments stripped as pip does (`join_lines`,
+//! `ignore_comments` in pip's `req_file.py`), so a file reads here as pip
+//! reads it; whatever pip would accept but a snapshot cannot honour is an
+//! error that says so.
+
+use crate::{parse_hash, Lock, LockError, LockKind, Pin, PinnedFile};
+use egress_model::{ProjectName, Version};
+
+/// Options that only tell pip where to look; the snapshot's own `--index-url`
+/// decides that, so they are noted and ignored.
+const IGNORED_OPTIONS: &[&str] = &[
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--trusted-host",
+    "--no-index",
+    "--pre",
+    "--prefer-binary",
+    "--only-binary",
+    "--no-binary",
+    "--require-hashes",
+];
+
+/// Parses a hashed requirements file. `file` names it in messages.
+pub fn parse_requirements(file: &str, text: &str) -> Result<Lock, LockError> {
+    let mut lock = Lock {
+        kind: LockKind::Requirements,
+        file: file.to_string(),
+        pins: Vec::new(),
+        notes: Vec::new(),
+    };
+    for (line, logical) in logical_lines(text) {
+        let content = strip_comment(&logical).trim();
+        if content.is_empty() {
+            continue;
+        }
+        let err = |m: String| LockError::new(file, line, m);
+        if content.starts_with('-') {
+            if let Some(note) = option_line(content).map_err(err)? {
+                lock.notes.push(format!("{file}:{line}: {note}"));
+            }
+            continue;
+        }
+        lock.pins.push(requirement(content, line).map_err(err)?);
+    }
+    Ok(lock)
+}
+
+/// pip's `join_lines`: a line ending in `\` continues on the next one,
+/// unless it is a comment. Yields (first line number, joined text).
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (i, raw) in text.split('\n').enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let n = i + 1;
+        // pip's COMMENT_RE matched at the start: `^\s*#`.
+        let is_comment = raw.trim_start().starts_with('#');
+        match raw.strip_suffix('\\') {
+            Some(head) if !is_comment => match &mut pending {
+                Some((_, acc)) => acc.push_str(head),
+                None => pending = Some((n, head.to_string())),
+            },
+            _ => {
+                // pip puts a space before a comment line so it stays a
+                // comment once joined.
+                let piece = if is_comment {
+                    format!(" {raw}")
+                } else {
+                    raw.to_string()
+                };
+                match pending.take() {
+                    Some((start, mut acc)) => {
+                        acc.push_str(&piece);
+                        out.push((start, acc));
+                    }
+                    None => out.push((n, piece)),
+                }
+            }
+        }
+    }
+    if let Some(p) = pending {
+        out.push(p);
+    }
+    out
+}
+
+/// Cuts a `#` comment that starts the line or follows whitespace (pip's
+/// `(^|\s+)#.*$`); a `#` inside a token (a URL fragment) is not a comment.
+fn strip_comment(line: &str) -> &str {
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()) {
+            return &line[..i];
+        }
+    }
+    line
+}
+
+/// An option line: `Ok(Some(note))` when ignored, `Err` when unsupported.
+fn option_line(content: &str) -> Result<Option<String>, String> {
+    let token = content.split_whitespace().next().unwrap_or(content);
+    let name = match token.split_once('=') {
+        Some((n, _)) => n,
+        // Short options may be glued to their value: `-ihttps://...`.
+        None if token.len() > 2 && !token.starts_with("--") => &token[..2],
+        None => token,
+    };
+    match name {
+        "-r" | "--requirement" => Err(format!(
+            "{content:?}: includes (-r) are not supported; pass each requirements file with its own --requirements"
+        )),
+        "-c" | "--constraint" => Err(format!(
+            "{content:?}: constraints files (-c) are not supported; a constraint pins no files, lock the requirements with hashes instead"
+        )),
+        "-e" | "--editable" => Err(format!(
+            "{content:?}: an editable requirement has no files to mirror; drop it (install your own project from its source) or lock a released version with hashes"
+        )),
+        "--hash" => Err("a --hash line with no requirement before it; put the requirement and its hashes on one logical line (end lines with \\)".to_string()),
+        n if IGNORED_OPTIONS.contains(&n) => Ok(Some(format!(
+            "{content:?} ignored: the snapshot is fetched from --index-url and served as one index"
+        ))),
+        n => Err(format!(
+            "unknown option {n:?}; a hashed requirements file holds requirements, --hash options and index options"
+        )),
+    }
+}
+
+/// `name[extras]==version ; marker --hash=sha256:... ...`
+fn requirement(content: &str, line: usize) -> Result<Pin, String> {
+    // pip's `break_args_options`: options start at the first token that
+    // starts with `-`.
+    let tokens: Vec<&str> = content.split_whitespace().collect();
+    let split = tokens
+        .iter()
+        .position(|t| t.starts_with('-'))
+        .unwrap_or(tokens.len());
+    let spec = tokens[..split].join(" ");
+    let mut files = Vec::new();
+    let mut opts = tokens[split..].iter();
+    while let Some(opt) = opts.next() {
+        let value = match opt.split_once('=') {
+            Some(("--hash", v)) => v,
+            None if *opt == "--hash" => opts
+                .next()
+                .copied()
+                .ok_or_else(|| format!("{spec}: --hash without a value"))?,
+            _ => {
+                return Err(format!(
+                    "{spec}: option {opt:?} on a requirement is not supported; only --hash is"
+                ))
+            }
+        };
+        let sha256 = parse_hash(value).map_err(|e| format!("{spec}: {e}"))?;
+        files.push(PinnedFile {
+            sha256,
+            url: None,
+            filename: None,
+            size: None,
+            upload_time: None,
+            line,
+        });
+    }
+
+    let (req, marker) = match spec.split_once(';') {
+        Some((r, m)) => (r.trim(), Some(m.trim().to_string())),
+        None => (spec.trim(), None),
+    };
+    if req.contains("://") || req.contains('@') || req.starts_with(['.', '/', '~']) {
+        return Err(format!(
+            "{req:?} is a URL or path requirement; a snapshot serves index files only, lock a released version as name==version with --hash"
+        ));
+    }
+    let name_end = req
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(req.len());
+    let name = ProjectName::new(&req[..name_end]).map_err(|e| e.to_string())?;
+    let mut rest = req[name_end..].trim_start();
+    let mut extras = Vec::new();
+    if let Some(after) = rest.strip_prefix('[') {
+        let (inside, tail) = after
+            .split_once(']')
+            .ok_or_else(|| format!("{req:?}: unclosed [ in extras"))?;
+        extras = inside
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .collect();
+        rest = tail.trim_start();
+    }
+    let not_pinned = || {
+        format!(
+            "{req:?} is not pinned with ==; a snapshot needs exact pins (name==version), as pip-compile and uv pip compile write them"
+        )
+    };
+    let version = rest
+        .strip_prefix("==")
+        .filter(|v| !v.starts_with('='))
+        .map(str::trim)
+        .ok_or_else(not_pinned)?;
+    if version.contains([',', '*', ' ', '<', '>', '!', '~', '=']) {
+        return Err(not_pinned());
+    }
+    let version = Version::new(version).map_err(|e| format!("{req:?}: {e}"))?;
+    if files.is_empty() {
+        return Err(format!(
+            "{req:?} has no --hash; every requirement needs its sha256 (generate the file with `pip-compile --generate-hashes` or `uv pip compile --generate-hashes`)"
+        ));
+    }
+    Ok(Pin {
+        name,
+        version,
+        files,
+        extras,
+        marker,
+        line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_like_pip() {
+        let lines = logical_lines("a \\\n  b \\\n  c\n# x \\\nd\\\n");
+        assert_eq!(
+            lines,
+            vec![
+                (1, "a   b   c".to_string()),
+                (4, " # x \\".to_string()),
+                (5, "d".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn comments() {
+        assert_eq!(strip_comment("a==1 # via b"), "a==1 ");
+        assert_eq!(strip_comment("# all"), "");
+        assert_eq!(strip_comment("http://x/#frag"), "http://x/#frag");
+    }
+}

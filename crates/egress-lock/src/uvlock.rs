@@ -1,0 +1,180 @@
+//! `uv.lock`, version 1: the `[[package]]` tables and their files.
+//!
+//! ```toml
+//! version = 1
+//!
+//! [[package]]
+//! name = "idna"
+//! version = "3.7"
+//! source = { registry = "https://pypi.org/simple" }
+//! sdist = { url = "https://files.pythonhosted.org/.../idna-3.7.tar.gz", hash = "sha256:...", size = 189575, upload-time = "2024-04-11T03:34:43.276Z" }
+//! wheels = [
+//!     { url = "https://files.pythonhosted.org/.../idna-3.7-py3-none-any.whl", hash = "sha256:...", size = 66836, upload-time = "..." },
+//! ]
+//! ```
+//!
+//! Registry packages become pins; the project's own `virtual` or `editable`
+//! package has no files to mirror and is skipped with a note. Other sources
+//! (git, path, directory, direct URL) cannot come from an index and are
+//! errors.
+
+use crate::{filename_from_url, parse_hash, Lock, LockError, LockKind, Pin, PinnedFile};
+use egress_model::{ProjectName, Version};
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+struct Doc {
+    version: Option<Spanned<i64>>,
+    #[serde(default)]
+    package: Vec<Package>,
+}
+
+#[derive(Deserialize)]
+struct Package {
+    name: Spanned<String>,
+    version: Option<Spanned<String>>,
+    source: Option<Source>,
+    sdist: Option<Spanned<File>>,
+    #[serde(default)]
+    wheels: Vec<Spanned<File>>,
+}
+
+#[derive(Deserialize)]
+struct Source {
+    registry: Option<String>,
+    editable: Option<String>,
+    #[serde(rename = "virtual")]
+    virtual_: Option<String>,
+    git: Option<String>,
+    path: Option<String>,
+    directory: Option<String>,
+    url: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct File {
+    url: Option<String>,
+    path: Option<String>,
+    filename: Option<String>,
+    hash: Option<String>,
+    size: Option<u64>,
+    upload_time: Option<String>,
+}
+
+/// 1-based line of a byte offset.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1
+}
+
+/// Parses a `uv.lock`. `file` names it in messages.
+pub fn parse_uv_lock(file: &str, text: &str) -> Result<Lock, LockError> {
+    let doc: Doc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_at(text, s.start));
+        LockError::new(
+            file,
+            line,
+            format!("not a uv.lock: {}", e.message().trim_end()),
+        )
+    })?;
+    match &doc.version {
+        Some(v) if *v.get_ref() == 1 => {}
+        Some(v) => {
+            return Err(LockError::new(
+                file,
+                line_at(text, v.span().start),
+                format!(
+                    "uv.lock version {} is not supported; only version 1 is (uv 0.4 and later)",
+                    v.get_ref()
+                ),
+            ))
+        }
+        None => {
+            return Err(LockError::new(
+                file,
+                0,
+                "no top-level `version`: not a uv.lock",
+            ))
+        }
+    }
+    let mut lock = Lock {
+        kind: LockKind::UvLock,
+        file: file.to_string(),
+        pins: Vec::new(),
+        notes: Vec::new(),
+    };
+    for p in doc.package {
+        let line = line_at(text, p.name.span().start);
+        let raw_name = p.name.get_ref();
+        let err = |m: String| LockError::new(file, line, format!("package {raw_name:?}: {m}"));
+        let Some(source) = &p.source else {
+            return Err(err("has no `source`".into()));
+        };
+        if source.virtual_.is_some() || source.editable.is_some() {
+            lock.notes.push(format!(
+                "{file}:{line}: package {raw_name:?} skipped: it is the project itself (virtual or editable source), not a file to mirror"
+            ));
+            continue;
+        }
+        if source.registry.is_none() {
+            let kind = [
+                ("git", &source.git),
+                ("path", &source.path),
+                ("directory", &source.directory),
+                ("url", &source.url),
+            ]
+            .into_iter()
+            .find(|(_, v)| v.is_some())
+            .map_or("unknown", |(k, _)| k);
+            return Err(err(format!(
+                "source kind `{kind}` is not supported: only registry packages can be mirrored; publish it to an index, or add its built files with --dist and lock them by hash"
+            )));
+        }
+        let name = ProjectName::new(raw_name).map_err(|e| err(e.to_string()))?;
+        let version = p
+            .version
+            .as_ref()
+            .ok_or_else(|| err("a registry package has no `version`".into()))?;
+        let version = Version::new(version.get_ref()).map_err(|e| err(e.to_string()))?;
+        let mut files = Vec::new();
+        for f in p.sdist.iter().chain(&p.wheels) {
+            let fline = line_at(text, f.span().start);
+            let ferr =
+                |m: String| LockError::new(file, fline, format!("package {raw_name:?}: {m}"));
+            let f = f.get_ref();
+            let hash = f
+                .hash
+                .as_deref()
+                .ok_or_else(|| ferr("a file has no `hash`; re-lock with uv".into()))?;
+            let sha256 = parse_hash(hash).map_err(ferr)?;
+            let filename = f
+                .filename
+                .clone()
+                .or_else(|| f.url.as_deref().and_then(filename_from_url))
+                .or_else(|| f.path.as_deref().and_then(filename_from_url));
+            files.push(PinnedFile {
+                sha256,
+                url: f.url.clone(),
+                filename,
+                size: f.size,
+                upload_time: f.upload_time.clone(),
+                line: fline,
+            });
+        }
+        if files.is_empty() {
+            return Err(err(
+                "a registry package lists no sdist and no wheels; re-lock with uv".into(),
+            ));
+        }
+        lock.pins.push(Pin {
+            name,
+            version,
+            files,
+            extras: Vec::new(),
+            marker: None,
+            line,
+        });
+    }
+    Ok(lock)
+}

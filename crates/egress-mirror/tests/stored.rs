@@ -1,0 +1,657 @@
+//! The mirror serving a snapshot straight from its directory
+//! (`StoredSnapshot`), in process and as the deployed binary: lazy
+//! verification, blob failures as 500 plus a log line, the abort before the
+//! last byte, config and exit codes, Landlock confinement, request logs.
+
+#![cfg(unix)]
+
+use egress_artifacts::{build_wheel, BuiltDist, WheelSpec};
+use egress_http::{Body, Handler, Reply, Request, Server, ServerHandle};
+use egress_mirror::{LogSink, Mirror};
+use egress_model::{ProjectName, Version};
+use egress_signing::SigningKey;
+use egress_snapshot::manifest::blob_path;
+use egress_snapshot::{well_known, Snapshot, SnapshotBuilder, StoredSnapshot};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "egress-mirror-stored-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn wheel(name: &str, version: &str) -> BuiltDist {
+    build_wheel(&WheelSpec {
+        name: ProjectName::new(name).unwrap(),
+        version: Version::new(version).unwrap(),
+        summary: format!("{name} {version}"),
+        description: "served from disk\n".into(),
+        requires_python: Some(">=3.7".into()),
+        files: vec![(
+            format!("{}/__init__.py", name.replace('-', "_")),
+            format!("VERSION = {version:?}\n").into_bytes(),
+        )],
+    })
+}
+
+/// A signed snapshot with one wheel, written to `<tmp>/snap`.
+fn written(tag: &str) -> (TempDir, PathBuf, Snapshot, BuiltDist) {
+    let w = wheel("ec-disk", "1.0.0");
+    let mut b = SnapshotBuilder::new("/simple/");
+    b.add_dist(&w.filename, w.bytes.clone(), None).unwrap();
+    let key = SigningKey::from_seed([9; 32], "test");
+    let snapshot = b
+        .build("2026-01-01T00:00:00Z", Some(&key), "mirror@egress.test")
+        .unwrap();
+    let tmp = TempDir::new(tag);
+    let dir = tmp.0.join("snap");
+    snapshot.write_dir(&dir).unwrap();
+    (tmp, dir, snapshot, w)
+}
+
+fn file_url(w: &BuiltDist) -> String {
+    format!("/files/{}/{}", w.sha256, w.filename)
+}
+
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn sink(&self) -> LogSink {
+        let lines = Arc::clone(&self.0);
+        Arc::new(move |line: &str| lines.lock().unwrap().push(line.to_string()))
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn serve_stored(dir: &Path, log: &Log) -> ServerHandle {
+    let store = StoredSnapshot::open(dir).unwrap();
+    let mirror = Mirror::from_store(Arc::new(store)).log_to(log.sink());
+    Server::bind_loopback(mirror).unwrap()
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request with `Connection: close`; reads until the server closes.
+fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> Resp {
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: mirror.test\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(buf[..end].to_vec()).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.to_string(), v.trim().to_string())
+        })
+        .collect();
+    Resp {
+        status,
+        headers,
+        body: buf[end + 4..].to_vec(),
+    }
+}
+
+fn get(addr: SocketAddr, target: &str) -> Resp {
+    request(addr, "GET", target, &[])
+}
+
+fn flip_last_byte(path: &Path) -> Vec<u8> {
+    let original = std::fs::read(path).unwrap();
+    let mut bad = original.clone();
+    *bad.last_mut().unwrap() ^= 0x01;
+    std::fs::write(path, &bad).unwrap();
+    original
+}
+
+// ------------------------------------------------------------- in process
+
+#[test]
+fn serves_the_same_as_the_memory_backend() {
+    let (_tmp, dir, snapshot, w) = written("same");
+    let log = Log::default();
+    let disk = serve_stored(&dir, &log);
+    let memory = egress_mirror::serve(Arc::new(snapshot.clone()), "127.0.0.1:0").unwrap();
+    let url = file_url(&w);
+    let json = "Accept: application/vnd.pypi.simple.v1+json";
+    for (method, target, headers) in [
+        ("GET", url.as_str(), &[][..]),
+        ("HEAD", url.as_str(), &[]),
+        ("GET", &format!("{url}.metadata"), &[]),
+        ("GET", "/simple/", &[json]),
+        ("GET", "/simple/ec-disk/", &[]),
+        ("GET", "/simple/ec-disk/", &[json]),
+        ("GET", "/simple/ec-disk/", &["Accept: image/png"]),
+        ("GET", well_known::MANIFEST, &[]),
+        ("GET", well_known::SNAPSHOT_JSON, &[]),
+        ("GET", well_known::SIGNATURE, &[]),
+        ("GET", well_known::ALLOWED_SIGNERS, &[]),
+        ("GET", "/simple/../etc/passwd", &[]),
+        ("GET", &format!("/blobs/sha256/{}", w.sha256.to_hex()), &[]),
+        ("GET", "http://example.com/", &[]),
+        ("POST", "/simple/", &[]),
+        (
+            "GET",
+            &url,
+            &[&format!("If-None-Match: \"sha256:{}\"", w.sha256.to_hex())],
+        ),
+    ] {
+        let a = request(disk.addr(), method, target, headers);
+        let b = request(memory.addr(), method, target, headers);
+        assert_eq!(
+            (a.status, &a.body),
+            (b.status, &b.body),
+            "{method} {target}"
+        );
+        let mut ha = a.headers.clone();
+        let mut hb = b.headers.clone();
+        ha.sort();
+        hb.sort();
+        assert_eq!(ha, hb, "{method} {target}");
+    }
+    let r = get(disk.addr(), &url);
+    assert_eq!((r.status, &r.body), (200, &w.bytes));
+    assert_eq!(
+        r.header("ETag"),
+        Some(format!("\"sha256:{}\"", w.sha256.to_hex()).as_str())
+    );
+    assert_eq!(
+        r.header("Cache-Control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert!(log.lines().is_empty(), "{:?}", log.lines());
+}
+
+#[test]
+fn a_flipped_byte_is_a_500_and_a_log_line_until_restored() {
+    let (_tmp, dir, _snapshot, w) = written("flip");
+    let log = Log::default();
+    let server = serve_stored(&dir, &log);
+    let url = file_url(&w);
+    assert_eq!(get(server.addr(), &url).body, w.bytes);
+
+    let path = dir.join(blob_path(&w.sha256));
+    let original = flip_last_byte(&path);
+    for method in ["GET", "HEAD"] {
+        let r = request(server.addr(), method, &url, &[]);
+        assert_eq!(r.status, 500, "{method}");
+        assert_eq!(r.header("ETag"), None);
+    }
+    // Not even a 304 for a client that has the right bytes cached.
+    let r = request(
+        server.addr(),
+        "GET",
+        &url,
+        &[&format!("If-None-Match: \"sha256:{}\"", w.sha256.to_hex())],
+    );
+    assert_eq!(r.status, 500);
+    let lines = log.lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for line in &lines {
+        assert!(
+            line.contains(&w.sha256.to_hex()) && line.contains("corrupt") && !line.contains('\n'),
+            "{line}"
+        );
+    }
+
+    std::fs::write(&path, &original).unwrap();
+    let r = get(server.addr(), &url);
+    assert_eq!((r.status, r.body), (200, w.bytes));
+    assert_eq!(log.lines().len(), 3);
+}
+
+#[test]
+fn symlinked_or_missing_blobs_are_500s_with_log_lines() {
+    let (tmp, dir, snapshot, w) = written("link");
+    // Removed before open: open reads no blob, so it only shows per request.
+    let metadata = snapshot
+        .doc
+        .served
+        .iter()
+        .find(|e| e.path.ends_with(".metadata"))
+        .unwrap()
+        .clone();
+    std::fs::remove_file(dir.join(blob_path(&metadata.sha256))).unwrap();
+    let log = Log::default();
+    let server = serve_stored(&dir, &log);
+
+    let path = dir.join(blob_path(&w.sha256));
+    let outside = tmp.0.join("same-bytes.whl");
+    std::fs::rename(&path, &outside).unwrap();
+    symlink(&outside, &path).unwrap();
+
+    assert_eq!(get(server.addr(), &file_url(&w)).status, 500);
+    assert_eq!(get(server.addr(), &metadata.path).status, 500);
+    let lines = log.lines();
+    assert!(
+        lines[0].contains(&w.sha256.to_hex()) && lines[0].contains("symlink"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains(&metadata.sha256.to_hex()) && lines[1].contains("missing"),
+        "{lines:?}"
+    );
+    // The rest of the snapshot is still served.
+    assert_eq!(get(server.addr(), "/simple/").status, 200);
+}
+
+#[test]
+fn a_blob_changed_while_being_sent_is_not_vouched_for() {
+    let (_tmp, dir, _snapshot, w) = written("vouch");
+    let log = Log::default();
+    let store = StoredSnapshot::open(&dir).unwrap();
+    let mirror = Mirror::from_store(Arc::new(store)).log_to(log.sink());
+    let req = Request {
+        method: "GET".into(),
+        target: file_url(&w),
+        version: "HTTP/1.1".into(),
+        headers: vec![("Host".into(), "m".into())],
+        body: Vec::new(),
+        peer: "127.0.0.1:1".parse().unwrap(),
+    };
+    let Reply::Response(resp) = mirror.handle(req) else {
+        panic!("a plain response");
+    };
+    let Body::File(file, len) = &resp.body else {
+        panic!("a file body, not {:?}", resp.body);
+    };
+    assert_eq!(*len, w.bytes.len() as u64);
+    // Unchanged: the server may send the last byte.
+    assert!(mirror.vouch_for_file(&resp, file));
+    assert!(log.lines().is_empty());
+    // Rewritten in place after verification: the last byte is withheld.
+    flip_last_byte(&dir.join(blob_path(&w.sha256)));
+    assert!(!mirror.vouch_for_file(&resp, file));
+    let lines = log.lines();
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains(&w.sha256.to_hex()) && lines[0].contains("changed"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn request_log_lines() {
+    let (_tmp, dir, _snapshot, w) = written("reqlog");
+    let log = Log::default();
+    let store = StoredSnapshot::open(&dir).unwrap();
+    let mirror = Mirror::from_store(Arc::new(store))
+        .log_requests(true)
+        .log_to(log.sink());
+    let server = Server::bind_loopback(mirror).unwrap();
+    get(server.addr(), &file_url(&w));
+    request(server.addr(), "HEAD", &file_url(&w), &[]);
+    get(server.addr(), "/nope?x=1");
+    let lines = log.lines();
+    let n = w.bytes.len();
+    let hex = w.sha256.to_hex();
+    assert_eq!(
+        lines,
+        [
+            format!("egress-mirror: request method=GET target={} status=200 bytes={n} digest=sha256:{hex}", file_url(&w)),
+            format!("egress-mirror: request method=HEAD target={} status=200 bytes=0 digest=sha256:{hex}", file_url(&w)),
+            "egress-mirror: request method=GET target=/nope?x=1 status=404 bytes=29 digest=-".to_string(),
+        ]
+    );
+}
+
+// ----------------------------------------------------------------- binary
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_egress-mirror"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Exit code and the single stderr line.
+fn fails(cmd: &mut Command, code: i32) -> String {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(code), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("egress-mirror: "), "{stderr}");
+    stderr
+}
+
+/// A running binary and the address from its startup line.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+    banner: String,
+}
+
+impl Running {
+    fn start(cmd: &mut Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        let addr = banner
+            .split(" at http://")
+            .nth(1)
+            .and_then(|a| a.trim().trim_end_matches('/').parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("no startup line: {banner:?} {}", show(&out));
+        };
+        Running {
+            child,
+            addr,
+            banner,
+        }
+    }
+
+    /// Kills the mirror and returns everything it wrote to stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        stderr
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn binary_serves_a_directory_and_reports_itself() {
+    let (_tmp, dir, snapshot, w) = written("bin");
+    let running = Running::start(bin().arg(&dir).arg("--listen=127.0.0.1:0"));
+    let banner = running.banner.clone();
+    assert!(banner.contains(&snapshot.id().to_hex()), "{banner}");
+    assert!(
+        banner.contains(&format!("{} blobs", snapshot.blobs.len())),
+        "{banner}"
+    );
+    assert!(banner.contains("confinement: "), "{banner}");
+    let r = get(running.addr, &file_url(&w));
+    assert_eq!((r.status, &r.body), (200, &w.bytes));
+
+    flip_last_byte(&dir.join(blob_path(&w.sha256)));
+    assert_eq!(get(running.addr, &file_url(&w)).status, 500);
+    let stderr = running.stop();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&w.sha256.to_hex()) && l.contains("NOT served")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn binary_exit_codes() {
+    let (tmp, dir, _snapshot, _w) = written("codes");
+    let e = fails(&mut bin(), 2);
+    assert!(e.contains("usage:"), "{e}");
+    fails(bin().arg(&dir).arg("--bogus"), 2);
+    fails(bin().arg(&dir).arg("--listen=not an address"), 2);
+    fails(bin().arg(tmp.0.join("absent")), 4);
+
+    // Port in use: exit 5, and the message names the address.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let e = fails(bin().arg(&dir).args(["--listen", &addr]), 5);
+    assert!(e.contains(&addr), "{e}");
+
+    // Bad config files: exit 7, one line naming the file.
+    let config = tmp.0.join("mirror.toml");
+    for text in [
+        "snapshot = \n",
+        "[unclosed\n",
+        "listen = 8080\n",
+        "require_confinement = \"yes\"\n",
+        "lsiten = \"127.0.0.1:0\"\n",
+        "listen = \"not an address\"\n",
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let e = fails(bin().arg(&dir).arg("--config").arg(&config), 7);
+        assert!(e.contains("mirror.toml"), "{text:?}: {e}");
+    }
+    fails(
+        bin().arg(&dir).arg("--config").arg(tmp.0.join("none.toml")),
+        7,
+    );
+
+    // A snapshot whose blob directory is a symlink: exit 4.
+    let real = tmp.0.join("blobs-elsewhere");
+    std::fs::rename(dir.join("blobs"), &real).unwrap();
+    symlink(&real, dir.join("blobs")).unwrap();
+    let e = fails(bin().arg(&dir).arg("--listen=127.0.0.1:0"), 4);
+    assert!(e.contains("symlink"), "{e}");
+}
+
+#[test]
+fn binary_config_file_and_flag_override() {
+    let (tmp, _dir, snapshot, _w) = written("config");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let config = tmp.0.join("mirror.toml");
+    // `snapshot` relative to the file; its listen address is taken, so the
+    // mirror only starts because the flag overrides it.
+    std::fs::write(
+        &config,
+        format!(
+            "snapshot = \"snap\"\nlisten = \"{}\"\nlog_requests = true\n",
+            taken.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    let e = fails(bin().arg("--config").arg(&config), 5);
+    assert!(e.contains(&taken.local_addr().unwrap().to_string()), "{e}");
+    let running = Running::start(
+        bin()
+            .arg("--config")
+            .arg(&config)
+            .arg("--listen=127.0.0.1:0"),
+    );
+    assert!(running.banner.contains(&snapshot.id().to_hex()));
+    assert_eq!(get(running.addr, "/simple/").status, 200);
+    let stderr = running.stop();
+    assert!(
+        stderr.contains("request method=GET target=/simple/ status=200"),
+        "{stderr}"
+    );
+}
+
+/// Whatever this kernel supports, the mirror says so, and
+/// `--require-confinement` either starts confined or exits 6. When it is
+/// confined, a connection to a loopback listener from inside the process
+/// fails and files outside the snapshot cannot be read.
+#[test]
+fn binary_confinement_as_the_kernel_allows() {
+    let (tmp, dir, _snapshot, _w) = written("confine");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    let outside = tmp.0.join("outside.txt");
+    std::fs::write(&outside, b"secret").unwrap();
+    let inside = dir.join("MANIFEST");
+
+    let self_test = |require: bool| {
+        let mut cmd = bin();
+        cmd.arg(&dir)
+            .args(["--self-test-connect", &target])
+            .arg("--self-test-read")
+            .arg(&outside)
+            .arg("--self-test-read")
+            .arg(&inside);
+        if require {
+            cmd.arg("--require-confinement");
+        }
+        cmd.output().unwrap()
+    };
+
+    let required = self_test(true);
+    let stdout = String::from_utf8_lossy(&required.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&required.stderr).into_owned();
+    match required.status.code() {
+        Some(0) => {
+            // Landlock with network rules (ABI 4+): fully confined.
+            assert!(stderr.is_empty(), "{stderr}");
+            assert!(stdout.contains("outbound TCP denied"), "{stdout}");
+            assert!(
+                stdout.contains(&format!("connect {target}: blocked")),
+                "{stdout}"
+            );
+            assert!(
+                stdout.contains(&format!("read {}: blocked", outside.display())),
+                "{stdout}"
+            );
+            assert!(
+                stdout.contains(&format!("read {}: allowed", inside.display())),
+                "{stdout}"
+            );
+            // Nothing ever reached the listener.
+            assert!(listener.accept().is_err());
+            eprintln!(
+                "this kernel confines the mirror: {}",
+                stdout.lines().next().unwrap_or("")
+            );
+        }
+        Some(6) => {
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.contains("--require-confinement"), "{stderr}");
+            assert!(stdout.is_empty(), "{stdout}");
+            // Without the requirement it starts, and says what is missing.
+            let lenient = self_test(false);
+            assert_eq!(lenient.status.code(), Some(0), "{}", show(&lenient));
+            let stderr = String::from_utf8_lossy(&lenient.stderr);
+            assert!(stderr.contains("NOT"), "{stderr}");
+            eprintln!("this kernel cannot confine the mirror: {stderr}");
+        }
+        _ => panic!("{}", show(&required)),
+    }
+}
+
+/// pip against the binary, with request logs: it takes the PEP 691 JSON
+/// page, the PEP 658 metadata and then the wheel, all verified from disk.
+#[test]
+fn binary_request_log_shows_pip_using_pep_658_metadata() {
+    let (tmp, dir, _snapshot, w) = written("pip");
+    let running =
+        Running::start(
+            bin()
+                .arg(&dir)
+                .args(["--listen", "127.0.0.1:0", "--log-requests"]),
+        );
+    let index = format!("http://{}/simple/", running.addr);
+    let mut cmd = Command::new("python3");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PIP_") {
+            cmd.env_remove(name);
+        }
+    }
+    let out = cmd
+        .args(["-m", "pip", "download", "--no-deps", "--index-url", &index])
+        .args(["-d", "dl", "ec-disk==1.0.0"])
+        .args([
+            "--isolated",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+        ])
+        .current_dir(&tmp.0)
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .env("PIP_NO_INPUT", "1")
+        .output()
+        .expect("python3 with pip must be installed to run these tests");
+    let stderr = running.stop();
+    assert!(out.status.success(), "{}\n{stderr}", show(&out));
+    assert_eq!(
+        std::fs::read(tmp.0.join("dl").join(&w.filename)).unwrap(),
+        w.bytes
+    );
+    let url = file_url(&w);
+    let requests: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("egress-mirror: request "))
+        .collect();
+    let page = requests
+        .iter()
+        .find(|l| l.contains("target=/simple/ec-disk/ "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(page.contains("status=200"), "{page}");
+    let metadata = requests
+        .iter()
+        .position(|l| l.contains(&format!("target={url}.metadata ")) && l.contains("status=200"))
+        .unwrap_or_else(|| panic!("pip did not use PEP 658 metadata:\n{stderr}"));
+    let wheel = requests
+        .iter()
+        .position(|l| {
+            l.contains(&format!("target={url} "))
+                && l.contains("status=200")
+                && l.contains(&format!("bytes={}", w.bytes.len()))
+                && l.contains(&format!("digest=sha256:{}", w.sha256.to_hex()))
+        })
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(metadata < wheel, "{stderr}");
+}

@@ -1,0 +1,668 @@
+//! [`StoredSnapshot`]: a snapshot served straight from its directory, with
+//! every blob verified lazily, before it is first served and again whenever
+//! its file changes.
+//!
+//! [`Snapshot::load_dir`](crate::Snapshot::load_dir) reads and hashes every
+//! blob into memory before anything is served; that costs start-up time and
+//! memory in proportion to the snapshot. [`StoredSnapshot::open`] reads only
+//! `MANIFEST`, `SNAPSHOT.json`, the signature and the allowed-signers file,
+//! checks that they agree (the same rules as [`Snapshot::check`](crate::Snapshot::check),
+//! except for blob bytes), and checks that `blobs/` and `blobs/sha256/` are
+//! real directories. It reads no blob, so opening a snapshot of any size
+//! takes time and memory in proportion to its `MANIFEST` only.
+//!
+//! # The serving invariant
+//!
+//! No byte that does not match its digest is ever handed out:
+//! [`StoredSnapshot::open_blob`] returns an open file only after it has
+//! established, **through that same open file handle**, that the file's
+//! bytes hash to the requested digest:
+//!
+//! 1. the blob is opened with `O_NOFOLLOW` (a symlink at `blobs/sha256/<hex>`
+//!    is refused, never followed) and `O_NONBLOCK` (a FIFO planted there
+//!    cannot block the request), after checking that `blobs/` and
+//!    `blobs/sha256/` are still the very directories seen by `open`;
+//! 2. the open handle is `fstat`ed: it must be a regular file, and its
+//!    fingerprint (device, inode, size, mtime and ctime, both to the
+//!    nanosecond) is compared with the one recorded when this digest was last
+//!    verified;
+//! 3. if the fingerprint matches a trusted record the file is unchanged and
+//!    is not hashed again; otherwise the whole file is hashed through the
+//!    handle, the handle is `fstat`ed again (a change during hashing fails the
+//!    request), the outcome is recorded, and the handle is rewound.
+//!
+//! A file's ctime cannot be set by an unprivileged process and moves on every
+//! write, truncate, rename-over or `utimensat`, so a matching fingerprint
+//! means an unchanged file. One exception is handled like git's "racily
+//! clean" index entries: on filesystems with coarse timestamps a write in the
+//! same clock tick as the verification leaves the ctime unchanged. So a
+//! fingerprint whose ctime is less than [`RACY_SECS`] seconds old when it is
+//! recorded is not trusted: the file is hashed again on every request until
+//! its ctime is older than that.
+//!
+//! # The residual window
+//!
+//! Verification and sending are two steps. A file rewritten in place after
+//! it was verified and before (or while) its bytes are copied to the client
+//! would be sent unverified: the time-of-check to time-of-use window. It is
+//! closed as far as a file API allows: the server sends all but the last
+//! byte, then calls [`StoredSnapshot::unchanged_since_verified`] on the
+//! handle that was copied from, and sends the last byte only if the file
+//! still has its verified fingerprint; otherwise the connection is dropped
+//! and the client sees a truncated response. (The server copies the bytes
+//! into the socket rather than using `sendfile(2)`, whose page-cache
+//! references could let a later write change bytes already "sent"; so what
+//! was written before the check is what the client gets.) What remains is
+//! a rewrite that leaves the fingerprint unchanged (impossible without
+//! privileges, short of the coarse-timestamp case above within one tick),
+//! and whatever a client does with a body it receives truncated. Blobs replaced by `rename` (as
+//! [`Snapshot::write_dir`](crate::Snapshot::write_dir) does with whole
+//! snapshots) are never affected: the open handle keeps the old inode.
+//!
+//! Directory swaps (a `blobs/` directory replaced by a symlink between the
+//! per-request directory check and the open) cannot make wrong bytes pass
+//! either: whatever file is opened is hashed against the digest, so at worst
+//! bytes equal to a listed blob are read from elsewhere. The mirror binary
+//! also confines itself (Landlock) to reading beneath the snapshot directory
+//! where the kernel allows it.
+
+use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
+use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::{is_servable_path, well_known, ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
+use egress_model::digest::Sha256Hasher;
+use egress_model::Sha256Digest;
+use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
+use egress_simple::{HTML_V1, JSON_V1};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A verification is trusted for later requests only once the file's ctime
+/// is at least this many seconds older than the moment of verification (see
+/// the module documentation). Two seconds cover filesystems whose
+/// timestamps have a granularity of up to one second.
+pub const RACY_SECS: i64 = 2;
+
+/// The two directories above every blob, relative to the snapshot root.
+const BLOB_DIRS: [&str; 2] = ["blobs", "blobs/sha256"];
+
+/// What `fstat` says about an open blob, as far as identity and content
+/// changes go. Two equal fingerprints of one path mean the same, unmodified
+/// file (see the module documentation for why ctime makes this hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Fingerprint {
+    fn of(m: &Metadata) -> Self {
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// Whether a verification made at `now` (seconds since the epoch) may be
+    /// trusted later: the file's ctime must lie at least [`RACY_SECS`] in
+    /// the past. A ctime in the future (clock skew) is never trusted.
+    fn settled_at(&self, now: i64) -> bool {
+        self.ctime.0 <= now.saturating_sub(RACY_SECS)
+    }
+}
+
+/// The outcome of the last full hash of one digest's file.
+#[derive(Debug, Clone, Copy)]
+struct Verdict {
+    fingerprint: Fingerprint,
+    /// `Err(actual)`: the file hashed to `actual`, not to its digest.
+    outcome: Result<(), Sha256Digest>,
+    /// The fingerprint was settled when recorded: a file with this exact
+    /// fingerprint need not be hashed again.
+    trusted: bool,
+}
+
+/// A directory's identity, to notice it being replaced (e.g. by a symlink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirId {
+    dev: u64,
+    ino: u64,
+}
+
+/// A snapshot directory opened for serving; see the module documentation.
+///
+/// Invariant: the evidence documents held here passed the same consistency
+/// rules as [`Snapshot::check`](crate::Snapshot::check) (blob bytes aside),
+/// so every served entry names a listed blob, and every listed blob is
+/// served somewhere. Blob bytes are vouched for only by
+/// [`StoredSnapshot::open_blob`].
+#[derive(Debug)]
+pub struct StoredSnapshot {
+    root: PathBuf,
+    dirs: [DirId; 2],
+    manifest: Manifest,
+    manifest_bytes: Vec<u8>,
+    doc: SnapshotDoc,
+    doc_bytes: Vec<u8>,
+    signature: Option<String>,
+    allowed_signers: Option<String>,
+    listed: HashSet<Sha256Digest>,
+    verdicts: Mutex<HashMap<Sha256Digest, Verdict>>,
+}
+
+/// A blob file, open and verified: reading `len` bytes from its current
+/// position (the start) yields bytes whose SHA-256 is `digest`, as long as
+/// the file is not modified (see the module's residual window).
+#[derive(Debug)]
+pub struct VerifiedBlob {
+    file: File,
+    len: u64,
+    digest: Sha256Digest,
+    hashed: bool,
+}
+
+impl VerifiedBlob {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn digest(&self) -> Sha256Digest {
+        self.digest
+    }
+
+    /// Whether this call hashed the file (first use, or the file changed
+    /// since it was last verified, or it changed too recently to trust).
+    pub fn was_hashed(&self) -> bool {
+        self.hashed
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The open file, positioned at its start, and its verified length.
+    pub fn into_parts(self) -> (File, u64) {
+        (self.file, self.len)
+    }
+}
+
+impl StoredSnapshot {
+    /// Opens a snapshot directory for serving without reading any blob.
+    ///
+    /// Checks: `dir` is a directory (it may itself be a symlink; nothing
+    /// inside it may be); `MANIFEST` parses strictly and lists
+    /// `SNAPSHOT.json` with the digest of its bytes; `SNAPSHOT.json` parses;
+    /// both agree by the rules of [`Snapshot::check`](crate::Snapshot::check)
+    /// except that blob bytes are not read; `MANIFEST.sig` and
+    /// `allowed_signers`, where present, are regular UTF-8 files and
+    /// `allowed_signers` is the blob served at its well-known path (checked
+    /// by digest); `blobs/` and `blobs/sha256/` are real directories.
+    pub fn open(dir: &Path) -> Result<StoredSnapshot, SnapshotError> {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(SnapshotError::NotRegular(dir.to_path_buf())),
+            Err(e) => return Err(SnapshotError::io("open snapshot directory", dir, e)),
+        }
+        // One fixed path from here on: a symlinked `dir` re-pointed later
+        // shows up as replaced blob directories, not as another snapshot.
+        let root = fs::canonicalize(dir)
+            .map_err(|e| SnapshotError::io("open snapshot directory", dir, e))?;
+
+        let manifest_bytes = read_required(&root.join(MANIFEST_FILE))?;
+        let manifest = Manifest::parse(&manifest_bytes)?;
+        let listed_doc = manifest
+            .get(SNAPSHOT_JSON)
+            .ok_or(SnapshotError::NoSnapshotJson)?;
+        let doc_bytes = read_required(&root.join(SNAPSHOT_JSON))?;
+        let actual = Sha256Digest::of(&doc_bytes);
+        if actual != listed_doc {
+            return Err(SnapshotError::SnapshotJsonDigest {
+                listed: listed_doc,
+                actual,
+            });
+        }
+        let doc = SnapshotDoc::parse(&doc_bytes)?;
+        let signature = read_optional_text(&root.join(SIGNATURE_FILE))?;
+        let allowed_signers = read_optional_text(&root.join(ALLOWED_SIGNERS_FILE))?;
+
+        let mut dirs = [DirId { dev: 0, ino: 0 }; 2];
+        for (slot, sub) in dirs.iter_mut().zip(BLOB_DIRS) {
+            let path = root.join(sub);
+            *slot = dir_id(&path).map_err(|kind| match kind {
+                BlobProblemKind::Symlink => SnapshotError::Symlink(path.clone()),
+                BlobProblemKind::Missing => {
+                    SnapshotError::io("open blob directory", &path, io::ErrorKind::NotFound.into())
+                }
+                BlobProblemKind::Unreadable(e) => {
+                    SnapshotError::io("open blob directory", &path, io::Error::other(e))
+                }
+                _ => SnapshotError::NotRegular(path.clone()),
+            })?;
+        }
+
+        let listed = check_structure(&manifest, &manifest_bytes, &doc, allowed_signers.as_deref())?;
+        Ok(StoredSnapshot {
+            root,
+            dirs,
+            manifest,
+            manifest_bytes,
+            doc,
+            doc_bytes,
+            signature,
+            allowed_signers,
+            listed,
+            verdicts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The snapshot ID: the SHA-256 of the `MANIFEST` bytes.
+    pub fn id(&self) -> Sha256Digest {
+        Sha256Digest::of(&self.manifest_bytes)
+    }
+
+    /// The snapshot directory, canonicalised.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The exact `MANIFEST` bytes (what the signature covers).
+    pub fn manifest_bytes(&self) -> &[u8] {
+        &self.manifest_bytes
+    }
+
+    pub fn doc(&self) -> &SnapshotDoc {
+        &self.doc
+    }
+
+    /// The exact `SNAPSHOT.json` bytes (what `MANIFEST` lists).
+    pub fn doc_bytes(&self) -> &[u8] {
+        &self.doc_bytes
+    }
+
+    pub fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+
+    pub fn allowed_signers(&self) -> Option<&str> {
+        self.allowed_signers.as_deref()
+    }
+
+    /// Number of blobs `MANIFEST` lists.
+    pub fn blob_count(&self) -> usize {
+        self.listed.len()
+    }
+
+    /// Whether `MANIFEST` lists a blob with this digest.
+    pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
+        self.listed.contains(digest)
+    }
+
+    /// See [`Snapshot::verify_signature`](crate::Snapshot::verify_signature).
+    pub fn verify_signature(&self, allowed: &AllowedSigners) -> Result<Verified, SnapshotError> {
+        let sig = self.signature.as_deref().ok_or(SnapshotError::Unsigned)?;
+        egress_signing::verify(sig, SNAPSHOT_NAMESPACE, &self.manifest_bytes, allowed)
+            .map_err(SnapshotError::Signature)
+    }
+
+    /// Opens the blob `digest` and verifies it through the open handle (see
+    /// the module documentation). On success the file is positioned at its
+    /// start and holds exactly the verified bytes; any problem (not listed,
+    /// missing, a symlink, not a regular file, corrupt, unreadable, changed
+    /// while being hashed) is an error naming the blob, and nothing of it
+    /// may be served.
+    pub fn open_blob(&self, digest: &Sha256Digest) -> Result<VerifiedBlob, BlobProblem> {
+        let rel = blob_path(digest);
+        let problem = |kind| BlobProblem {
+            path: rel.clone(),
+            kind,
+        };
+        if !self.listed.contains(digest) {
+            return Err(problem(BlobProblemKind::Unreadable(
+                "not listed in MANIFEST".into(),
+            )));
+        }
+        // Step 1: the directories are the ones `open` checked, then the file
+        // itself is opened without following a symlink.
+        for (sub, want) in BLOB_DIRS.iter().zip(&self.dirs) {
+            match dir_id(&self.root.join(sub)) {
+                Ok(id) if id == *want => {}
+                Ok(_) => {
+                    return Err(problem(BlobProblemKind::Unreadable(format!(
+                        "{sub}/ was replaced after the snapshot was opened"
+                    ))))
+                }
+                Err(kind) => {
+                    return Err(problem(BlobProblemKind::Unreadable(format!(
+                        "{sub}/ is no longer a directory ({})",
+                        BlobProblem {
+                            path: (*sub).to_string(),
+                            kind
+                        }
+                    ))))
+                }
+            }
+        }
+        let path = self.root.join(&rel);
+        let mut file = open_no_follow(&path).map_err(problem)?;
+
+        // Step 2: fstat the handle we will serve from.
+        let meta = file
+            .metadata()
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        if !meta.is_file() {
+            return Err(problem(BlobProblemKind::NotAFile));
+        }
+        let fingerprint = Fingerprint::of(&meta);
+        if let Some(v) = self.verdicts().get(digest) {
+            if v.trusted && v.fingerprint == fingerprint {
+                return match v.outcome {
+                    Ok(()) => Ok(VerifiedBlob {
+                        file,
+                        len: fingerprint.size,
+                        digest: *digest,
+                        hashed: false,
+                    }),
+                    Err(actual) => Err(problem(BlobProblemKind::Corrupt { actual })),
+                };
+            }
+        }
+
+        // Step 3: hash the whole file through the handle. The lock is not
+        // held meanwhile; two requests may hash one blob concurrently, and
+        // both record the same verdict.
+        let actual = hash_file(&mut file)
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        let after = file
+            .metadata()
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        if Fingerprint::of(&after) != fingerprint {
+            return Err(problem(BlobProblemKind::Unreadable(
+                "the file changed while it was being verified".into(),
+            )));
+        }
+        let outcome = if actual == *digest {
+            Ok(())
+        } else {
+            Err(actual)
+        };
+        self.verdicts().insert(
+            *digest,
+            Verdict {
+                fingerprint,
+                outcome,
+                trusted: fingerprint.settled_at(unix_now()),
+            },
+        );
+        if let Err(actual) = outcome {
+            return Err(problem(BlobProblemKind::Corrupt { actual }));
+        }
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        Ok(VerifiedBlob {
+            file,
+            len: fingerprint.size,
+            digest: *digest,
+            hashed: true,
+        })
+    }
+
+    /// Whether `file` (a handle from [`StoredSnapshot::open_blob`] for
+    /// `digest`) still has the fingerprint recorded when `digest` was last
+    /// verified as correct. Called after copying all but the last byte of a
+    /// blob to a client (see the module's residual window). `false` when
+    /// `fstat` fails, when the file changed, and also when another request
+    /// has since verified a different file for the digest (a replacement):
+    /// in doubt, the answer is no.
+    pub fn unchanged_since_verified(&self, digest: &Sha256Digest, file: &File) -> bool {
+        let Ok(meta) = file.metadata() else {
+            return false;
+        };
+        let now = Fingerprint::of(&meta);
+        self.verdicts()
+            .get(digest)
+            .is_some_and(|v| v.outcome.is_ok() && v.fingerprint == now)
+    }
+
+    /// The record is a plain map updated with single inserts, consistent
+    /// even if a holder panicked, so poisoning is ignored.
+    fn verdicts(&self) -> MutexGuard<'_, HashMap<Sha256Digest, Verdict>> {
+        self.verdicts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The consistency rules of [`Snapshot::check`](crate::Snapshot::check)
+/// that do not need blob bytes; keep the two in step. Returns the listed
+/// blob digests.
+fn check_structure(
+    manifest: &Manifest,
+    manifest_bytes: &[u8],
+    doc: &SnapshotDoc,
+    allowed_signers: Option<&str>,
+) -> Result<HashSet<Sha256Digest>, SnapshotError> {
+    let bad = |why: String| Err(SnapshotError::Inconsistent(why));
+    if manifest_bytes != manifest.render().as_bytes() {
+        return bad("MANIFEST bytes are not the rendering of the parsed MANIFEST".into());
+    }
+    let mut listed = HashSet::new();
+    for (path, digest) in manifest.entries() {
+        if path == SNAPSHOT_JSON {
+            continue;
+        }
+        // The only files ever opened under the root are these blob paths
+        // (and the fixed evidence files), whatever MANIFEST says.
+        if path != blob_path(&digest) {
+            return bad(format!(
+                "MANIFEST entry {path:?} is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"
+            ));
+        }
+        listed.insert(digest);
+    }
+
+    let mut by_path: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut served = HashSet::new();
+    for e in &doc.served {
+        if !is_servable_path(&e.path) {
+            return bad(format!(
+                "served path {:?} is not an origin-form path without query or fragment",
+                e.path
+            ));
+        }
+        if [
+            well_known::MANIFEST,
+            well_known::SIGNATURE,
+            well_known::SNAPSHOT_JSON,
+        ]
+        .contains(&e.path.as_str())
+        {
+            return bad(format!(
+                "served path {:?} would shadow the snapshot's own evidence",
+                e.path
+            ));
+        }
+        let ct_ok = e.content_type.contains('/')
+            && e.content_type.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        if !ct_ok {
+            return bad(format!(
+                "content type {:?} of {:?} is not a bare media type",
+                e.content_type, e.path
+            ));
+        }
+        if !listed.contains(&e.sha256) {
+            return bad(format!(
+                "{:?} is served from blob {} which MANIFEST does not list",
+                e.path, e.sha256
+            ));
+        }
+        served.insert(e.sha256);
+        by_path.entry(&e.path).or_default().push(&e.content_type);
+    }
+    for (path, types) in &by_path {
+        let negotiated = types.len() == 2
+            && types.iter().any(|t| t.eq_ignore_ascii_case(HTML_V1))
+            && types.iter().any(|t| t.eq_ignore_ascii_case(JSON_V1));
+        if types.len() != 1 && !negotiated {
+            return bad(format!("served path {path:?} has entries {types:?}; a path has one entry, or one {HTML_V1} and one {JSON_V1}"));
+        }
+    }
+    if let Some(unserved) = listed.difference(&served).next() {
+        return bad(format!(
+            "blob {unserved} is listed in MANIFEST but served at no path"
+        ));
+    }
+    if let Some(text) = allowed_signers {
+        let served = doc
+            .served
+            .iter()
+            .find(|e| e.path == well_known::ALLOWED_SIGNERS)
+            .map(|e| e.sha256);
+        if served != Some(Sha256Digest::of(text.as_bytes())) {
+            return bad(format!(
+                "allowed_signers differs from the blob served at {}",
+                well_known::ALLOWED_SIGNERS
+            ));
+        }
+    }
+    Ok(listed)
+}
+
+/// Opens a file for reading without following a symlink at its last
+/// component (`O_NOFOLLOW`), and without blocking if it is a FIFO
+/// (`O_NONBLOCK`, which regular files ignore). The caller `fstat`s the
+/// handle to make sure it is a regular file.
+fn open_no_follow(path: &Path) -> Result<File, BlobProblemKind> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                BlobProblemKind::Missing
+            } else if e.raw_os_error() == Some(libc::ELOOP)
+                || fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+            {
+                BlobProblemKind::Symlink
+            } else {
+                BlobProblemKind::Unreadable(e.to_string())
+            }
+        })
+}
+
+/// Reads a whole evidence file through a no-follow handle.
+fn read_no_follow(path: &Path) -> Result<Vec<u8>, BlobProblemKind> {
+    let mut file = open_no_follow(path)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| BlobProblemKind::Unreadable(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(BlobProblemKind::NotAFile);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)
+        .map_err(|e| BlobProblemKind::Unreadable(e.to_string()))?;
+    Ok(bytes)
+}
+
+fn evidence_error(path: &Path, kind: BlobProblemKind) -> SnapshotError {
+    match kind {
+        BlobProblemKind::Missing => SnapshotError::io("read", path, io::ErrorKind::NotFound.into()),
+        BlobProblemKind::Symlink => SnapshotError::Symlink(path.to_path_buf()),
+        BlobProblemKind::NotAFile => SnapshotError::NotRegular(path.to_path_buf()),
+        BlobProblemKind::Unreadable(e) => SnapshotError::io("read", path, io::Error::other(e)),
+        BlobProblemKind::Corrupt { .. } => SnapshotError::NotRegular(path.to_path_buf()),
+    }
+}
+
+fn read_required(path: &Path) -> Result<Vec<u8>, SnapshotError> {
+    read_no_follow(path).map_err(|kind| evidence_error(path, kind))
+}
+
+/// `None` when absent; present but a symlink, not a file or not UTF-8 is an
+/// error.
+fn read_optional_text(path: &Path) -> Result<Option<String>, SnapshotError> {
+    match read_no_follow(path) {
+        Err(BlobProblemKind::Missing) => Ok(None),
+        Err(kind) => Err(evidence_error(path, kind)),
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| SnapshotError::NotUtf8(path.to_path_buf())),
+    }
+}
+
+/// A real directory (not a symlink to one) and its identity.
+fn dir_id(path: &Path) -> Result<DirId, BlobProblemKind> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(BlobProblemKind::Symlink),
+        Ok(m) if m.is_dir() => Ok(DirId {
+            dev: m.dev(),
+            ino: m.ino(),
+        }),
+        Ok(_) => Err(BlobProblemKind::NotAFile),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(BlobProblemKind::Missing),
+        Err(e) => Err(BlobProblemKind::Unreadable(e.to_string())),
+    }
+}
+
+fn hash_file(file: &mut File) -> io::Result<Sha256Digest> {
+    let mut hasher = Sha256Hasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(hasher.finish()),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(ctime: i64) -> Fingerprint {
+        Fingerprint {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime: (ctime, 0),
+            ctime: (ctime, 5),
+        }
+    }
+
+    #[test]
+    fn racy_fingerprints_are_not_trusted() {
+        let now = 1_000_000;
+        assert!(fp(now - RACY_SECS).settled_at(now));
+        assert!(fp(now - 100).settled_at(now));
+        assert!(!fp(now - RACY_SECS + 1).settled_at(now));
+        assert!(!fp(now).settled_at(now));
+        assert!(
+            !fp(now + 10).settled_at(now),
+            "a future ctime is never trusted"
+        );
+    }
+}
