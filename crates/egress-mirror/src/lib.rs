@@ -285,25 +285,30 @@ impl Mirror {
         match (&rep.source, &self.backend) {
             (Source::Memory(bytes), _) => Ok(Body::Shared(Arc::clone(bytes))),
             #[cfg(unix)]
-            (Source::Stored, Backend::Stored(store)) => match store.open_blob(&rep.digest) {
-                Ok(blob) => {
-                    let (file, len) = blob.into_parts();
-                    Ok(Body::File(Arc::new(file), len))
-                }
-                Err(problem) => {
-                    (self.log)(&format!(
-                        "egress-mirror: blob sha256:{} NOT served: {problem}",
-                        rep.digest.to_hex()
-                    ));
-                    Err(Response::text(
-                        500,
-                        &format!(
-                            "blob sha256:{} failed verification and was not served\n",
+            (Source::Stored, Backend::Stored(store)) => {
+                match store.small_blob(&rep.digest).and_then(|small| match small {
+                    Some(bytes) => Ok(Body::Shared(bytes)),
+                    None => store.open_blob(&rep.digest).map(|blob| {
+                        let (file, len) = blob.into_parts();
+                        Body::File(Arc::new(file), len)
+                    }),
+                }) {
+                    Ok(body) => Ok(body),
+                    Err(problem) => {
+                        (self.log)(&format!(
+                            "egress-mirror: blob sha256:{} NOT served: {problem}",
                             rep.digest.to_hex()
-                        ),
-                    ))
+                        ));
+                        Err(Response::text(
+                            500,
+                            &format!(
+                                "blob sha256:{} failed verification and was not served\n",
+                                rep.digest.to_hex()
+                            ),
+                        ))
+                    }
                 }
-            },
+            }
             // Routes of a memory backend are all `Source::Memory`.
             (Source::Stored, _) => Err(Response::text(500, "blob unavailable\n")),
         }

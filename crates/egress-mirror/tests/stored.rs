@@ -8,7 +8,7 @@
 use egress_artifacts::{build_wheel, BuiltDist, WheelSpec};
 use egress_http::{Body, Handler, Reply, Request, Server, ServerHandle};
 use egress_mirror::{LogSink, Mirror};
-use egress_model::{ProjectName, Version};
+use egress_model::{ProjectName, Sha256Digest, Version};
 use egress_signing::SigningKey;
 use egress_snapshot::manifest::blob_path;
 use egress_snapshot::{well_known, Snapshot, SnapshotBuilder, StoredSnapshot};
@@ -62,6 +62,8 @@ fn written(tag: &str) -> (TempDir, PathBuf, Snapshot, BuiltDist) {
     let w = wheel("ec-disk", "1.0.0");
     let mut b = SnapshotBuilder::new("/simple/");
     b.add_dist(&w.filename, w.bytes.clone(), None).unwrap();
+    // Larger than the small-blob cache takes: always served from its file.
+    b.add_dist(BIG_SDIST, big_bytes(), None).unwrap();
     let key = SigningKey::from_seed([9; 32], "test");
     let snapshot = b
         .build("2026-01-01T00:00:00Z", Some(&key), "mirror@egress.test")
@@ -70,6 +72,14 @@ fn written(tag: &str) -> (TempDir, PathBuf, Snapshot, BuiltDist) {
     let dir = tmp.0.join("snap");
     snapshot.write_dir(&dir).unwrap();
     (tmp, dir, snapshot, w)
+}
+
+const BIG_SDIST: &str = "ec_disk-1.0.0.tar.gz";
+
+fn big_bytes() -> Vec<u8> {
+    (0..egress_snapshot::SMALL_BLOB_MAX as usize + 4096)
+        .map(|i| (i * 31 % 251) as u8)
+        .collect()
 }
 
 fn file_url(w: &BuiltDist) -> String {
@@ -286,13 +296,14 @@ fn symlinked_or_missing_blobs_are_500s_with_log_lines() {
 
 #[test]
 fn a_blob_changed_while_being_sent_is_not_vouched_for() {
-    let (_tmp, dir, _snapshot, w) = written("vouch");
+    let (_tmp, dir, _snapshot, _w) = written("vouch");
+    let big = Sha256Digest::of(&big_bytes());
     let log = Log::default();
     let store = StoredSnapshot::open(&dir).unwrap();
     let mirror = Mirror::from_store(Arc::new(store)).log_to(log.sink());
     let req = Request {
         method: "GET".into(),
-        target: file_url(&w),
+        target: format!("/files/{big}/{BIG_SDIST}"),
         version: "HTTP/1.1".into(),
         headers: vec![("Host".into(), "m".into())],
         body: Vec::new(),
@@ -304,17 +315,17 @@ fn a_blob_changed_while_being_sent_is_not_vouched_for() {
     let Body::File(file, len) = &resp.body else {
         panic!("a file body, not {:?}", resp.body);
     };
-    assert_eq!(*len, w.bytes.len() as u64);
+    assert_eq!(*len, big_bytes().len() as u64);
     // Unchanged: the server may send the last byte.
     assert!(mirror.vouch_for_file(&resp, file));
     assert!(log.lines().is_empty());
     // Rewritten in place after verification: the last byte is withheld.
-    flip_last_byte(&dir.join(blob_path(&w.sha256)));
+    flip_last_byte(&dir.join(blob_path(&big)));
     assert!(!mirror.vouch_for_file(&resp, file));
     let lines = log.lines();
     assert_eq!(lines.len(), 1);
     assert!(
-        lines[0].contains(&w.sha256.to_hex()) && lines[0].contains("changed"),
+        lines[0].contains(&big.to_hex()) && lines[0].contains("changed"),
         "{lines:?}"
     );
 }
@@ -654,4 +665,37 @@ fn binary_request_log_shows_pip_using_pep_658_metadata() {
         })
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(metadata < wheel, "{stderr}");
+}
+
+/// Small blobs are served from verified bytes kept in memory once their file
+/// is old enough to trust; a change on disk is still noticed on the next
+/// request, re-verified, and refused.
+#[test]
+fn a_cached_small_blob_changed_on_disk_is_refused() {
+    let (_tmp, dir, _snapshot, w) = written("cached");
+    // Let the files settle so that their fingerprints are trusted and cached.
+    std::thread::sleep(std::time::Duration::from_secs(
+        egress_snapshot::RACY_SECS as u64 + 1,
+    ));
+    let log = Log::default();
+    let server = serve_stored(&dir, &log);
+    for _ in 0..2 {
+        let r = get(server.addr(), &file_url(&w));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, w.bytes);
+    }
+    let path = dir.join(blob_path(&w.sha256));
+    flip_last_byte(&path);
+    assert_eq!(get(server.addr(), &file_url(&w)).status, 500);
+    let lines = log.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&w.sha256.to_hex()) && l.contains("NOT served")),
+        "{lines:?}"
+    );
+    flip_last_byte(&path);
+    let r = get(server.addr(), &file_url(&w));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, w.bytes);
 }

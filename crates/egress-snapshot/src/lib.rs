@@ -29,7 +29,7 @@ pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
-pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS};
+pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS, SMALL_BLOB_MAX};
 
 /// Where the mirror publishes its snapshot's evidence, relative to its origin.
 pub mod well_known {

@@ -78,7 +78,7 @@ use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A verification is trusted for later requests only once the file's ctime
@@ -158,6 +158,21 @@ pub struct StoredSnapshot {
     allowed_signers: Option<String>,
     listed: HashSet<Sha256Digest>,
     verdicts: Mutex<HashMap<Sha256Digest, Verdict>>,
+    /// Verified bytes of small blobs (pages, metadata), with the fingerprint
+    /// of the file they were read from; see [`StoredSnapshot::small_blob`].
+    small: RwLock<SmallCache>,
+}
+
+/// Blobs up to this size are kept in memory once verified.
+pub const SMALL_BLOB_MAX: u64 = 256 * 1024;
+/// The most memory the small-blob cache may hold; past it, blobs are read
+/// from disk on every request.
+pub const SMALL_CACHE_MAX: u64 = 256 * 1024 * 1024;
+
+#[derive(Debug, Default)]
+struct SmallCache {
+    blobs: HashMap<Sha256Digest, (Fingerprint, Arc<[u8]>)>,
+    bytes: u64,
 }
 
 /// A blob file, open and verified: reading `len` bytes from its current
@@ -266,6 +281,7 @@ impl StoredSnapshot {
             allowed_signers,
             listed,
             verdicts: Mutex::new(HashMap::new()),
+            small: RwLock::new(SmallCache::default()),
         })
     }
 
@@ -422,6 +438,75 @@ impl StoredSnapshot {
             digest: *digest,
             hashed: true,
         })
+    }
+
+    /// The verified bytes of a small blob (at most [`SMALL_BLOB_MAX`]), or
+    /// `Ok(None)` for a larger one (serve it with [`StoredSnapshot::open_blob`]).
+    ///
+    /// Invariant: the bytes returned are always bytes that hashed to
+    /// `digest`: they are the ones read through a verified handle and kept.
+    /// The file on disk is still watched: each call `lstat`s the blob's path
+    /// (one system call) and compares the fingerprint with the one the bytes
+    /// were read under. Any difference (a rewrite, a flipped byte, a symlink,
+    /// a replaced directory: all change the inode, size, mtime or ctime)
+    /// sends the request down the full path of [`StoredSnapshot::open_blob`],
+    /// which re-verifies and fails loudly on corruption.
+    pub fn small_blob(&self, digest: &Sha256Digest) -> Result<Option<Arc<[u8]>>, BlobProblem> {
+        let path = self.root.join(blob_path(digest));
+        if let Ok(meta) = fs::symlink_metadata(&path) {
+            if meta.is_file() && meta.len() > SMALL_BLOB_MAX {
+                return Ok(None);
+            }
+            let now = Fingerprint::of(&meta);
+            let cache = self.small.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((fp, bytes)) = cache.blobs.get(digest) {
+                if *fp == now && meta.is_file() {
+                    return Ok(Some(Arc::clone(bytes)));
+                }
+            }
+        }
+        let blob = self.open_blob(digest)?;
+        if blob.len() > SMALL_BLOB_MAX {
+            return Ok(None);
+        }
+        let trusted = self
+            .verdicts()
+            .get(digest)
+            .is_some_and(|v| v.trusted && v.outcome.is_ok());
+        let fingerprint = blob.file().metadata().ok().map(|m| Fingerprint::of(&m));
+        let (mut file, len) = blob.into_parts();
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        let problem = |kind| BlobProblem {
+            path: blob_path(digest),
+            kind,
+        };
+        (&mut file)
+            .take(len)
+            .read_to_end(&mut bytes)
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        // The bytes just read must be the verified ones: same length, and the
+        // handle unchanged since verification.
+        if bytes.len() as u64 != len || !self.unchanged_since_verified(digest, &file) {
+            return Err(problem(BlobProblemKind::Unreadable(
+                "the file changed while it was being read".into(),
+            )));
+        }
+        if Sha256Digest::of(&bytes) != *digest {
+            return Err(problem(BlobProblemKind::Corrupt {
+                actual: Sha256Digest::of(&bytes),
+            }));
+        }
+        let bytes: Arc<[u8]> = bytes.into();
+        if let (true, Some(fp)) = (trusted, fingerprint) {
+            let mut cache = self.small.write().unwrap_or_else(|e| e.into_inner());
+            if cache.bytes + len <= SMALL_CACHE_MAX {
+                if let Some((_, old)) = cache.blobs.insert(*digest, (fp, Arc::clone(&bytes))) {
+                    cache.bytes -= old.len() as u64;
+                }
+                cache.bytes += len;
+            }
+        }
+        Ok(Some(bytes))
     }
 
     /// Whether `file` (a handle from [`StoredSnapshot::open_blob`] for
