@@ -1,0 +1,524 @@
+//! Real clients install from the reference mirror, offline: the snapshot is
+//! built by `egress-conformance snapshot build` from the canary upstream on
+//! loopback, the canary is stopped, and `egress-mirror` (the real binary)
+//! serves the snapshot to real pip and real uv at the versions pinned in
+//! scripts/clients.txt (installed by scripts/setup-clients).
+
+use egress_fixtures::canary::Canary;
+use egress_model::Sha256Digest;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The pinned clients; set up by scripts/setup-clients (scripts/test runs it).
+fn clients() -> PathBuf {
+    let dir = std::env::var_os("EGRESS_CLIENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join(".tools/clients"));
+    assert!(
+        dir.join("bin/pip").is_file() && dir.join("bin/uv").is_file(),
+        "pip and uv are not installed in {}: run scripts/setup-clients (scripts/test does)",
+        dir.display()
+    );
+    dir
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("egress-clients-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn conformance(args: &[&str]) -> Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+        .args(args)
+        .output()
+        .expect("egress-conformance");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// A client command with no configuration from this machine: pip and uv
+/// read no config files or environment that could point them elsewhere.
+fn client(program: &Path) -> Command {
+    let mut c = Command::new(program);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PIP_") || k.starts_with("UV_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("PIP_CONFIG_FILE", "/dev/null")
+        .env("UV_NO_CONFIG", "1")
+        .env("UV_PYTHON_DOWNLOADS", "never")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
+    c
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The real `egress-mirror` binary, with its request log collected.
+struct MirrorProcess {
+    child: Child,
+    base: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl MirrorProcess {
+    fn start(snap: &Path, listen: &str) -> Self {
+        let bin = workspace()
+            .join("target")
+            .join(if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            })
+            .join("egress-mirror");
+        assert!(
+            bin.is_file(),
+            "{} is not built (cargo builds it with the workspace)",
+            bin.display()
+        );
+        let mut child = Command::new(bin)
+            .args([s(snap), "--listen", listen, "--log-requests"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start egress-mirror");
+        // The start-up line (with the address) is on stdout; request and
+        // verification logs are on stderr.
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("serving snapshot") {
+                    if let Some(at) = line.rsplit(" at ").next() {
+                        let _ = tx.send(at.trim_end_matches('/').to_string());
+                    }
+                }
+            }
+        });
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().expect("log").push(line);
+            }
+        });
+        let base = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("egress-mirror printed its address");
+        Self { child, base, log }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.log.lock().expect("log").clone()
+    }
+}
+
+impl Drop for MirrorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+/// Builds a signed snapshot of `requirements` from a fresh canary, then
+/// stops the canary: from here on there is no upstream at all.
+fn snapshot_from_canary(dir: &Path, requirements: impl Fn(&Canary) -> String) -> PathBuf {
+    let canary = Canary::start().expect("canary");
+    let req = dir.join("requirements.txt");
+    std::fs::write(&req, requirements(&canary)).expect("write requirements");
+    let key = dir.join("signing-key");
+    conformance(&["key", "generate", "--out", s(&key)]);
+    let snap = dir.join("snap");
+    conformance(&[
+        "snapshot",
+        "build",
+        "--requirements",
+        s(&req),
+        "--index-url",
+        &canary.index_url(),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+    ]);
+    drop(canary);
+    snap
+}
+
+fn digest_of(canary: &Canary, filename: &str) -> Sha256Digest {
+    canary
+        .dists(false)
+        .into_iter()
+        .find(|(_, d)| d.filename == filename)
+        .map(|(_, d)| d.sha256)
+        .expect("canary file")
+}
+
+fn present_requirements(c: &Canary) -> String {
+    format!(
+        "ec-present==1.1.0 \\\n    --hash=sha256:{}\nec-template-text==1.0.0 \\\n    --hash=sha256:{}\n",
+        digest_of(c, "ec_present-1.1.0-py3-none-any.whl"),
+        digest_of(c, "ec_template_text-1.0.0-py3-none-any.whl")
+    )
+}
+
+#[test]
+fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
+    let dir = tmpdir("pip");
+    let snap = snapshot_from_canary(&dir, present_requirements);
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let target = dir.join("site");
+    let o = client(&clients().join("bin/pip"))
+        .args([
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--index-url",
+            &format!("{}/simple/", mirror.base),
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--target",
+            s(&target),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("pip");
+    ok(&o, "pip install --require-hashes");
+    assert!(target.join("ec_present/__init__.py").is_file());
+    assert!(target.join("ec_template_text/__init__.py").is_file());
+    let lines = mirror.lines();
+    // Nothing pip asked for was refused.
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.contains(" request "))
+            .all(|l| l.contains("status=200")),
+        "{lines:#?}"
+    );
+    let served = lines.len();
+
+    // The resolver uses PEP 658 metadata: a dry run resolves an unpinned
+    // requirement from the `.metadata` files alone, downloading no wheel.
+    let o = client(&clients().join("bin/pip"))
+        .args([
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--dry-run",
+            "--ignore-installed",
+            "--index-url",
+            &format!("{}/simple/", mirror.base),
+            "--only-binary",
+            ":all:",
+            "ec-present",
+        ])
+        .output()
+        .expect("pip");
+    ok(&o, "pip install --dry-run");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ec-present-1.1.0"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let lines = mirror.lines()[served..].to_vec();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl.metadata")
+                && l.contains("status=200")),
+        "pip did not read PEP 658 metadata: {lines:#?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl ")),
+        "pip downloaded the wheel: {lines:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn uv_installs_from_the_mirror() {
+    let dir = tmpdir("uv");
+    let snap = snapshot_from_canary(&dir, present_requirements);
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let target = dir.join("site");
+    let cache = dir.join("uv-cache");
+    let o = client(&clients().join("bin/uv"))
+        .args([
+            "pip",
+            "install",
+            "--python",
+            s(&clients().join("bin/python")),
+            "--cache-dir",
+            s(&cache),
+            "--index-url",
+            &format!("{}/simple/", mirror.base),
+            "--target",
+            s(&target),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("uv");
+    ok(&o, "uv pip install");
+    assert!(target.join("ec_present/__init__.py").is_file());
+    assert!(mirror
+        .lines()
+        .iter()
+        .any(|l| l.contains("/simple/ec-present/") && l.contains("status=200")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tampered_snapshot_is_refused() {
+    let dir = tmpdir("tamper");
+    let snap = snapshot_from_canary(&dir, present_requirements);
+    // Flip a byte of the wheel's blob on disk.
+    let manifest = std::fs::read_to_string(snap.join("MANIFEST")).expect("manifest");
+    let canary_digest = {
+        let c = Canary::start().expect("canary");
+        digest_of(&c, "ec_present-1.1.0-py3-none-any.whl")
+    };
+    assert!(manifest.contains(&canary_digest.to_hex()));
+    let blob = snap.join(format!("blobs/sha256/{canary_digest}"));
+    let mut bytes = std::fs::read(&blob).expect("blob");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&blob, &bytes).expect("write");
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let o = client(&clients().join("bin/pip"))
+        .args([
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--index-url",
+            &format!("{}/simple/", mirror.base),
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--target",
+            s(&dir.join("site")),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("pip");
+    assert!(
+        !o.status.success(),
+        "pip installed from a tampered snapshot"
+    );
+    assert!(!dir.join("site/ec_present").exists());
+    let lines = mirror.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&canary_digest.to_hex()) && l.contains("NOT served")),
+        "{lines:#?}"
+    );
+    drop(mirror);
+
+    // A tampered MANIFEST: the mirror refuses to start, and verify names it.
+    let mut m = std::fs::read(snap.join("MANIFEST")).expect("manifest");
+    m[0] = if m[0] == b'0' { b'1' } else { b'0' };
+    std::fs::write(snap.join("MANIFEST"), &m).expect("write");
+    let bin = workspace()
+        .join("target")
+        .join(if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        })
+        .join("egress-mirror");
+    let o = Command::new(bin)
+        .args([s(&snap), "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("mirror");
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_yanked_file_is_skipped_by_ranges_and_installed_when_pinned() {
+    // The builder carries PEP 592 yanked status into every page it renders.
+    let canary = Canary::start().expect("canary");
+    let dir = tmpdir("yanked");
+    let mut b = egress_snapshot::SnapshotBuilder::new("/simple/");
+    for (_, d) in canary.dists(false) {
+        let yanked =
+            (d.filename == "ec_present-1.1.0-py3-none-any.whl").then(|| "broken build".to_string());
+        b.add_dist(&d.filename, d.bytes, yanked).expect("add");
+    }
+    drop(canary);
+    let key = egress_signing::SigningKey::from_seed([5; 32], "test");
+    let snap = dir.join("snap");
+    b.build("2026-01-01T00:00:00Z", Some(&key), "test")
+        .expect("build")
+        .write_dir(&snap)
+        .expect("write");
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let pip = |spec: &str, target: &str| {
+        client(&clients().join("bin/pip"))
+            .args([
+                "install",
+                "--isolated",
+                "--no-cache-dir",
+                "--no-deps",
+                "--index-url",
+                &format!("{}/simple/", mirror.base),
+                "--only-binary",
+                ":all:",
+                "--target",
+                s(&dir.join(target)),
+                spec,
+            ])
+            .output()
+            .expect("pip")
+    };
+    let o = pip("ec-present>=1.0", "range");
+    ok(&o, "pip install ec-present>=1.0");
+    let init =
+        std::fs::read_to_string(dir.join("range/ec_present/__init__.py")).expect("installed");
+    assert!(
+        init.contains("1.0.0"),
+        "the yanked 1.1.0 was chosen: {init}"
+    );
+    let o = pip("ec-present==1.1.0", "pinned");
+    ok(&o, "pip install ec-present==1.1.0");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .to_lowercase()
+            .contains("yanked"),
+        "pip warns about the yanked file"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn uv_sync_frozen_uses_the_rewritten_lock_against_the_mirror() {
+    let dir = tmpdir("uvsync");
+    let uv = clients().join("bin/uv");
+    let python = clients().join("bin/python");
+    let canary = Canary::start().expect("canary");
+    let project = dir.join("app");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = [\"ec-present==1.1.0\"]\n\n[tool.uv]\npackage = false\n",
+    )
+    .expect("pyproject");
+    // Real uv locks the project against the canary: its uv.lock names the
+    // canary's file URLs, as a lab's lock names PyPI's.
+    let cache = dir.join("uv-cache");
+    let o = client(&uv)
+        .current_dir(&project)
+        .args([
+            "lock",
+            "--python",
+            s(&python),
+            "--cache-dir",
+            s(&cache),
+            "--default-index",
+            &canary.index_url(),
+        ])
+        .output()
+        .expect("uv lock");
+    ok(&o, "uv lock");
+    let lock = std::fs::read_to_string(project.join("uv.lock")).expect("uv.lock");
+    assert!(lock.contains(&canary.base_url()), "{lock}");
+
+    let port = free_port();
+    let mirror_url = format!("http://127.0.0.1:{port}");
+    let key = dir.join("signing-key");
+    conformance(&["key", "generate", "--out", s(&key)]);
+    let snap = dir.join("snap");
+    conformance(&[
+        "snapshot",
+        "build",
+        "--uv-lock",
+        s(&project.join("uv.lock")),
+        "--index-url",
+        &canary.index_url(),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+        "--mirror-url",
+        &mirror_url,
+    ]);
+    drop(canary);
+    let rewritten =
+        std::fs::read_to_string(snap.join("rewritten/uv.lock")).expect("rewritten uv.lock");
+    assert!(!rewritten.contains("127.0.0.1") || rewritten.contains(&mirror_url));
+    std::fs::write(project.join("uv.lock"), &rewritten).expect("replace uv.lock");
+
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let o = client(&uv)
+        .current_dir(&project)
+        .args([
+            "sync",
+            "--frozen",
+            "--python",
+            s(&python),
+            "--cache-dir",
+            s(&dir.join("uv-cache-2")),
+        ])
+        .output()
+        .expect("uv sync");
+    ok(&o, "uv sync --frozen");
+    let site = std::fs::read_dir(project.join(".venv/lib"))
+        .expect("venv lib")
+        .next()
+        .expect("python dir")
+        .expect("entry")
+        .path()
+        .join("site-packages");
+    assert!(site.join("ec_present/__init__.py").is_file());
+    assert!(mirror
+        .lines()
+        .iter()
+        .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl") && l.contains("status=200")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
