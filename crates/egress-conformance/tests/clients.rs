@@ -187,13 +187,19 @@ fn digest_of(canary: &Canary, filename: &str) -> Sha256Digest {
         .expect("canary file")
 }
 
+/// The present project's 1.0.0 wheel and sdist (pip and uv pick the wheel;
+/// the sdist gives `check`'s P4 probe something to ask metadata for), and
+/// the template-text project.
 fn present_requirements(c: &Canary) -> String {
     format!(
-        "ec-present==1.1.0 \\\n    --hash=sha256:{}\nec-template-text==1.0.0 \\\n    --hash=sha256:{}\n",
-        digest_of(c, "ec_present-1.1.0-py3-none-any.whl"),
+        "ec-present==1.0.0 \\\n    --hash=sha256:{} \\\n    --hash=sha256:{}\nec-template-text==1.0.0 \\\n    --hash=sha256:{}\n",
+        digest_of(c, WHEEL),
+        digest_of(c, "ec_present-1.0.0.tar.gz"),
         digest_of(c, "ec_template_text-1.0.0-py3-none-any.whl")
     )
 }
+
+const WHEEL: &str = "ec_present-1.0.0-py3-none-any.whl";
 
 #[test]
 fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
@@ -253,7 +259,7 @@ fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
         .expect("pip");
     ok(&o, "pip install --dry-run");
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("ec-present-1.1.0"),
+        String::from_utf8_lossy(&o.stdout).contains("ec-present-1.0.0"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -261,16 +267,37 @@ fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl.metadata")
-                && l.contains("status=200")),
+            .any(|l| l.contains(&format!("{WHEEL}.metadata")) && l.contains("status=200")),
         "pip did not read PEP 658 metadata: {lines:#?}"
     );
     assert!(
-        !lines
-            .iter()
-            .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl ")),
+        !lines.iter().any(|l| l.contains(&format!("{WHEEL} "))),
         "pip downloaded the wheel: {lines:#?}"
     );
+
+    // The suite, against the real binary serving from its directory, finds
+    // the manifest and signature at the well-known paths and passes.
+    let o = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+        .args([
+            "check",
+            &format!("{}/simple/", mirror.base),
+            "--allowed-signers",
+            s(&dir.join("signing-key.allowed_signers")),
+            "--absent",
+            "ec-upstream-only",
+        ])
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    for p in ["P1", "P2", "P3", "P4", "P5", "P6"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{p} ")) && l.contains(": PASS")),
+            "{p}: {text}"
+        );
+    }
+    assert!(text.contains("signed by"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -315,7 +342,7 @@ fn a_tampered_snapshot_is_refused() {
     let manifest = std::fs::read_to_string(snap.join("MANIFEST")).expect("manifest");
     let canary_digest = {
         let c = Canary::start().expect("canary");
-        digest_of(&c, "ec_present-1.1.0-py3-none-any.whl")
+        digest_of(&c, WHEEL)
     };
     assert!(manifest.contains(&canary_digest.to_hex()));
     let blob = snap.join(format!("blobs/sha256/{canary_digest}"));
