@@ -80,13 +80,12 @@ pub fn text(report: &Report) -> String {
                 rec.reason
             );
             if let Some(ex) = key_exchange(rec) {
+                let n = rec.exchanges.len();
+                let plural = if n == 1 { "" } else { "s" };
                 let _ = writeln!(
                     out,
-                    "  {:<13} {:<27} evidence ({} exchanges): {}",
-                    "",
-                    "",
-                    rec.exchanges.len(),
-                    ex
+                    "  {:<13} {:<27} evidence ({n} exchange{plural}): {ex}",
+                    "", ""
                 );
             }
         }
