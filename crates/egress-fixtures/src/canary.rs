@@ -10,6 +10,22 @@
 //! reads through [`Upstream`]. Requests below [`TRIPWIRE_PATH`] are answered
 //! `200 tripped` and flagged: only code from an artifact calls them.
 //!
+//! It also speaks as much of PyPI's mirroring API as bandersnatch uses:
+//! - XML-RPC (`POST /pypi`, also `/RPC2`): `list_packages_with_serial`,
+//!   `list_packages`, `changelog_last_serial`, `changelog_since_serial`
+//!   (see `xmlrpc` for what is parsed and how);
+//! - the JSON API, `/pypi/<name>/json` and `/pypi/<name>/<version>/json`
+//!   (`info`, `last_serial`, `releases`, `urls` with `digests`, `size`,
+//!   `upload_time_iso_8601`, `packagetype`, `yanked`...);
+//! - serials: every upload, new release and removal is a changelog entry with
+//!   the next serial; a project's last serial is that of its latest entry, the
+//!   canary's that of the latest entry overall. `X-PyPI-Last-Serial` carries
+//!   the canary's serial on `/simple/` and XML-RPC answers, the project's on
+//!   its simple page and JSON API. Mutations add entries.
+//!
+//! Upload times are fixed (a base time plus the serial), so the content is
+//! the same on every run.
+//!
 //! Content, all real distributions built by `egress-artifacts` and
 //! reproducible except for the port baked into the tripwire's `setup.py`:
 //!
@@ -35,6 +51,8 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::Duration;
+
+mod xmlrpc;
 
 /// In the snapshot; the canary serves it too.
 pub const PRESENT: &str = "ec-present";
@@ -77,6 +95,8 @@ struct File {
     dist: BuiltDist,
     /// PEP 658 metadata; wheels only.
     metadata: Option<Vec<u8>>,
+    /// Unix time of the changelog entry that added these bytes.
+    uploaded: u64,
 }
 
 impl File {
@@ -89,6 +109,7 @@ impl File {
             spec,
             dist,
             metadata,
+            uploaded: 0,
         }
     }
 
@@ -100,6 +121,14 @@ impl File {
         match &self.spec {
             Spec::Wheel(w) => &w.version,
             Spec::Sdist(s) => &s.version,
+        }
+    }
+
+    /// PyPI's `python_version` for the file: the wheel's tag or `source`.
+    fn python_version(&self) -> &'static str {
+        match self.spec {
+            Spec::Wheel(_) => "py3",
+            Spec::Sdist(_) => "source",
         }
     }
 }
@@ -126,12 +155,27 @@ struct Project {
     role: Role,
     listing: Listing,
     files: Vec<File>,
+    /// Serial of this project's latest changelog entry.
+    last_serial: u64,
 }
+
+/// One changelog entry, as `changelog_since_serial` returns it.
+struct Change {
+    name: ProjectName,
+    version: Version,
+    timestamp: u64,
+    action: String,
+    serial: u64,
+}
+
+/// Changelog timestamps: this (2025-01-01T00:00:00Z) plus the serial.
+const BASE_TIME: u64 = 1_735_689_600;
 
 struct Content {
     projects: Vec<Project>,
-    /// `X-PyPI-Last-Serial`; bumped by every mutation.
+    /// The canary's last serial: that of the latest changelog entry.
     serial: u64,
+    changelog: Vec<Change>,
     published: u32,
     replaced: u32,
     slow: HashMap<String, Duration>,
@@ -142,14 +186,53 @@ impl Content {
         self.projects.iter().find(|p| &p.name == name)
     }
 
-    fn find_file_mut(&mut self, filename: &str) -> Option<(Listing, &mut File)> {
-        self.projects.iter_mut().find_map(|p| {
-            let listing = p.listing;
-            p.files
-                .iter_mut()
-                .find(|f| f.dist.filename == filename)
-                .map(|f| (listing, f))
+    /// Indices of the project and file that serve `filename`.
+    fn find_file(&self, filename: &str) -> Option<(usize, usize)> {
+        self.projects.iter().enumerate().find_map(|(p, project)| {
+            project
+                .files
+                .iter()
+                .position(|f| f.dist.filename == filename)
+                .map(|f| (p, f))
         })
+    }
+
+    /// Appends a changelog entry for project `p` with the next serial and
+    /// returns its timestamp.
+    fn record(&mut self, p: usize, version: &Version, action: String) -> u64 {
+        self.serial += 1;
+        let serial = self.serial;
+        let timestamp = BASE_TIME + serial;
+        let project = &mut self.projects[p];
+        project.last_serial = serial;
+        self.changelog.push(Change {
+            name: project.name.clone(),
+            version: version.clone(),
+            timestamp,
+            action,
+            serial,
+        });
+        timestamp
+    }
+
+    /// Records the upload of file `f` of project `p` and stamps its upload
+    /// time. Unless `replacing`, a "new release" entry comes first when no
+    /// other file of that version is there yet.
+    fn record_upload(&mut self, p: usize, f: usize, replacing: bool) {
+        let file = &self.projects[p].files[f];
+        let version = file.version().clone();
+        let add = format!("add {} file {}", file.python_version(), file.dist.filename);
+        let new_release = !replacing
+            && !self.projects[p]
+                .files
+                .iter()
+                .enumerate()
+                .any(|(i, other)| i != f && other.uploaded != 0 && other.version() == &version);
+        if new_release {
+            self.record(p, &version, "new release".into());
+        }
+        let timestamp = self.record(p, &version, add);
+        self.projects[p].files[f].uploaded = timestamp;
     }
 }
 
@@ -181,7 +264,8 @@ impl Canary {
             origin: OnceLock::new(),
             content: Mutex::new(Content {
                 projects: Vec::new(),
-                serial: 1,
+                serial: 0,
+                changelog: Vec::new(),
                 published: 0,
                 replaced: 0,
                 slow: HashMap::new(),
@@ -196,7 +280,15 @@ impl Canary {
         )?;
         let origin = server.base_url();
         let _ = state.origin.set(origin.clone());
-        lock(&state.content).projects = initial_projects(&origin);
+        {
+            let mut content = lock(&state.content);
+            content.projects = initial_projects(&origin);
+            for p in 0..content.projects.len() {
+                for f in 0..content.projects[p].files.len() {
+                    content.record_upload(p, f, false);
+                }
+            }
+        }
         Ok(Canary {
             server,
             state,
@@ -297,7 +389,7 @@ impl Upstream for Canary {
         let mut content = lock(&self.state.content);
         let n = content.published;
         let version = Version::new(&format!("9.9.{}", 9 + n)).map_err(|e| e.to_string())?;
-        let Some(p) = content.projects.iter_mut().find(|p| &p.name == project) else {
+        let Some(p) = content.projects.iter().position(|p| &p.name == project) else {
             return Err(format!("the canary serves no project {project}"));
         };
         let file = File::build(Spec::Wheel(wheel_spec(
@@ -312,18 +404,22 @@ impl Upstream for Canary {
             before: None,
             after: file.dist.sha256,
         };
-        p.files.push(file);
+        content.projects[p].files.push(file);
+        let f = content.projects[p].files.len() - 1;
+        content.record_upload(p, f, false);
         content.published += 1;
-        content.serial += 1;
         Ok(observation)
     }
 
     fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String> {
         let mut content = lock(&self.state.content);
         let n = content.replaced;
-        let Some((_, file)) = content.find_file_mut(filename) else {
+        let Some((p, f)) = content.find_file(filename) else {
             return Err(format!("the canary serves no file {filename}"));
         };
+        let version = content.projects[p].files[f].version().clone();
+        content.record(p, &version, format!("remove file {filename}"));
+        let file = &mut content.projects[p].files[f];
         let before = file.dist.sha256;
         let mut spec = file.spec.clone();
         let extra_path =
@@ -336,8 +432,8 @@ impl Upstream for Canary {
         *file = File::build(spec);
         let after = file.dist.sha256;
         debug_assert_eq!(file.dist.filename, filename);
+        content.record_upload(p, f, true);
         content.replaced += 1;
-        content.serial += 1;
         Ok(Observation::UpstreamMutation {
             description: format!(
                 "replaced the bytes of {filename} at the canary (same filename, new digest)"
@@ -391,6 +487,7 @@ fn initial_projects(origin: &str) -> Vec<Project> {
         role,
         listing,
         files: specs.into_iter().map(File::build).collect(),
+        last_serial: 0,
     };
     let present = name(PRESENT);
     let tripwire = name(TRIPWIRE);
@@ -525,6 +622,181 @@ fn project_page(origin: &str, p: &Project) -> ProjectPage {
     }
 }
 
+/// `(upload_time, upload_time_iso_8601)` for a Unix time, as PyPI writes them.
+fn upload_times(secs: u64) -> (String, String) {
+    // Civil from days (H. Hinnant's algorithm), proleptic Gregorian, UTC.
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let plain = format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        rem / 3_600,
+        rem / 60 % 60,
+        rem % 60
+    );
+    let iso = format!("{plain}.000000Z");
+    (plain, iso)
+}
+
+/// The digests the JSON API gives for `f`, following the project's listing.
+fn listed_digests(p: &Project, f: &File) -> serde_json::Value {
+    match p.listing {
+        Listing::Digest => serde_json::json!({ "sha256": f.dist.sha256.to_hex() }),
+        Listing::NoDigest => serde_json::json!({}),
+        Listing::WrongDigest => serde_json::json!({ "sha256": wrong_digest(&f.dist).to_hex() }),
+    }
+}
+
+/// One file as PyPI's JSON API describes it.
+fn file_json(origin: &str, p: &Project, f: &File) -> serde_json::Value {
+    let (upload_time, upload_time_iso) = upload_times(f.uploaded);
+    let (packagetype, requires_python) = match &f.spec {
+        Spec::Wheel(w) => ("bdist_wheel", w.requires_python.clone()),
+        Spec::Sdist(_) => ("sdist", None),
+    };
+    serde_json::json!({
+        "comment_text": "",
+        "digests": listed_digests(p, f),
+        "downloads": -1,
+        "filename": f.dist.filename,
+        "has_sig": false,
+        "packagetype": packagetype,
+        "python_version": f.python_version(),
+        "requires_python": requires_python,
+        "size": f.dist.bytes.len(),
+        "upload_time": upload_time,
+        "upload_time_iso_8601": upload_time_iso,
+        "url": format!("{origin}{}", f.path()),
+        "yanked": false,
+        "yanked_reason": null,
+    })
+}
+
+/// PyPI's JSON API document for project `p`: the project view when
+/// `version` is `None` (with `releases`; `info` and `urls` of the latest
+/// version), else the view of that version (without `releases`, as PyPI).
+fn project_json(origin: &str, p: &Project, version: Option<&Version>) -> String {
+    let mut versions: Vec<&Version> = p.files.iter().map(File::version).collect();
+    versions.sort();
+    versions.dedup();
+    let shown = version.or(versions.last().copied());
+    let files_of =
+        |v: &Version| -> Vec<&File> { p.files.iter().filter(|f| f.version() == v).collect() };
+    let shown_files = shown.map(files_of).unwrap_or_default();
+    // Text from the version's wheel if it has one (sdists carry no description).
+    let described = shown_files
+        .iter()
+        .find(|f| matches!(f.spec, Spec::Wheel(_)))
+        .or(shown_files.first());
+    let (summary, description, requires_python) = match described.map(|f| &f.spec) {
+        Some(Spec::Wheel(w)) => (
+            w.summary.clone(),
+            w.description.clone(),
+            w.requires_python.clone(),
+        ),
+        Some(Spec::Sdist(s)) => (s.summary.clone(), String::new(), None),
+        None => (String::new(), String::new(), None),
+    };
+    let info = serde_json::json!({
+        "author": "",
+        "author_email": "",
+        "classifiers": [],
+        "description": description,
+        "description_content_type": null,
+        "home_page": null,
+        "keywords": "",
+        "license": "",
+        "name": p.name.as_str(),
+        "platform": null,
+        "project_urls": null,
+        "requires_dist": null,
+        "requires_python": requires_python,
+        "summary": summary,
+        "version": shown.map(Version::to_string),
+        "yanked": false,
+        "yanked_reason": null,
+    });
+    let urls: Vec<serde_json::Value> = shown_files
+        .iter()
+        .map(|f| file_json(origin, p, f))
+        .collect();
+    let mut doc = serde_json::json!({
+        "info": info,
+        "last_serial": p.last_serial,
+        "urls": urls,
+        "vulnerabilities": [],
+    });
+    if version.is_none() {
+        let releases: serde_json::Map<String, serde_json::Value> = versions
+            .iter()
+            .map(|v| {
+                let files = files_of(v)
+                    .into_iter()
+                    .map(|f| file_json(origin, p, f))
+                    .collect();
+                (v.to_string(), serde_json::Value::Array(files))
+            })
+            .collect();
+        doc["releases"] = serde_json::Value::Object(releases);
+    }
+    doc.to_string()
+}
+
+/// The answer to an XML-RPC call, or a fault (code, message).
+fn rpc_result(content: &Content, call: &xmlrpc::Call) -> Result<xmlrpc::Value, (i64, String)> {
+    use xmlrpc::{Param, Value};
+    let method = call.method.as_str();
+    match (method, call.params.as_slice()) {
+        ("list_packages_with_serial", []) => Ok(Value::Struct(
+            content
+                .projects
+                .iter()
+                .map(|p| (p.name.to_string(), Value::Int(p.last_serial as i64)))
+                .collect(),
+        )),
+        ("list_packages", []) => Ok(Value::Array(
+            content
+                .projects
+                .iter()
+                .map(|p| Value::Str(p.name.to_string()))
+                .collect(),
+        )),
+        ("changelog_last_serial", []) => Ok(Value::Int(content.serial as i64)),
+        ("changelog_since_serial", [Param::Int(since)]) => Ok(Value::Array(
+            content
+                .changelog
+                .iter()
+                .filter(|c| c.serial as i64 > *since)
+                .map(|c| {
+                    Value::Array(vec![
+                        Value::Str(c.name.to_string()),
+                        Value::Str(c.version.to_string()),
+                        Value::Int(c.timestamp as i64),
+                        Value::Str(c.action.clone()),
+                        Value::Int(c.serial as i64),
+                    ])
+                })
+                .collect(),
+        )),
+        (
+            "list_packages_with_serial"
+            | "list_packages"
+            | "changelog_last_serial"
+            | "changelog_since_serial",
+            _,
+        ) => Err((-32602, format!("invalid parameters for {method}"))),
+        _ => Err((-32601, format!("method not found: {method}"))),
+    }
+}
+
 // ------------------------------------------------------------------ serving
 
 fn not_found() -> Reply {
@@ -557,10 +829,16 @@ impl State {
         if tripwire {
             return Response::text(200, "tripped\n").into();
         }
+        let path = req.path();
+        if req.method == "POST" && (path == "/pypi" || path == "/RPC2") {
+            return self.xmlrpc(&req);
+        }
         if req.method != "GET" && req.method != "HEAD" {
             return not_found();
         }
-        let path = req.path();
+        if let Some(rest) = path.strip_prefix("/pypi/") {
+            return self.json_api(rest);
+        }
         if path == "/simple" {
             return redirect("/simple/");
         }
@@ -632,7 +910,7 @@ impl State {
             let Some(p) = content.project(name) else {
                 return not_found();
             };
-            (project_page(self.origin(), p), content.serial)
+            (project_page(self.origin(), p), p.last_serial)
         };
         self.negotiated(
             req,
@@ -642,6 +920,76 @@ impl State {
             },
             serial,
         )
+    }
+
+    /// XML-RPC at `/pypi` (and `/RPC2`); faults are `200`, as XML-RPC says.
+    fn xmlrpc(&self, req: &Request) -> Reply {
+        let ctype = req
+            .header("content-type")
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase());
+        if !matches!(ctype.as_deref(), Some("text/xml" | "application/xml")) {
+            return Response::text(415, "XML-RPC takes text/xml\n").into();
+        }
+        let (body, serial) = {
+            let content = lock(&self.content);
+            let body = match xmlrpc::parse_call(&req.body) {
+                Err(e) => xmlrpc::render_fault(-32700, &format!("parse error: {e}")),
+                Ok(call) => match rpc_result(&content, &call) {
+                    Ok(value) => xmlrpc::render_response(&value),
+                    Err((code, message)) => xmlrpc::render_fault(code, &message),
+                },
+            };
+            (body, content.serial)
+        };
+        Response::new(200)
+            .with_header("Content-Type", "text/xml; charset=utf-8")
+            .with_header("X-PyPI-Last-Serial", serial.to_string())
+            .with_body(body)
+            .into()
+    }
+
+    /// `/pypi/<name>/json` and `/pypi/<name>/<version>/json`; `rest` is the
+    /// path after `/pypi/`. Other spellings of a served name or version are
+    /// redirected to the canonical one, as on PyPI.
+    fn json_api(&self, rest: &str) -> Reply {
+        let parts: Vec<&str> = rest.split('/').collect();
+        let (raw_name, raw_version) = match parts.as_slice() {
+            [name, "json"] => (*name, None),
+            [name, version, "json"] => (*name, Some(*version)),
+            _ => return not_found(),
+        };
+        let Ok(name) = ProjectName::new(raw_name) else {
+            return not_found();
+        };
+        let content = lock(&self.content);
+        let Some(p) = content.project(&name) else {
+            return not_found();
+        };
+        let version = match raw_version {
+            None => None,
+            Some(raw) => {
+                let Ok(wanted) = Version::new(raw) else {
+                    return not_found();
+                };
+                let Some(v) = p.files.iter().map(File::version).find(|v| **v == wanted) else {
+                    return not_found();
+                };
+                Some(v.clone())
+            }
+        };
+        let canonical = match &version {
+            None => format!("{name}/json"),
+            Some(v) => format!("{name}/{v}/json"),
+        };
+        if rest != canonical {
+            return redirect(&format!("/pypi/{canonical}"));
+        }
+        Response::new(200)
+            .with_header("Content-Type", "application/json")
+            .with_header("X-PyPI-Last-Serial", p.last_serial.to_string())
+            .with_body(project_json(self.origin(), p, version.as_ref()))
+            .into()
     }
 
     fn file(&self, path: &str) -> Reply {
@@ -673,5 +1021,24 @@ impl State {
             .with_header("Content-Type", "application/octet-stream")
             .with_body(bytes)
             .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upload_times_are_utc_civil_times() {
+        assert_eq!(
+            upload_times(BASE_TIME),
+            (
+                "2025-01-01T00:00:00".to_string(),
+                "2025-01-01T00:00:00.000000Z".to_string()
+            )
+        );
+        assert_eq!(upload_times(0).0, "1970-01-01T00:00:00");
+        assert_eq!(upload_times(951_827_696).0, "2000-02-29T12:34:56");
+        assert_eq!(upload_times(1_709_251_199).0, "2024-02-29T23:59:59");
     }
 }

@@ -455,3 +455,305 @@ fn building_the_tripwire_sdist_fires_the_tripwire() {
     assert!(!trips.is_empty(), "{:?}", canary.requests());
     assert_eq!(trips[0].target, "/tripwire/ec-tripwire-0.1.0");
 }
+
+// ------------------------------------------------------------ mirroring API
+
+fn json_doc(c: &Client, path: &str) -> (serde_json::Value, u64) {
+    let ex = c.get("json api", path, None);
+    assert_eq!(ex.status(), Some(200), "{}", ex.summary());
+    let resp = ex.response.as_ref().unwrap();
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    let serial = resp
+        .header("x-pypi-last-serial")
+        .and_then(|s| s.parse().ok())
+        .expect("X-PyPI-Last-Serial");
+    (serde_json::from_slice(&body(&ex)).unwrap(), serial)
+}
+
+#[test]
+fn json_api_describes_what_is_served() {
+    let canary = Canary::start().unwrap();
+    let c = client(&canary.base_url());
+
+    let (doc, serial) = json_doc(&c, "/pypi/ec-present/json");
+    assert_eq!(doc["last_serial"], serial);
+    assert_eq!(doc["info"]["name"], "ec-present");
+    assert_eq!(doc["info"]["version"], "1.1.0");
+    let releases = doc["releases"].as_object().unwrap();
+    assert_eq!(
+        releases.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["1.0.0", "1.1.0"]
+    );
+    assert_eq!(releases["1.0.0"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["urls"], releases["1.1.0"]);
+    let dists = canary.dists(false);
+    for file in releases.values().flat_map(|r| r.as_array().unwrap()) {
+        let filename = file["filename"].as_str().unwrap();
+        let (_, dist) = dists.iter().find(|(_, d)| d.filename == filename).unwrap();
+        assert_eq!(file["digests"]["sha256"], dist.sha256.to_hex());
+        assert_eq!(file["size"], dist.bytes.len());
+        assert_eq!(
+            file["url"],
+            canary.file_url(filename).unwrap(),
+            "an absolute URL below /packages/"
+        );
+        let is_wheel = filename.ends_with(".whl");
+        assert_eq!(
+            file["packagetype"],
+            if is_wheel { "bdist_wheel" } else { "sdist" }
+        );
+        assert_eq!(
+            file["python_version"],
+            if is_wheel { "py3" } else { "source" }
+        );
+        assert_eq!(file["yanked"], false);
+        let iso = file["upload_time_iso_8601"].as_str().unwrap();
+        assert!(iso.starts_with("2025-01-01T00:00:") && iso.ends_with(".000000Z"));
+        assert!(iso.starts_with(file["upload_time"].as_str().unwrap()));
+    }
+
+    // One version; other spellings redirect; unknown ones are 404.
+    let (doc, _) = json_doc(&c, "/pypi/ec-present/1.0.0/json");
+    assert_eq!(doc["info"]["version"], "1.0.0");
+    assert_eq!(doc["urls"].as_array().unwrap().len(), 2);
+    assert!(doc.get("releases").is_none());
+    for (path, location) in [
+        ("/pypi/EC_Present/json", "/pypi/ec-present/json"),
+        ("/pypi/ec.present/1.0.0/json", "/pypi/ec-present/1.0.0/json"),
+    ] {
+        let ex = c.get("redirect", path, None);
+        assert_eq!(ex.status(), Some(301), "{path}");
+        assert_eq!(
+            ex.response.as_ref().unwrap().header("location"),
+            Some(location)
+        );
+    }
+    for path in [
+        "/pypi/nope/json",
+        "/pypi/ec-present/7.0/json",
+        "/pypi/ec-present/json/",
+        "/pypi/ec-present/",
+        "/pypi/../json",
+    ] {
+        assert_eq!(c.get("404", path, None).status(), Some(404), "{path}");
+    }
+
+    // The broken listings are broken the same way here.
+    let (doc, _) = json_doc(&c, "/pypi/ec-no-digest/json");
+    assert_eq!(doc["urls"][0]["digests"], serde_json::json!({}));
+    let (doc, _) = json_doc(&c, "/pypi/ec-bad-digest/json");
+    let url = Url::parse(doc["urls"][0]["url"].as_str().unwrap()).unwrap();
+    let served = Sha256Digest::of(&body(&c.get("file", url.path(), None)));
+    let listed = doc["urls"][0]["digests"]["sha256"].as_str().unwrap();
+    assert_ne!(listed, served.to_hex());
+
+    // Package text is data: the raw markers, never evaluated.
+    let (doc, _) = json_doc(&c, "/pypi/ec-template-text/json");
+    for (raw, evaluated) in egress_model::upstream::TEMPLATE_MARKERS {
+        for field in ["summary", "description"] {
+            let text = doc["info"][field].as_str().unwrap();
+            assert!(text.contains(raw) && !text.contains(evaluated), "{field}");
+        }
+    }
+}
+
+/// Calls the canary's XML-RPC endpoint with Python's own client and returns
+/// what it decoded, as JSON.
+fn python_xmlrpc(canary: &Canary, script: &str) -> serde_json::Value {
+    let program = format!(
+        "import json, sys, xmlrpc.client\nrpc = xmlrpc.client.ServerProxy(sys.argv[1] + '/pypi')\n{script}\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &program, &canary.base_url()])
+        .output()
+        .expect("python3 must be installed to run these tests");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn xmlrpc_lists_projects_serials_and_the_changelog() {
+    let canary = Canary::start().unwrap();
+    let c = client(&canary.base_url());
+    let script = "print(json.dumps([rpc.list_packages_with_serial(), rpc.list_packages(), rpc.changelog_last_serial(), rpc.changelog_since_serial(0)]))";
+    let got = python_xmlrpc(&canary, script);
+    let with_serial = got[0].as_object().unwrap();
+    let names: BTreeSet<&str> = with_serial.keys().map(String::as_str).collect();
+    let want: BTreeSet<&str> = [
+        canary::PRESENT,
+        canary::UPSTREAM_ONLY,
+        canary::TRIPWIRE,
+        canary::TEMPLATE,
+        canary::NO_DIGEST,
+        canary::BAD_DIGEST,
+    ]
+    .into();
+    assert_eq!(names, want);
+    let listed: BTreeSet<&str> = got[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(listed, want);
+    let last = got[2].as_u64().unwrap();
+    let changelog = got[3].as_array().unwrap();
+    assert_eq!(changelog.last().unwrap()[4], last);
+    // Serials increase by one per entry; each project's serial is its last entry's.
+    for (i, entry) in changelog.iter().enumerate() {
+        assert_eq!(entry[4], i as u64 + 1, "{entry}");
+    }
+    for (name, serial) in with_serial {
+        let latest = changelog
+            .iter()
+            .filter(|e| e[0] == name.as_str())
+            .map(|e| e[4].as_u64().unwrap())
+            .max();
+        assert_eq!(serial.as_u64(), latest, "{name}");
+        let (doc, header) = json_doc(&c, &format!("/pypi/{name}/json"));
+        assert_eq!(Some(header), latest);
+        assert_eq!(doc["last_serial"].as_u64(), latest);
+        let page = c.get("page", &format!("/simple/{name}/"), None);
+        let page_serial = page.response.as_ref().unwrap().header("x-pypi-last-serial");
+        assert_eq!(page_serial, latest.map(|s| s.to_string()).as_deref());
+    }
+    let index = c.get("index", "/simple/", None);
+    assert_eq!(
+        index
+            .response
+            .as_ref()
+            .unwrap()
+            .header("x-pypi-last-serial"),
+        Some(last.to_string().as_str())
+    );
+    let present: Vec<&serde_json::Value> = changelog
+        .iter()
+        .filter(|e| e[0] == canary::PRESENT)
+        .collect();
+    let actions: Vec<&str> = present.iter().map(|e| e[3].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        [
+            "new release",
+            "add py3 file ec_present-1.0.0-py3-none-any.whl",
+            "add source file ec_present-1.0.0.tar.gz",
+            "new release",
+            "add py3 file ec_present-1.1.0-py3-none-any.whl",
+        ]
+    );
+
+    // Mutations are changelog entries with new serials.
+    canary.publish_new_version(&name(canary::PRESENT)).unwrap();
+    canary
+        .replace_file_bytes("ec_tripwire-0.1.0.tar.gz")
+        .unwrap();
+    let got = python_xmlrpc(
+        &canary,
+        &format!("print(json.dumps(rpc.changelog_since_serial({last})))"),
+    );
+    let entries: Vec<(String, String, String, u64)> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_str().unwrap().to_string(),
+                e[1].as_str().unwrap().to_string(),
+                e[3].as_str().unwrap().to_string(),
+                e[4].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let s = last;
+    assert_eq!(
+        entries,
+        [
+            ("ec-present", "9.9.9", "new release", s + 1),
+            (
+                "ec-present",
+                "9.9.9",
+                "add py3 file ec_present-9.9.9-py3-none-any.whl",
+                s + 2
+            ),
+            (
+                "ec-tripwire",
+                "0.1.0",
+                "remove file ec_tripwire-0.1.0.tar.gz",
+                s + 3
+            ),
+            (
+                "ec-tripwire",
+                "0.1.0",
+                "add source file ec_tripwire-0.1.0.tar.gz",
+                s + 4
+            ),
+        ]
+        .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d))
+    );
+    let (doc, header) = json_doc(&c, "/pypi/ec-tripwire/json");
+    assert_eq!(header, s + 4);
+    assert_eq!(
+        doc["urls"][0]["url"],
+        canary.file_url("ec_tripwire-0.1.0.tar.gz").unwrap()
+    );
+
+    // Faults, refusals, and the log.
+    let got = python_xmlrpc(
+        &canary,
+        "out = []\nfor call in (lambda: rpc.no_such_method(), lambda: rpc.changelog_since_serial('x')):\n    try:\n        call()\n    except xmlrpc.client.Fault as f:\n        out.append(f.faultCode)\nprint(json.dumps(out))",
+    );
+    assert_eq!(got, serde_json::json!([-32601, -32602]));
+    let mark = canary.mark();
+    let xml = |body: &str, ctype: &str| {
+        egress_transcript::Request::new("POST", "/pypi")
+            .header("Content-Type", ctype)
+            .body(body.as_bytes().to_vec())
+    };
+    let ex = c.send("json", &xml("{}", "application/json"));
+    assert_eq!(ex.status(), Some(415));
+    let ex = c.send(
+        "doctype",
+        &xml(
+            "<?xml version=\"1.0\"?><!DOCTYPE m [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><methodCall><methodName>list_packages</methodName></methodCall>",
+            "text/xml",
+        ),
+    );
+    assert_eq!(ex.status(), Some(200));
+    let text = String::from_utf8(body(&ex)).unwrap();
+    assert!(
+        text.contains("<fault>") && text.contains("-32700"),
+        "{text}"
+    );
+    let ex = c.send(
+        "rpc2",
+        &egress_transcript::Request::new("POST", "/RPC2")
+            .header("Content-Type", "text/xml")
+            .body(
+                b"<methodCall><methodName>changelog_last_serial</methodName></methodCall>".to_vec(),
+            ),
+    );
+    let text = String::from_utf8(body(&ex)).unwrap();
+    assert!(text.contains(&format!("<int>{}</int>", s + 4)), "{text}");
+    assert_eq!(c.get("get", "/pypi", None).status(), Some(404));
+    let post = egress_transcript::Request::new("POST", "/simple/").body(b"x".to_vec());
+    assert_eq!(c.send("post", &post).status(), Some(404));
+    let seen: Vec<(String, String)> = canary
+        .requests_since(mark)
+        .into_iter()
+        .map(|r| (r.method, r.target))
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("POST", "/pypi"),
+        ("POST", "/pypi"),
+        ("POST", "/RPC2"),
+        ("GET", "/pypi"),
+        ("POST", "/simple/"),
+    ]
+    .map(|(m, t)| (m.to_string(), t.to_string()))
+    .to_vec();
+    assert_eq!(seen, want);
+}
