@@ -12,6 +12,7 @@ mod pool;
 mod progress;
 pub mod snapshot_build;
 pub mod snapshot_verify;
+pub mod testbed;
 pub mod verify;
 
 use clap::ValueEnum;

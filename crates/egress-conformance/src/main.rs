@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    builtin, check, exit, keygen, snapshot_build, snapshot_verify, verify, Format,
+    builtin, check, exit, keygen, snapshot_build, snapshot_verify, testbed, verify, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +49,10 @@ enum Command {
         #[command(subcommand)]
         command: SnapshotCommand,
     },
+    /// Run the suite against the PyPI mirrors labs deploy (testbed/peers/,
+    /// installed by scripts/setup-peers) and the reference mirror, each in
+    /// front of its own canary upstream, and write the matrix.
+    Testbed(testbed::TestbedArgs),
 }
 
 #[derive(Subcommand)]
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
         }) => snapshot_verify::main(args),
+        Some(Command::Testbed(args)) => testbed::main(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

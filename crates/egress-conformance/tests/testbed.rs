@@ -1,0 +1,321 @@
+//! The testbed: the suite against the real peers (installed by
+//! scripts/setup-peers, which scripts/test runs first), the reference
+//! mirror, and fixture peers whose violations are known.
+
+use egress_conformance::testbed::{self, Guard, Outcome, Paths, Variant, REFERENCE};
+use egress_fixtures::canary::Canary;
+use egress_model::{Status, Url};
+use egress_suite::Report;
+use egress_testbed::PeerConfig;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Peer runs one at a time: two cores, and peers whose answers take time
+/// (devpi waits on the slow upstream file) must not be measured under
+/// each other's load.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("egress-testbed-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn conformance(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+        .args(args)
+        .output()
+        .expect("egress-conformance runs")
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn status(r: &Report, id: &str) -> Status {
+    r.probe(id)
+        .map(|p| p.status)
+        .or_else(|| r.predicate(id).map(|p| p.status))
+        .unwrap_or_else(|| panic!("{}: no row {id}", r.target_name))
+}
+
+fn only(names: &[&str]) -> Vec<Variant> {
+    let mut all = testbed::variants(&Paths::find().configs).expect("testbed/peers parses");
+    all.retain(|v| names.contains(&v.name()));
+    assert_eq!(all.len(), names.len(), "{names:?}");
+    all
+}
+
+fn statuses(out: &Outcome) -> Vec<(String, Vec<Status>)> {
+    let refs: Vec<&Report> = out.reports.iter().collect();
+    egress_suite::render::matrix_rows(&refs)
+}
+
+#[test]
+fn reference_column_is_all_pass() {
+    let _one = serial();
+    let out = testbed::run(&only(&[REFERENCE]), &Paths::find().peers, |_| {});
+    assert!(out.not_run.is_empty(), "{}", out.notes());
+    for (row, s) in statuses(&out) {
+        assert_eq!(s, [Status::Pass], "{row}");
+    }
+    assert!(out.ok());
+}
+
+/// Every real peer starts and is measured; the reports re-verify; the
+/// verdicts below are the ones docs/results.md explains.
+#[test]
+fn every_peer_runs_and_its_report_reverifies() {
+    let _one = serial();
+    let dir = tmpdir("all");
+    let d = dir.to_str().expect("utf-8");
+    let o = conformance(&["testbed", "--out", d]);
+    let out = text(&o);
+    // 0: the reference is all PASS and every peer started and ran.
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("not run"), "{out}");
+    let v = conformance(&["report", "verify", d]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v));
+
+    let names = [
+        REFERENCE,
+        "devpi",
+        "devpi-offline",
+        "devpi-restricted",
+        "proxpi",
+        "pypiserver-fallback",
+        "pypiserver-no-fallback",
+        "pypiserver-open",
+    ];
+    let reports: Vec<Report> = names
+        .iter()
+        .map(|n| {
+            let p = dir.join(format!("{n}.json"));
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        })
+        .collect();
+    let matrix = std::fs::read_to_string(dir.join("matrix.md")).expect("matrix.md");
+    for r in &reports {
+        assert!(
+            matrix.contains(&format!(" {} |", r.target_name)),
+            "{matrix}"
+        );
+        // The peer really served: every sub-probe below has a meaning.
+        for c in ["C.index", "C.project-html", "C.file"] {
+            assert_eq!(status(r, c), Status::Pass, "{} {c}", r.target_name);
+        }
+        // Nothing here builds an sdist or renders package text.
+        assert_eq!(status(r, "P4"), Status::Pass, "{}", r.target_name);
+        if r.target_name != REFERENCE {
+            // No peer publishes a signed manifest or addresses files by digest.
+            assert_eq!(status(r, "P5.manifest"), Status::Fail, "{}", r.target_name);
+            assert_eq!(
+                status(r, "P1.altered-digest"),
+                Status::Fail,
+                "{}",
+                r.target_name
+            );
+        }
+    }
+    let get = |n: &str| {
+        reports
+            .iter()
+            .find(|r| r.target_name == n)
+            .unwrap_or_else(|| panic!("no report for {n}"))
+    };
+    use Status::{Fail, Pass};
+    for (peer, row, want) in [
+        // Pull-through caches fetch from the upstream and serve what the
+        // snapshot lacks.
+        ("devpi", "P2.upstream-contact", Fail),
+        ("devpi", "P2.absent-page", Fail),
+        ("devpi-restricted", "P2.upstream-contact", Fail),
+        ("proxpi", "P2.upstream-contact", Fail),
+        ("proxpi", "P2.absent-file", Fail),
+        // Offline mode and no fallback never reach the upstream.
+        ("devpi-offline", "P2", Pass),
+        ("pypiserver-no-fallback", "P2", Pass),
+        // pypiserver's fallback hands the client to the upstream itself.
+        ("pypiserver-fallback", "P2.upstream-contact", Pass),
+        ("pypiserver-fallback", "P2.absent-page", Fail),
+        ("pypiserver-fallback", "P3.offsite-redirect", Fail),
+        // devpi lets anyone create a user unless modification is restricted.
+        ("devpi", "P6.user-routes", Fail),
+        ("devpi-restricted", "P6.user-routes", Pass),
+        // Authentication disabled: an anonymous upload is published.
+        ("pypiserver-open", "P6.legacy-upload", Fail),
+        ("pypiserver-open", "P6.effect", Fail),
+        ("pypiserver-no-fallback", "P6", Pass),
+    ] {
+        assert_eq!(status(get(peer), row), want, "{peer} {row}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two runs give the same verdicts, for the reference and real peers.
+#[test]
+fn two_runs_give_the_same_matrix() {
+    let _one = serial();
+    let peers = Paths::find().peers;
+    let vs = only(&[REFERENCE, "proxpi", "pypiserver-no-fallback"]);
+    let a = testbed::run(&vs, &peers, |_| {});
+    let b = testbed::run(&vs, &peers, |_| {});
+    assert!(
+        a.not_run.is_empty() && b.not_run.is_empty(),
+        "{}{}",
+        a.notes(),
+        b.notes()
+    );
+    assert_eq!(statuses(&a), statuses(&b));
+}
+
+/// Forwards one request to `client`'s origin and hands the answer back.
+fn forward(client: &egress_transcript::Client, req: &egress_http::Request) -> egress_http::Reply {
+    let hop = |n: &str| {
+        ["host", "connection", "content-length", "transfer-encoding"]
+            .contains(&n.to_ascii_lowercase().as_str())
+    };
+    let mut out = egress_transcript::Request::new(&req.method, &req.target).body(req.body.clone());
+    for (n, v) in req.headers.iter().filter(|(n, _)| !hop(n)) {
+        out = out.header(n, v);
+    }
+    let ex = client.send("forward", &out);
+    let Some(r) = ex.response else {
+        return egress_http::Response::text(502, "bad gateway\n").into();
+    };
+    let mut resp = egress_http::Response::new(r.status.unwrap_or(502));
+    for (n, v) in r.headers.iter().filter(|(n, _)| !hop(n)) {
+        resp = resp.with_header(n, v);
+    }
+    resp.with_body(r.full_body().unwrap_or_default().to_vec())
+        .into()
+}
+
+/// The reference mirror behind a wrapper that violates P2 alone: it
+/// fetches the upstream-only project's page and files from the canary.
+fn leaky_reference(canary: &Canary) -> Result<(Url, Guard), String> {
+    let (inner, reference) = testbed::start_reference(canary)?;
+    let limits = egress_conformance::builtin::limits();
+    let client = |u: &Url| egress_transcript::Client::new(u.clone(), limits, None);
+    let to_mirror = client(&inner).map_err(|e| e.to_string())?;
+    let upstream = Url::parse(&canary.index_url()).map_err(|e| e.to_string())?;
+    let to_canary = client(&upstream).map_err(|e| e.to_string())?;
+    let server = egress_http::Server::bind_loopback(move |req: egress_http::Request| {
+        let leak = req.target.starts_with(&format!(
+            "/simple/{}/",
+            egress_fixtures::canary::UPSTREAM_ONLY
+        )) || req.target.starts_with("/packages/");
+        forward(if leak { &to_canary } else { &to_mirror }, &req)
+    })
+    .map_err(|e| e.to_string())?;
+    let index = Url::parse(&format!("{}/simple/", server.base_url())).map_err(|e| e.to_string())?;
+    Ok((index, Box::new((server, reference))))
+}
+
+#[test]
+fn a_fixture_peer_that_violates_one_predicate_is_caught() {
+    let _one = serial();
+    let vs = [
+        Variant::Reference,
+        Variant::Fixture {
+            name: "leaky".into(),
+            start: Box::new(leaky_reference),
+        },
+    ];
+    let out = testbed::run(&vs, &Paths::find().peers, |_| {});
+    assert!(out.not_run.is_empty(), "{}", out.notes());
+    let leaky = &out.reports[1];
+    for row in [
+        "P2.absent-page",
+        "P2.absent-file",
+        "P2.upstream-contact",
+        "P2",
+    ] {
+        assert_eq!(status(leaky, row), Status::Fail, "{row}");
+    }
+    for p in ["P1", "P3", "P4", "P5", "P6"] {
+        assert_eq!(
+            status(leaky, p),
+            Status::Pass,
+            "{p}: {}",
+            egress_suite::render::text(leaky)
+        );
+    }
+    let rows = statuses(&out);
+    let p2 = rows
+        .iter()
+        .find(|(id, _)| id.starts_with("P2 "))
+        .expect("P2 row");
+    assert!(egress_suite::render::discriminates(&p2.1));
+    // The reference column stays all PASS, so the testbed itself succeeds.
+    assert!(out.ok());
+}
+
+#[test]
+fn a_peer_that_cannot_start_is_named_and_the_others_still_run() {
+    let _one = serial();
+    // A venv whose server exits at once, and one that is not installed.
+    let peers = tmpdir("broken");
+    let bin = peers.join("quits/bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::os::unix::fs::symlink(which_python(), bin.join("python")).expect("symlink");
+    let cfg = |name: &str, text: &str| {
+        Variant::Peer(Box::new(PeerConfig::parse(name, text).expect(name)))
+    };
+    let vs = [
+        cfg(
+            "quits",
+            "venv = quits\nrun = {venv}/bin/python -c raise(SystemExit(3))\nindex = /simple/\n",
+        ),
+        Variant::Reference,
+        cfg("absent", "venv = absent\nrun = x\nindex = /simple/\n"),
+    ];
+    let out = testbed::run(&vs, &peers, |_| {});
+    assert_eq!(out.reports.len(), 1);
+    assert_eq!(out.reports[0].target_name, REFERENCE);
+    let notes = out.notes();
+    assert!(
+        notes.contains("not run: quits: exited (exit status: 3) before serving"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("not run: absent: not installed in"),
+        "{notes}"
+    );
+    assert!(notes.contains("scripts/setup-peers absent"), "{notes}");
+    assert!(!out.ok());
+    let md = testbed::matrix_markdown(&vs, &out);
+    assert!(md.contains("**not run**: `quits`"), "{md}");
+    let _ = std::fs::remove_dir_all(&peers);
+}
+
+fn which_python() -> PathBuf {
+    for p in ["/usr/bin/python3", "/usr/local/bin/python3"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!("python3 not found");
+}
+
+#[test]
+fn an_unknown_peer_is_a_usage_error() {
+    let o = conformance(&["testbed", "--peer", "nonesuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--peer nonesuch: no such peer (known: reference, devpi"),
+        "{e}"
+    );
+}

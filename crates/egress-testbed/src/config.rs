@@ -1,0 +1,223 @@
+//! A peer's set-up as data: one `testbed/peers/<name>.conf` file of
+//! `key = value` lines (see testbed/README.md for the keys).
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerConfig {
+    /// The variant's name: the file's stem (`devpi-offline`).
+    pub name: String,
+    pub about: String,
+    /// The venv under the peers directory that the commands run from.
+    pub venv: String,
+    /// A directory to fill with the lab's packages before anything runs.
+    pub seed: Option<String>,
+    /// Files written before anything runs: (template, destination). The
+    /// template is relative to [`PeerConfig::dir`]; its text, like the
+    /// destination, has its placeholders filled (a peer's own config file).
+    pub files: Vec<(String, String)>,
+    /// The directory the config file is in.
+    pub dir: PathBuf,
+    pub init: Vec<Vec<String>>,
+    pub env: Vec<(String, String)>,
+    pub run: Vec<String>,
+    pub setup: Option<Setup>,
+    pub warm_then_run: Option<Vec<String>>,
+    /// The index path on the peer, e.g. `/root/canary/+simple/`.
+    pub index: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Setup {
+    /// Log in as root and create the mirror index `user/index` of the canary.
+    DevpiMirror { user: String, index: String },
+}
+
+/// The values the placeholders take for one start of a peer.
+pub struct Vars<'a> {
+    pub port: u16,
+    pub canary_index: &'a str,
+    pub workdir: &'a Path,
+    pub venv: &'a Path,
+}
+
+impl Vars<'_> {
+    /// Substitutes every placeholder in one word.
+    pub fn fill(&self, word: &str) -> String {
+        word.replace("{port}", &self.port.to_string())
+            .replace("{canary_index}", self.canary_index)
+            .replace("{workdir}", &self.workdir.to_string_lossy())
+            .replace("{venv}", &self.venv.to_string_lossy())
+    }
+
+    pub fn command(&self, words: &[String]) -> Vec<String> {
+        words.iter().map(|w| self.fill(w)).collect()
+    }
+}
+
+fn words(v: &str) -> Vec<String> {
+    v.split_whitespace().map(str::to_string).collect()
+}
+
+impl PeerConfig {
+    /// Parses one file's text; `name` is the variant's name.
+    pub fn parse(name: &str, text: &str) -> Result<Self, String> {
+        let mut c = PeerConfig {
+            name: name.to_string(),
+            about: String::new(),
+            venv: String::new(),
+            seed: None,
+            files: Vec::new(),
+            dir: PathBuf::new(),
+            init: Vec::new(),
+            env: Vec::new(),
+            run: Vec::new(),
+            setup: None,
+            warm_then_run: None,
+            index: String::new(),
+        };
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = |m: &str| format!("{name}.conf line {}: {m}", n + 1);
+            let (key, value) = line
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| at("expected key = value"))?;
+            match key {
+                "about" => c.about = value.to_string(),
+                "venv" => c.venv = value.to_string(),
+                "seed" => c.seed = Some(value.to_string()),
+                "init" => c.init.push(words(value)),
+                "file" => match words(value).as_slice() {
+                    [from, to] => c.files.push((from.clone(), to.clone())),
+                    _ => return Err(at("file wants TEMPLATE DESTINATION")),
+                },
+                "env" => {
+                    let (k, v) = value
+                        .split_once('=')
+                        .ok_or_else(|| at("env wants KEY=VALUE"))?;
+                    c.env.push((k.to_string(), v.to_string()));
+                }
+                "run" => c.run = words(value),
+                "warm-then-run" => c.warm_then_run = Some(words(value)),
+                "index" => c.index = value.to_string(),
+                "setup" => {
+                    let w = words(value);
+                    let Some(("devpi-mirror", Some((user, index)))) = w
+                        .first()
+                        .map(|s| (s.as_str(), w.get(1).and_then(|t| t.split_once('/'))))
+                    else {
+                        return Err(at("setup: the only step is `devpi-mirror USER/INDEX`"));
+                    };
+                    c.setup = Some(Setup::DevpiMirror {
+                        user: user.to_string(),
+                        index: index.to_string(),
+                    });
+                }
+                other => return Err(at(&format!("unknown key `{other}`"))),
+            }
+        }
+        for (key, empty) in [
+            ("venv", c.venv.is_empty()),
+            ("run", c.run.is_empty()),
+            (
+                "index",
+                !c.index.starts_with('/') || !c.index.ends_with('/'),
+            ),
+        ] {
+            if empty {
+                return Err(format!(
+                    "{name}.conf: `{key}` is missing (index: a path that starts and ends with /)"
+                ));
+            }
+        }
+        Ok(c)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(&name, &text)
+    }
+
+    /// Every `*.conf` in `dir`, sorted by name, so columns come in a fixed order.
+    pub fn load_dir(dir: &Path) -> Result<Vec<Self>, String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        let mut all = paths
+            .iter()
+            .map(|p| Self::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_key_and_fills_placeholders() {
+        let c = PeerConfig::parse(
+            "x",
+            "# comment\nabout = a b\nvenv = v\nseed = {workdir}/p\ninit = {venv}/bin/i --x\n\
+             env = K={canary_index}\nfile = a.in {workdir}/a\nrun = {venv}/bin/r --port {port}\nsetup = devpi-mirror root/canary\n\
+             warm-then-run = r --offline\nindex = /root/canary/+simple/\n",
+        )
+        .expect("parses");
+        assert_eq!(c.about, "a b");
+        assert_eq!(c.files, vec![("a.in".into(), "{workdir}/a".into())]);
+        assert_eq!(c.env, vec![("K".into(), "{canary_index}".into())]);
+        assert_eq!(
+            c.setup,
+            Some(Setup::DevpiMirror {
+                user: "root".into(),
+                index: "canary".into()
+            })
+        );
+        let vars = Vars {
+            port: 7,
+            canary_index: "http://127.0.0.1:1/simple/",
+            workdir: Path::new("/w d"),
+            venv: Path::new("/v"),
+        };
+        assert_eq!(vars.command(&c.run), ["/v/bin/r", "--port", "7"]);
+        assert_eq!(vars.fill("{workdir}/p"), "/w d/p");
+    }
+
+    #[test]
+    fn refuses_what_it_does_not_know() {
+        for (text, want) in [
+            ("venv = v\nrun = r\n", "`index` is missing"),
+            (
+                "venv = v\nrun = r\nindex = /s/\nfrobnicate = 1\n",
+                "line 4: unknown key",
+            ),
+            (
+                "venv = v\nrun = r\nindex = /s/\nsetup = other\n",
+                "only step",
+            ),
+            ("venv v\n", "line 1: expected key = value"),
+        ] {
+            let e = PeerConfig::parse("x", text).expect_err(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_repo_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/peers");
+        let all = PeerConfig::load_dir(&dir).expect("testbed/peers parses");
+        assert!(all.len() >= 7, "{all:?}");
+    }
+}

@@ -1,0 +1,329 @@
+//! Starting one peer from its [`PeerConfig`]: a subprocess on 127.0.0.1 in
+//! a fresh working directory, with nothing of this machine's environment,
+//! ready when its index answers; stopped, by its process group, when the
+//! [`Running`] is dropped.
+
+use crate::config::{PeerConfig, Setup, Vars};
+use egress_model::Url;
+use egress_transcript::{Client, Limits};
+use std::fs::{self, File};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a peer may take to start serving (devpi's first start builds
+/// its database and web index).
+pub const READY_WITHIN: Duration = Duration::from_secs(60);
+/// How long an `init` command may take.
+const INIT_WITHIN: Duration = Duration::from_secs(120);
+/// How long a stopped peer gets to exit before its group is killed.
+const STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// What the testbed knows when it starts a peer.
+pub struct Context<'a> {
+    /// Where `scripts/setup-peers` installed the venvs.
+    pub peers_dir: &'a Path,
+    /// The canary's `/simple/` URL: the peer's only upstream.
+    pub canary_index: &'a str,
+    /// The lab's packages, `(filename, bytes)`: what `seed` fills a directory with.
+    pub packages: &'a [(String, Vec<u8>)],
+    /// The lab's projects: what `warm-then-run` fetches through the peer.
+    pub projects: &'a [String],
+}
+
+/// Removed on drop, with whatever the peer wrote there.
+struct Workdir(PathBuf);
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A started process, stopped on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        stop(&mut self.0);
+    }
+}
+
+/// The child was started as the leader of its own process group, so the
+/// group's id is its pid: signalling the group reaches the workers it forked
+/// (gunicorn's) and nothing else on the machine.
+fn stop(child: &mut Child) {
+    let Ok(pgid) = i32::try_from(child.id()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals that process group; it
+    // touches no memory of ours.
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let deadline = Instant::now() + STOP_WITHIN;
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Whatever of the group is left (the leader, or workers it left behind).
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// A peer that serves; stopped (and its working directory removed) on drop.
+pub struct Running {
+    pub index_url: Url,
+    // Field order is drop order: the process stops before its files go.
+    proc: Proc,
+    workdir: Workdir,
+}
+
+impl Running {
+    pub fn pid(&self) -> u32 {
+        self.proc.0.id()
+    }
+
+    pub fn workdir(&self) -> &Path {
+        &self.workdir.0
+    }
+
+    /// Stops the peer by its process group and removes its working directory.
+    pub fn stop(self) {}
+}
+
+/// A path under the temporary directory that no other start (in this
+/// process or another) uses.
+pub fn fresh_dir(label: &str) -> PathBuf {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("egress-testbed-{label}-{}-{n}", std::process::id()))
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// The last non-empty line the peer wrote, for one-line errors.
+fn last_log_line(workdir: &Path) -> String {
+    let text = fs::read_to_string(workdir.join("peer.log")).unwrap_or_default();
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let line: String = line.trim().chars().take(200).collect();
+    if line.is_empty() {
+        "no output".into()
+    } else {
+        line
+    }
+}
+
+struct Starter<'a> {
+    cfg: &'a PeerConfig,
+    ctx: &'a Context<'a>,
+    venv: PathBuf,
+    workdir: PathBuf,
+}
+
+impl Starter<'_> {
+    fn vars(&self, port: u16) -> Vars<'_> {
+        Vars {
+            port,
+            canary_index: self.ctx.canary_index,
+            workdir: &self.workdir,
+            venv: &self.venv,
+        }
+    }
+
+    /// A command with no environment from this machine: no proxies, no
+    /// PIP_* or index settings, so the canary is the only upstream it knows.
+    fn command(&self, words: &[String], port: u16) -> Result<Command, String> {
+        let vars = self.vars(port);
+        let words = vars.command(words);
+        let (program, args) = words.split_first().ok_or("an empty command line")?;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.workdir.join("peer.log"))
+            .map_err(|e| format!("cannot open its log: {e}"))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| format!("cannot open its log: {e}"))?;
+        let mut c = Command::new(program);
+        c.args(args)
+            .env_clear()
+            .env(
+                "PATH",
+                format!("{}/bin:/usr/local/bin:/usr/bin:/bin", self.venv.display()),
+            )
+            .env("HOME", self.workdir.join("home"))
+            .env("TMPDIR", self.workdir.join("tmp"))
+            .env("LC_ALL", "C.UTF-8")
+            .env("PYTHONUNBUFFERED", "1")
+            .current_dir(&self.workdir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .process_group(0);
+        for (k, v) in &self.cfg.env {
+            c.env(k, vars.fill(v));
+        }
+        Ok(c)
+    }
+
+    fn spawn(&self, words: &[String], port: u16) -> Result<Proc, String> {
+        let program = words.first().map(|w| self.vars(port).fill(w));
+        self.command(words, port)?
+            .spawn()
+            .map(Proc)
+            .map_err(|e| format!("cannot run {}: {e}", program.unwrap_or_default()))
+    }
+
+    fn init(&self, words: &[String]) -> Result<(), String> {
+        let mut p = self.spawn(words, 0)?;
+        let started = Instant::now();
+        loop {
+            match p.0.try_wait() {
+                Ok(Some(s)) if s.success() => return Ok(()),
+                Ok(Some(s)) => {
+                    return Err(format!(
+                        "`{}` failed ({s}): {}",
+                        words
+                            .first()
+                            .map_or("", |w| w.rsplit('/').next().unwrap_or(w)),
+                        last_log_line(&self.workdir)
+                    ))
+                }
+                Ok(None) if started.elapsed() > INIT_WITHIN => {
+                    return Err(format!("`{}` did not finish in time", words.join(" ")))
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    /// Polls `path` until `ok(status)`, the process exits, or time runs out.
+    fn wait(
+        &self,
+        p: &mut Proc,
+        client: &Client,
+        path: &str,
+        ok: fn(u16) -> bool,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let mut last = "no answer".to_string();
+        while started.elapsed() < READY_WITHIN {
+            if let Ok(Some(s)) = p.0.try_wait() {
+                return Err(format!(
+                    "exited ({s}) before serving: {}",
+                    last_log_line(&self.workdir)
+                ));
+            }
+            let ex = client.get("ready", path, Some("text/html"));
+            match ex.status() {
+                Some(s) if ok(s) => return Ok(()),
+                Some(s) => last = format!("{path} answered {s}"),
+                None => {}
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Err(format!(
+            "not ready within {} s ({last}): {}",
+            READY_WITHIN.as_secs(),
+            last_log_line(&self.workdir)
+        ))
+    }
+
+    /// Starts `words` on a fresh port and waits until it listens.
+    fn serve(&self, words: &[String]) -> Result<(Proc, Client), String> {
+        let port = free_port()?;
+        let base = Url::parse(&format!("http://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
+        let client = Client::new(base, limits(), None).map_err(|e| e.to_string())?;
+        let mut p = self.spawn(words, port)?;
+        // Any HTTP answer means it listens; whether the index is there is
+        // checked after set-up.
+        self.wait(&mut p, &client, "/", |_| true)?;
+        Ok((p, client))
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(20),
+        deadline: Duration::from_secs(30),
+        ..Limits::default()
+    }
+}
+
+/// Starts the peer `cfg` describes and returns once its index answers 200.
+/// Every error is one line and names what failed; whatever was started is
+/// stopped and removed again.
+pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
+    // Absolute: the commands run in the working directory.
+    let venv = std::path::absolute(ctx.peers_dir.join(&cfg.venv))
+        .map_err(|e| format!("{}: {e}", ctx.peers_dir.display()))?;
+    if !venv.join("bin/python").is_file() {
+        return Err(format!(
+            "not installed in {}: run scripts/setup-peers {}",
+            venv.display(),
+            cfg.venv
+        ));
+    }
+    let workdir = fresh_dir(&cfg.name);
+    let guard = Workdir(workdir.clone());
+    for d in ["home", "tmp"] {
+        fs::create_dir_all(workdir.join(d)).map_err(|e| format!("cannot create {d}: {e}"))?;
+    }
+    let s = Starter {
+        cfg,
+        ctx,
+        venv,
+        workdir,
+    };
+    if let Some(dir) = &cfg.seed {
+        let dir = PathBuf::from(s.vars(0).fill(dir));
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot seed {}: {e}", dir.display()))?;
+        for (name, bytes) in ctx.packages {
+            fs::write(dir.join(name), bytes).map_err(|e| format!("cannot seed {name}: {e}"))?;
+        }
+    }
+    for (from, to) in &cfg.files {
+        let vars = s.vars(0);
+        let text = fs::read_to_string(cfg.dir.join(from))
+            .map_err(|e| format!("cannot read {}: {e}", cfg.dir.join(from).display()))?;
+        let to = PathBuf::from(vars.fill(to));
+        fs::write(&to, vars.fill(&text))
+            .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+    }
+    for words in &cfg.init {
+        s.init(words)?;
+    }
+    let (mut p, mut client) = s.serve(&cfg.run)?;
+    if let Some(Setup::DevpiMirror { user, index }) = &cfg.setup {
+        crate::setup::devpi_mirror(&client, user, index, ctx.canary_index)?;
+    }
+    if let Some(words) = &cfg.warm_then_run {
+        s.wait(&mut p, &client, &cfg.index, |st| st == 200)?;
+        crate::setup::warm(&client, &cfg.index, ctx.projects)?;
+        drop(p);
+        (p, client) = s.serve(words)?;
+    }
+    s.wait(&mut p, &client, &cfg.index, |st| st == 200)?;
+    let index_url = client.base().with_path(&cfg.index);
+    Ok(Running {
+        index_url,
+        proc: p,
+        workdir: guard,
+    })
+}
