@@ -168,7 +168,13 @@ pub fn judge_url_param(j: &Judge, rec: &ProbeRecord) -> Verdict {
             short(&u.target)
         ));
     }
+    // With a controlled upstream, following the parameter is observed
+    // directly (the URL names the upstream), so a 2xx that differs from the
+    // baseline (e.g. a page that echoes the request URL) is not taken as
+    // evidence of following. Without one, a changed answer is the only sign.
+    let observed = classify::has_upstream_log(rec);
     let mut n = 0;
+    let mut echoed = 0;
     for ex in rec.exchanges.iter().filter(|e| e.label == WITH_PARAM) {
         n += 1;
         let target = ex.request_target();
@@ -184,7 +190,9 @@ pub fn judge_url_param(j: &Judge, rec: &ProbeRecord) -> Verdict {
                     .and_then(|b| b.response.as_ref())
                     .zip(ex.response.as_ref())
                     .is_some_and(|(b, r)| b.is_success() && b.body_sha256 == r.body_sha256);
-                if !same {
+                if !same && observed {
+                    echoed += 1;
+                } else if !same {
                     return fail(format!("{what} was answered {s} with content that differs from {path} without the parameter"));
                 }
             }
@@ -201,6 +209,11 @@ pub fn judge_url_param(j: &Judge, rec: &ProbeRecord) -> Verdict {
     }
     if n == 0 {
         return inconclusive("no request with a parameter was recorded");
+    }
+    if echoed > 0 {
+        return pass(format!(
+            "{n} requests with url-style parameters: none followed (the upstream saw none); {echoed} answers differ from the page without the parameter"
+        ));
     }
     pass(format!("{n} requests with url-style parameters were refused or answered as if the parameter were absent"))
 }
