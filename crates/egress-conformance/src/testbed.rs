@@ -135,19 +135,25 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
 }
 
 /// Runs the suite against one variant in front of its own fresh canary and
-/// stops everything again. `Err` names why the variant could not run.
-pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<Report, String> {
+/// stops everything again; returns the report and how long the variant took
+/// to start (set-up steps, a sync or a warm-up included). `Err` names why
+/// the variant could not run.
+pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
     let canary = builtin::start_canary().map_err(|f| f.message)?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
+    let started = Instant::now();
+    let ready;
     let report = match v {
         Variant::Reference => {
             let (index, guard) = start_reference(&canary)?;
+            ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
             r.map_err(|f| f.message)?
         }
         Variant::Fixture { start, .. } => {
             let (index, guard) = start(&canary)?;
+            ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
             r.map_err(|f| f.message)?
@@ -163,17 +169,19 @@ pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<Report, String> {
             let ctx = egress_testbed::Context {
                 peers_dir,
                 canary_index: &canary.index_url(),
+                canary_url: &canary.base_url(),
                 packages: &packages,
                 projects: &projects,
             };
             let peer = egress_testbed::start(cfg, &ctx)?;
+            ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
             peer.stop();
             r.map_err(|f| f.message)?
         }
     };
     canary.stop();
-    Ok(report)
+    Ok((report, ready))
 }
 
 /// The reports of the variants that ran, and why the others did not.
@@ -215,12 +223,13 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
     for v in variants {
         let started = Instant::now();
         match run_variant(v, peers_dir) {
-            Ok(r) => {
+            Ok((r, ready)) => {
                 progress(&format!(
-                    "{}: {} in {:.1} s",
+                    "{}: {} in {:.1} s (serving after {:.1} s)",
                     v.name(),
                     r.outcome,
-                    started.elapsed().as_secs_f64()
+                    started.elapsed().as_secs_f64(),
+                    ready.as_secs_f64()
                 ));
                 out.reports.push(r);
             }
@@ -299,7 +308,12 @@ pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
     let started = Instant::now();
     let out = run(&all, &paths.peers, |line| eprintln!("testbed: {line}"));
     let refs: Vec<&Report> = out.reports.iter().collect();
-    print!("{}", egress_suite::render::matrix_text(&refs));
+    if refs.is_empty() {
+        // A matrix without columns says nothing; the notes say why.
+        println!("no peer ran");
+    } else {
+        print!("{}", egress_suite::render::matrix_text(&refs));
+    }
     print!("{}", out.notes());
     write(&args.out, &all, &out)?;
     eprintln!(

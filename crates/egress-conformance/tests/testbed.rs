@@ -89,6 +89,7 @@ fn every_peer_runs_and_its_report_reverifies() {
 
     let names = [
         REFERENCE,
+        "bandersnatch",
         "devpi",
         "devpi-offline",
         "devpi-restricted",
@@ -153,6 +154,25 @@ fn every_peer_runs_and_its_report_reverifies() {
         // devpi lets anyone create a user unless modification is restricted.
         ("devpi", "P6.user-routes", Fail),
         ("devpi-restricted", "P6.user-routes", Pass),
+        // bandersnatch synced before the run; the static server never
+        // reaches the upstream, serves nothing outside the allowlist, and
+        // shows no upstream change made during the run.
+        ("bandersnatch", "P2", Pass),
+        ("bandersnatch", "P2.upstream-contact", Pass),
+        ("bandersnatch", "P5.upstream-new-version", Pass),
+        ("bandersnatch", "P5.upstream-replaced-bytes", Pass),
+        // Its pages carry the sha256 of bytes that match; its file URLs are
+        // the upstream's, whose path digest is not the sha256.
+        ("bandersnatch", "P1.html-hashes", Pass),
+        ("bandersnatch", "P1.bytes-match", Pass),
+        ("bandersnatch", "P1.name-version-path", Pass),
+        // Static files under one directory: no traversal, no redirect off it.
+        ("bandersnatch", "P3.dotdot-percent", Pass),
+        ("bandersnatch", "P3.offsite-redirect", Pass),
+        // python's http.server answers 501 to every method but GET and HEAD.
+        ("bandersnatch", "P6", Pass),
+        // A static server does not negotiate PEP 691 JSON.
+        ("bandersnatch", "C.project-json", Status::Inconclusive),
         // Authentication disabled: an anonymous upload is published.
         ("pypiserver-open", "P6.legacy-upload", Fail),
         ("pypiserver-open", "P6.effect", Fail),
@@ -168,7 +188,12 @@ fn every_peer_runs_and_its_report_reverifies() {
 fn two_runs_give_the_same_matrix() {
     let _one = serial();
     let peers = Paths::find().peers;
-    let vs = only(&[REFERENCE, "proxpi", "pypiserver-no-fallback"]);
+    let vs = only(&[
+        REFERENCE,
+        "bandersnatch",
+        "proxpi",
+        "pypiserver-no-fallback",
+    ]);
     let a = testbed::run(&vs, &peers, |_| {});
     let b = testbed::run(&vs, &peers, |_| {});
     assert!(
@@ -280,6 +305,13 @@ fn a_peer_that_cannot_start_is_named_and_the_others_still_run() {
         ),
         Variant::Reference,
         cfg("absent", "venv = absent\nrun = x\nindex = /simple/\n"),
+        // A set-up step (a static mirror's sync) that fails: the server
+        // never starts.
+        cfg(
+            "sync-fails",
+            "venv = quits\ninit = {venv}/bin/python -c raise(SystemExit(4))\n\
+             run = {venv}/bin/python -m http.server --bind 127.0.0.1 {port}\nindex = /simple/\n",
+        ),
     ];
     let out = testbed::run(&vs, &peers, |_| {});
     assert_eq!(out.reports.len(), 1);
@@ -294,6 +326,10 @@ fn a_peer_that_cannot_start_is_named_and_the_others_still_run() {
         "{notes}"
     );
     assert!(notes.contains("scripts/setup-peers absent"), "{notes}");
+    assert!(
+        notes.contains("not run: sync-fails: set-up step `python raise(SystemExit(4))` failed (exit status: 4)"),
+        "{notes}"
+    );
     assert!(!out.ok());
     let md = testbed::matrix_markdown(&vs, &out);
     assert!(md.contains("**not run**: `quits`"), "{md}");
@@ -309,13 +345,63 @@ fn which_python() -> PathBuf {
     panic!("python3 not found");
 }
 
+/// bandersnatch's allowlist (in the template its config writes) is the lab's
+/// projects: what the reference's snapshot holds and the suite treats as
+/// present.
+#[test]
+fn bandersnatch_mirrors_exactly_the_lab_projects() {
+    let configs = Paths::find().configs;
+    let cfg = PeerConfig::load(&configs.join("bandersnatch.conf")).expect("bandersnatch.conf");
+    let [file] = cfg.files.as_slice() else {
+        panic!("{:?}", cfg.files)
+    };
+    let template = std::fs::read_to_string(configs.join(&file.template)).expect("template");
+    let allowlist: Vec<String> = template
+        .split("[allowlist]")
+        .nth(1)
+        .expect("an [allowlist] section")
+        .lines()
+        .skip_while(|l| !l.starts_with("packages"))
+        .skip(1)
+        .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect();
+    let canary = Canary::start().expect("canary");
+    let mut lab: Vec<String> = canary
+        .dists(false)
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
+    canary.stop();
+    lab.sort();
+    lab.dedup();
+    let mut sorted = allowlist.clone();
+    sorted.sort();
+    assert_eq!(sorted, lab, "{allowlist:?}");
+    // The sync runs before the static server, and it serves the web directory
+    // of the mirror directory the template is given.
+    assert_eq!(
+        file.placeholders,
+        [("directory".to_string(), "{workdir}".to_string())]
+    );
+    assert!(cfg
+        .init
+        .iter()
+        .any(|c| c.ends_with(&["mirror".to_string()])));
+    assert!(
+        cfg.run.contains(&"{workdir}/web".to_string()),
+        "{:?}",
+        cfg.run
+    );
+}
+
 #[test]
 fn an_unknown_peer_is_a_usage_error() {
     let o = conformance(&["testbed", "--peer", "nonesuch"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("--peer nonesuch: no such peer (known: reference, devpi"),
+        e.contains("--peer nonesuch: no such peer (known: reference, bandersnatch, devpi"),
         "{e}"
     );
 }

@@ -12,10 +12,8 @@ pub struct PeerConfig {
     pub venv: String,
     /// A directory to fill with the lab's packages before anything runs.
     pub seed: Option<String>,
-    /// Files written before anything runs: (template, destination). The
-    /// template is relative to [`PeerConfig::dir`]; its text, like the
-    /// destination, has its placeholders filled (a peer's own config file).
-    pub files: Vec<(String, String)>,
+    /// Files written before anything runs (a peer's own config file).
+    pub files: Vec<FileSpec>,
     /// The directory the config file is in.
     pub dir: PathBuf,
     pub init: Vec<Vec<String>>,
@@ -27,6 +25,18 @@ pub struct PeerConfig {
     pub index: String,
 }
 
+/// One `file = TEMPLATE DESTINATION [NAME=VALUE]...` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSpec {
+    /// Relative to [`PeerConfig::dir`].
+    pub template: String,
+    pub to: String,
+    /// Placeholders of this template alone: `{NAME}` in its text becomes
+    /// VALUE, itself filled first. A template shared with something else
+    /// (bandersnatch's, which a fixture test fills too) keeps its own names.
+    pub placeholders: Vec<(String, String)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Setup {
     /// Log in as root and create the mirror index `user/index` of the canary.
@@ -36,6 +46,8 @@ pub enum Setup {
 /// The values the placeholders take for one start of a peer.
 pub struct Vars<'a> {
     pub port: u16,
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub canary_url: &'a str,
     pub canary_index: &'a str,
     pub workdir: &'a Path,
     pub venv: &'a Path,
@@ -46,12 +58,21 @@ impl Vars<'_> {
     pub fn fill(&self, word: &str) -> String {
         word.replace("{port}", &self.port.to_string())
             .replace("{canary_index}", self.canary_index)
+            .replace("{canary_url}", self.canary_url)
             .replace("{workdir}", &self.workdir.to_string_lossy())
             .replace("{venv}", &self.venv.to_string_lossy())
     }
 
     pub fn command(&self, words: &[String]) -> Vec<String> {
         words.iter().map(|w| self.fill(w)).collect()
+    }
+
+    /// A template's text: its own placeholders, then the common ones.
+    pub fn fill_template(&self, text: &str, own: &[(String, String)]) -> String {
+        let text = own.iter().fold(text.to_string(), |t, (k, v)| {
+            t.replace(&format!("{{{k}}}"), &self.fill(v))
+        });
+        self.fill(&text)
     }
 }
 
@@ -91,10 +112,26 @@ impl PeerConfig {
                 "venv" => c.venv = value.to_string(),
                 "seed" => c.seed = Some(value.to_string()),
                 "init" => c.init.push(words(value)),
-                "file" => match words(value).as_slice() {
-                    [from, to] => c.files.push((from.clone(), to.clone())),
-                    _ => return Err(at("file wants TEMPLATE DESTINATION")),
-                },
+                "file" => {
+                    let w = words(value);
+                    let [template, to, own @ ..] = w.as_slice() else {
+                        return Err(at("file wants TEMPLATE DESTINATION [NAME=VALUE]..."));
+                    };
+                    let placeholders = own
+                        .iter()
+                        .map(|kv| {
+                            kv.split_once('=')
+                                .filter(|(k, _)| !k.is_empty())
+                                .map(|(k, v)| (k.to_string(), v.to_string()))
+                                .ok_or_else(|| at(&format!("file: `{kv}` is not NAME=VALUE")))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    c.files.push(FileSpec {
+                        template: template.clone(),
+                        to: to.clone(),
+                        placeholders,
+                    });
+                }
                 "env" => {
                     let (k, v) = value
                         .split_once('=')
@@ -143,7 +180,8 @@ impl PeerConfig {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::parse(&name, &text)
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&name, &text).map(|c| PeerConfig { dir, ..c })
     }
 
     /// Every `*.conf` in `dir`, sorted by name, so columns come in a fixed order.
@@ -171,12 +209,26 @@ mod tests {
         let c = PeerConfig::parse(
             "x",
             "# comment\nabout = a b\nvenv = v\nseed = {workdir}/p\ninit = {venv}/bin/i --x\n\
-             env = K={canary_index}\nfile = a.in {workdir}/a\nrun = {venv}/bin/r --port {port}\nsetup = devpi-mirror root/canary\n\
+             env = K={canary_index}\nfile = a.in {workdir}/a\nfile = b.in {workdir}/b dir={workdir}/m\nrun = {venv}/bin/r --port {port}\nsetup = devpi-mirror root/canary\n\
              warm-then-run = r --offline\nindex = /root/canary/+simple/\n",
         )
         .expect("parses");
         assert_eq!(c.about, "a b");
-        assert_eq!(c.files, vec![("a.in".into(), "{workdir}/a".into())]);
+        assert_eq!(
+            c.files,
+            vec![
+                FileSpec {
+                    template: "a.in".into(),
+                    to: "{workdir}/a".into(),
+                    placeholders: vec![],
+                },
+                FileSpec {
+                    template: "b.in".into(),
+                    to: "{workdir}/b".into(),
+                    placeholders: vec![("dir".into(), "{workdir}/m".into())],
+                },
+            ]
+        );
         assert_eq!(c.env, vec![("K".into(), "{canary_index}".into())]);
         assert_eq!(
             c.setup,
@@ -187,12 +239,17 @@ mod tests {
         );
         let vars = Vars {
             port: 7,
+            canary_url: "http://127.0.0.1:1",
             canary_index: "http://127.0.0.1:1/simple/",
             workdir: Path::new("/w d"),
             venv: Path::new("/v"),
         };
         assert_eq!(vars.command(&c.run), ["/v/bin/r", "--port", "7"]);
         assert_eq!(vars.fill("{workdir}/p"), "/w d/p");
+        assert_eq!(
+            vars.fill_template("{dir} <- {canary_url} {other}", &c.files[1].placeholders),
+            "/w d/m <- http://127.0.0.1:1 {other}"
+        );
     }
 
     #[test]
@@ -208,6 +265,10 @@ mod tests {
                 "only step",
             ),
             ("venv v\n", "line 1: expected key = value"),
+            (
+                "venv = v\nrun = r\nindex = /s/\nfile = a {workdir}/a dir\n",
+                "`dir` is not NAME=VALUE",
+            ),
         ] {
             let e = PeerConfig::parse("x", text).expect_err(text);
             assert!(e.contains(want), "{text:?}: {e}");
@@ -218,6 +279,18 @@ mod tests {
     fn the_repo_configs_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/peers");
         let all = PeerConfig::load_dir(&dir).expect("testbed/peers parses");
-        assert!(all.len() >= 7, "{all:?}");
+        assert!(all.len() >= 8, "{all:?}");
+        // Every template a config names is there, relative to the config.
+        for c in &all {
+            assert_eq!(c.dir, dir, "{}", c.name);
+            for f in &c.files {
+                assert!(
+                    c.dir.join(&f.template).is_file(),
+                    "{}: {}",
+                    c.name,
+                    f.template
+                );
+            }
+        }
     }
 }

@@ -11,5 +11,5 @@ pub mod config;
 pub mod peer;
 pub mod setup;
 
-pub use config::{PeerConfig, Setup};
+pub use config::{FileSpec, PeerConfig, Setup};
 pub use peer::{fresh_dir, start, Context, Running};

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 /// How long a peer may take to start serving (devpi's first start builds
 /// its database and web index).
 pub const READY_WITHIN: Duration = Duration::from_secs(60);
-/// How long an `init` command may take.
-const INIT_WITHIN: Duration = Duration::from_secs(120);
+/// How long an `init` command may take (a static mirror's sync of the lab's
+/// few projects takes seconds; bandersnatch's own global timeout is 120 s).
+const INIT_WITHIN: Duration = Duration::from_secs(150);
 /// How long a stopped peer gets to exit before its group is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
@@ -26,6 +27,9 @@ pub struct Context<'a> {
     pub peers_dir: &'a Path,
     /// The canary's `/simple/` URL: the peer's only upstream.
     pub canary_index: &'a str,
+    /// The canary's base URL, `http://127.0.0.1:PORT` (for peers that speak
+    /// more of PyPI than the simple API: XML-RPC, the JSON API).
+    pub canary_url: &'a str,
     /// The lab's packages, `(filename, bytes)`: what `seed` fills a directory with.
     pub packages: &'a [(String, Vec<u8>)],
     /// The lab's projects: what `warm-then-run` fetches through the peer.
@@ -138,6 +142,7 @@ impl Starter<'_> {
     fn vars(&self, port: u16) -> Vars<'_> {
         Vars {
             port,
+            canary_url: self.ctx.canary_url,
             canary_index: self.ctx.canary_index,
             workdir: &self.workdir,
             venv: &self.venv,
@@ -181,30 +186,57 @@ impl Starter<'_> {
     }
 
     fn spawn(&self, words: &[String], port: u16) -> Result<Proc, String> {
-        let program = words.first().map(|w| self.vars(port).fill(w));
-        self.command(words, port)?
-            .spawn()
-            .map(Proc)
-            .map_err(|e| format!("cannot run {}: {e}", program.unwrap_or_default()))
+        let program = words
+            .first()
+            .map(|w| self.vars(port).fill(w))
+            .unwrap_or_default();
+        self.command(words, port)?.spawn().map(Proc).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    " (an incomplete install? run scripts/setup-peers {})",
+                    self.cfg.venv
+                )
+            } else {
+                String::new()
+            };
+            format!("cannot run {program}: {e}{hint}")
+        })
     }
 
+    /// Runs `words` to completion: it must exit 0 within [`INIT_WITHIN`].
     fn init(&self, words: &[String]) -> Result<(), String> {
         let mut p = self.spawn(words, 0)?;
         let started = Instant::now();
+        // The program's name and its plain words (`bandersnatch mirror`),
+        // without options and paths.
+        let what = words
+            .split_first()
+            .map(|(p, args)| {
+                let mut shown = vec![p.rsplit('/').next().unwrap_or(p)];
+                shown.extend(
+                    args.iter()
+                        .map(String::as_str)
+                        .filter(|a| !a.starts_with('-') && !a.contains(['/', '{'])),
+                );
+                shown.join(" ")
+            })
+            .unwrap_or_default();
         loop {
             match p.0.try_wait() {
                 Ok(Some(s)) if s.success() => return Ok(()),
                 Ok(Some(s)) => {
                     return Err(format!(
-                        "`{}` failed ({s}): {}",
-                        words
-                            .first()
-                            .map_or("", |w| w.rsplit('/').next().unwrap_or(w)),
+                        "set-up step `{what}` failed ({s}) after {:.1} s: {}",
+                        started.elapsed().as_secs_f64(),
                         last_log_line(&self.workdir)
                     ))
                 }
                 Ok(None) if started.elapsed() > INIT_WITHIN => {
-                    return Err(format!("`{}` did not finish in time", words.join(" ")))
+                    return Err(format!(
+                        "set-up step `{what}` did not finish within {} s; stopped: {}",
+                        INIT_WITHIN.as_secs(),
+                        last_log_line(&self.workdir)
+                    ))
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(100)),
                 Err(e) => return Err(e.to_string()),
@@ -298,12 +330,13 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
             fs::write(dir.join(name), bytes).map_err(|e| format!("cannot seed {name}: {e}"))?;
         }
     }
-    for (from, to) in &cfg.files {
+    for f in &cfg.files {
         let vars = s.vars(0);
-        let text = fs::read_to_string(cfg.dir.join(from))
-            .map_err(|e| format!("cannot read {}: {e}", cfg.dir.join(from).display()))?;
-        let to = PathBuf::from(vars.fill(to));
-        fs::write(&to, vars.fill(&text))
+        let from = cfg.dir.join(&f.template);
+        let text = fs::read_to_string(&from)
+            .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        let to = PathBuf::from(vars.fill(&f.to));
+        fs::write(&to, vars.fill_template(&text, &f.placeholders))
             .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
     }
     for words in &cfg.init {

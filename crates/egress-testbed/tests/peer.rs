@@ -56,6 +56,7 @@ fn a_peer_is_seeded_started_and_stopped_by_its_process_group() {
     let ctx = Context {
         peers_dir: &peers,
         canary_index: "http://127.0.0.1:9/simple/",
+        canary_url: "http://127.0.0.1:9",
         packages: &packages,
         projects: &[],
     };

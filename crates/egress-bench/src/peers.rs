@@ -1,0 +1,701 @@
+//! `egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]`:
+//! the testbed's peers against the reference mirror, in one run on this
+//! machine, serving a cached project page and a cached file.
+//!
+//! One canary upstream is started in-process. Then, one variant at a time
+//! (so that no peer's numbers depend on another's background work): the
+//! variant is started in front of the canary (the reference mirror exactly
+//! as `egress-conformance testbed` starts it, a peer from
+//! `testbed/peers/NAME.conf` through `egress-testbed`), its cache is warmed
+//! by fetching the present project's page and one of its files through it
+//! (the file is checked against the canary's bytes), `wrk` measures the page
+//! and then the file, and the variant is stopped again. A variant that does
+//! not start, or does not serve the page or the file, is skipped with one
+//! line naming it; the others still run. The table gives each measure as a
+//! ratio against the reference mirror measured in the same run, and is
+//! written to `--out` (default `target/bench/peers.md`) and printed.
+//!
+//! Every process started here is stopped by its id: a peer by its process
+//! group when it is dropped (egress-testbed), `wrk` by its pid on a signal.
+//! SIGINT, SIGTERM and SIGHUP make the run stop after the current step (a
+//! peer that is still starting is waited for, then stopped).
+
+use egress_artifacts::BuiltDist;
+use egress_conformance::testbed::{start_reference, Paths, Variant, REFERENCE};
+use egress_fixtures::canary::{Canary, PRESENT};
+use egress_model::{Upstream, Url};
+use egress_testbed::PeerConfig;
+use egress_transcript::{Client, Limits, Request};
+use std::any::Any;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// The variants that serve the lab's projects from a cache or a directory.
+const DEFAULT_PEERS: [&str; 4] = [REFERENCE, "devpi", "proxpi", "pypiserver-no-fallback"];
+const THREADS: u32 = 2;
+const CONNECTIONS: u32 = 16;
+/// How long a freshly requested file may take to be served from the cache
+/// (proxpi downloads in the background and may redirect meanwhile).
+const WARM_WITHIN: Duration = Duration::from_secs(20);
+
+const USAGE: &str =
+    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback)";
+
+struct Args {
+    duration: u64,
+    peers: Vec<String>,
+    out: PathBuf,
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        duration: 10,
+        peers: Vec::new(),
+        out: PathBuf::from("target/bench/peers.md"),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value; {USAGE}"));
+        match arg.as_str() {
+            "--duration" => {
+                a.duration = value()?.parse().ok().filter(|d| *d > 0).ok_or(format!(
+                    "--duration needs a whole number of seconds; {USAGE}"
+                ))?
+            }
+            "--peer" => a.peers.push(value()?.clone()),
+            "--out" => a.out = PathBuf::from(value()?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other}; {USAGE}")),
+        }
+    }
+    if a.peers.is_empty() {
+        a.peers = DEFAULT_PEERS.iter().map(|s| s.to_string()).collect();
+    }
+    Ok(a)
+}
+
+/// SIGINT, SIGTERM and SIGHUP only set a flag (the handler does nothing
+/// else but write one line); the main thread notices it between steps and
+/// while `wrk` runs, ends `wrk` by its pid, and returns, so that every peer
+/// is stopped the ordinary way, by dropping it. A handler (rather than a
+/// blocked mask) is what child processes do not inherit: exec resets it.
+mod signals {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_signal(_: libc::c_int) {
+        STOP.store(true, Ordering::SeqCst);
+        let msg = b"bench-peers: signal: stopping after the current step; every process started is stopped\n";
+        // SAFETY: write(2) is async-signal-safe; the buffer is static.
+        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    }
+
+    pub fn install() -> Result<(), String> {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: installs a handler that only stores to an atomic and
+            // calls write(2); the sigaction struct is ours and zeroed.
+            let ok = unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut()) == 0
+            };
+            if !ok {
+                return Err(format!("cannot handle signal {sig}"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn stopping() -> bool {
+        STOP.load(Ordering::SeqCst)
+    }
+}
+
+/// What one `wrk` run reports.
+#[derive(Debug, Clone, PartialEq)]
+struct Wrk {
+    requests_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    /// wrk's `Transfer/sec` (response heads included), in MB/s.
+    transfer_mbs: f64,
+    requests: u64,
+    /// Responses of 400 and above, plus socket errors and timeouts.
+    errors: u64,
+}
+
+/// `123.45us`, `1.20ms`, `2.00s`, `1.00m` in microseconds.
+fn duration_us(v: &str) -> Option<f64> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1e6)
+    } else if let Some(n) = v.strip_suffix('m') {
+        (n, 60e6)
+    } else if let Some(n) = v.strip_suffix('h') {
+        (n, 3600e6)
+    } else {
+        (v, 1.0)
+    };
+    num.parse::<f64>().ok().map(|n| n * scale)
+}
+
+/// `1.23GB`, `4.56MB`, `789.00KB`, `12B` in MB (wrk's units are binary).
+fn size_mb(v: &str) -> Option<f64> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("GB") {
+        (n, 1024.0)
+    } else if let Some(n) = v.strip_suffix("MB") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("KB") {
+        (n, 1.0 / 1024.0)
+    } else if let Some(n) = v.strip_suffix('B') {
+        (n, 1.0 / 1_048_576.0)
+    } else {
+        (v, 1.0)
+    };
+    num.parse::<f64>().ok().map(|n| n * scale)
+}
+
+fn parse_wrk(out: &str) -> Result<Wrk, String> {
+    let mut w = Wrk {
+        requests_per_s: f64::NAN,
+        p50_us: f64::NAN,
+        p99_us: f64::NAN,
+        transfer_mbs: f64::NAN,
+        requests: 0,
+        errors: 0,
+    };
+    for line in out.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Requests/sec:", v] => w.requests_per_s = v.parse().unwrap_or(f64::NAN),
+            ["Transfer/sec:", v] => w.transfer_mbs = size_mb(v).unwrap_or(f64::NAN),
+            ["50%", v] => w.p50_us = duration_us(v).unwrap_or(f64::NAN),
+            ["99%", v] => w.p99_us = duration_us(v).unwrap_or(f64::NAN),
+            [n, "requests", "in", ..] => w.requests = n.parse().unwrap_or(0),
+            ["Non-2xx", "or", "3xx", "responses:", n] => w.errors += n.parse().unwrap_or(0),
+            ["Socket", "errors:", rest @ ..] => {
+                // connect 0, read 0, write 0, timeout 0
+                w.errors += rest
+                    .iter()
+                    .filter_map(|s| s.trim_end_matches(',').parse::<u64>().ok())
+                    .sum::<u64>()
+            }
+            _ => {}
+        }
+    }
+    if w.requests_per_s.is_nan() || w.p50_us.is_nan() || w.p99_us.is_nan() {
+        let tail: String = out
+            .lines()
+            .last()
+            .unwrap_or("no output")
+            .chars()
+            .take(200)
+            .collect();
+        return Err(format!("wrk's output was not understood: {tail}"));
+    }
+    Ok(w)
+}
+
+/// Runs `wrk -t2 -c16 --latency` on `url` with `Accept: accept`.
+fn wrk(url: &Url, accept: &str, duration: u64) -> Result<Wrk, String> {
+    if signals::stopping() {
+        return Err("interrupted".into());
+    }
+    let mut child = Command::new("wrk")
+        .args([
+            &format!("-t{THREADS}"),
+            &format!("-c{CONNECTIONS}"),
+            &format!("-d{duration}s"),
+            "--timeout",
+            "5s",
+            "--latency",
+            "-H",
+            &format!("Accept: {accept}"),
+            &url.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run wrk: {e} (Debian: apt-get install wrk)"))?;
+    // The output is read on its own thread so that this one can watch for
+    // a signal and end wrk (its pid is ours until it is reaped below).
+    let stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout
+            .map(|mut s| s.read_to_string(&mut out))
+            .transpose()
+            .map(|_| out)
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if signals::stopping() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                return Err("interrupted".into());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("wrk: {e}"));
+            }
+        }
+    };
+    let out = reader
+        .join()
+        .map_err(|_| "reading wrk's output panicked".to_string())?
+        .map_err(|e| format!("reading wrk's output: {e}"))?;
+    if signals::stopping() {
+        return Err("interrupted".into());
+    }
+    if !status.success() {
+        return Err(format!("wrk {url} failed ({status}): {}", out.trim()));
+    }
+    parse_wrk(&out)
+}
+
+fn client(url: &Url) -> Result<Client, String> {
+    let limits = Limits {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(20),
+        deadline: Duration::from_secs(30),
+        ..Limits::default()
+    };
+    Client::new(url.with_path("/"), limits, None).map_err(|e| e.to_string())
+}
+
+fn answer(ex: &egress_model::Exchange) -> String {
+    match (&ex.response, &ex.error) {
+        (Some(r), _) => r.status_line.clone(),
+        (None, Some(e)) => e.clone(),
+        (None, None) => "no answer".into(),
+    }
+}
+
+/// Fetches the present project's page and `want` through the variant until
+/// both are served (the file with the canary's bytes) from the variant
+/// itself, then once more; returns the page's and the file's URLs.
+fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
+    let c = client(index)?;
+    let page_url = index
+        .join(&format!("{PRESENT}/"))
+        .map_err(|e| e.to_string())?;
+    let ex = c.get("page", page_url.path_and_query(), Some("text/html"));
+    let page = ex
+        .response
+        .as_ref()
+        .filter(|r| r.status == Some(200))
+        .and_then(|r| r.full_body())
+        .and_then(|b| egress_simple::parse_project_html(b).ok())
+        .ok_or_else(|| format!("{page_url} answered {}", answer(&ex)))?;
+    let entry = page
+        .files
+        .iter()
+        .find(|f| f.filename == want.filename)
+        .ok_or_else(|| format!("{page_url} does not list {}", want.filename))?;
+    let file_url = page_url.join(&entry.url).map_err(|e| e.to_string())?;
+    if !file_url.same_origin(index) {
+        return Err(format!(
+            "{} is served from {}, not from the peer",
+            want.filename,
+            file_url.origin()
+        ));
+    }
+    let get_file = || {
+        c.send(
+            "file",
+            &Request::get(file_url.path_and_query()).header("Accept", "*/*"),
+        )
+    };
+    let right = |ex: &egress_model::Exchange| {
+        ex.response
+            .as_ref()
+            .is_some_and(|r| r.status == Some(200) && r.body_sha256 == want.sha256)
+    };
+    let started = Instant::now();
+    loop {
+        let ex = get_file();
+        if right(&ex) {
+            break;
+        }
+        if started.elapsed() > WARM_WITHIN || signals::stopping() {
+            return Err(format!(
+                "{file_url} never served {} with the canary's bytes (last: {})",
+                want.filename,
+                answer(&ex)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Served from the cache now: the same answers again.
+    let ex = c.get("page again", page_url.path_and_query(), Some("text/html"));
+    if ex.status() != Some(200) {
+        return Err(format!("{page_url} answered {} once warm", answer(&ex)));
+    }
+    let ex = get_file();
+    if !right(&ex) {
+        return Err(format!("{file_url} answered {} once warm", answer(&ex)));
+    }
+    Ok((page_url, file_url))
+}
+
+struct Measured {
+    name: String,
+    about: String,
+    page_url: Url,
+    file_url: Url,
+    page: Wrk,
+    file: Wrk,
+    /// Requests the canary saw during both wrk runs.
+    upstream: usize,
+}
+
+struct Lab {
+    canary: Canary,
+    packages: Vec<(String, Vec<u8>)>,
+    projects: Vec<String>,
+    /// The file measured: the present project's first wheel.
+    file: BuiltDist,
+    paths: Paths,
+}
+
+/// Starts the variant; the guard stops it (and removes its files) on drop.
+fn start(lab: &Lab, name: &str) -> Result<(Url, String, Box<dyn Any>), String> {
+    if name == REFERENCE {
+        let (index, guard) = start_reference(&lab.canary)?;
+        return Ok((index, Variant::Reference.about(), guard));
+    }
+    let path = lab.paths.configs.join(format!("{name}.conf"));
+    if !path.is_file() {
+        return Err(format!("no {}", path.display()));
+    }
+    let cfg = PeerConfig::load(&path)?;
+    let canary_index = lab.canary.index_url();
+    let canary_url = lab.canary.base_url();
+    let ctx = egress_testbed::Context {
+        peers_dir: &lab.paths.peers,
+        canary_index: &canary_index,
+        canary_url: &canary_url,
+        packages: &lab.packages,
+        projects: &lab.projects,
+    };
+    let peer = egress_testbed::start(&cfg, &ctx)?;
+    eprintln!("bench-peers: {name}: started, pid {}", peer.pid());
+    Ok((peer.index_url.clone(), cfg.about, Box::new(peer)))
+}
+
+fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, String> {
+    let (index, about, guard) = start(lab, name)?;
+    if signals::stopping() {
+        return Err("interrupted".into());
+    }
+    let (page_url, file_url) = warm(&index, &lab.file)?;
+    eprintln!("bench-peers: {name} {index} {page_url} {file_url}");
+    let mark = lab.canary.mark();
+    let page = wrk(&page_url, "text/html", duration)?;
+    let file = wrk(&file_url, "*/*", duration)?;
+    let upstream = lab.canary.requests_since(mark).len();
+    drop(guard);
+    Ok(Measured {
+        name: name.to_string(),
+        about,
+        page_url,
+        file_url,
+        page,
+        file,
+        upstream,
+    })
+}
+
+/// `12345.6` as `12,346`; below 10 with two decimals.
+fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    if v.abs() < 10.0 {
+        return format!("{v:.2}");
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A ratio with two significant digits below 1 (`0.012`), two decimals
+/// up to 10, whole numbers above.
+fn ratio(r: f64) -> String {
+    match r {
+        r if !r.is_finite() => "—".into(),
+        r if r >= 10.0 => number(r),
+        r if r >= 0.1 => format!("{r:.2}"),
+        r => format!("{r:.1e}")
+            .parse::<f64>()
+            .map_or("—".into(), |v| v.to_string()),
+    }
+}
+
+/// `YYYY-MM-DD` (UTC) of now.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    // Howard Hinnant's civil_from_days.
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn render(
+    results: &[Measured],
+    skipped: &[(String, String)],
+    duration: u64,
+    file: &BuiltDist,
+) -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mut md = format!(
+        "## Peers ({}, {cores} cores, {duration} s per wrk run, wrk -t{THREADS} -c{CONNECTIONS} --latency)\n\n",
+        today()
+    );
+    let reference = results.iter().find(|m| m.name == REFERENCE);
+    type Get = fn(&Measured) -> f64;
+    let rows: [(&str, Get, bool); 7] = [
+        ("project page, requests/s", |m| m.page.requests_per_s, false),
+        ("project page p50 latency, µs", |m| m.page.p50_us, true),
+        ("project page p99 latency, µs", |m| m.page.p99_us, true),
+        ("cached file, requests/s", |m| m.file.requests_per_s, false),
+        (
+            "cached file, MB/s (wrk Transfer/sec)",
+            |m| m.file.transfer_mbs,
+            false,
+        ),
+        ("cached file p50 latency, µs", |m| m.file.p50_us, true),
+        ("cached file p99 latency, µs", |m| m.file.p99_us, true),
+    ];
+    md.push_str("| measure |");
+    for m in results {
+        md.push_str(&format!(" {} |", m.name));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---|".repeat(results.len()));
+    md.push('\n');
+    for (label, get, lower_better) in rows {
+        md.push_str(&format!(
+            "| {label}{} |",
+            if lower_better {
+                " (lower is better)"
+            } else {
+                ""
+            }
+        ));
+        for m in results {
+            let v = get(m);
+            match reference {
+                Some(r) if r.name != m.name => {
+                    md.push_str(&format!(" {} ({}x) |", number(v), ratio(v / get(r))))
+                }
+                _ => md.push_str(&format!(" {} |", number(v))),
+            }
+        }
+        md.push('\n');
+    }
+    md.push_str("| requests to the canary during the wrk runs |");
+    for m in results {
+        md.push_str(&format!(" {} |", m.upstream));
+    }
+    md.push_str("\n| error responses and socket errors (page + file) |");
+    for m in results {
+        md.push_str(&format!(
+            " {} of {} |",
+            m.page.errors + m.file.errors,
+            number((m.page.requests + m.file.requests) as f64)
+        ));
+    }
+    md.push_str("\n\n");
+    if reference.is_none() && !results.is_empty() {
+        md.push_str("No ratios: the reference mirror was not measured in this run.\n\n");
+    } else {
+        md.push_str("In brackets: the ratio to the reference mirror in the same run.\n\n");
+    }
+    md.push_str(&format!(
+        "The page is `{PRESENT}`'s project page; the file is `{}` ({} bytes), fetched once through each peer before measuring and checked against the canary's bytes.\n\n",
+        file.filename,
+        file.bytes.len()
+    ));
+    for m in results {
+        md.push_str(&format!(
+            "- `{}`: {}; page `{}`, file `{}`\n",
+            m.name,
+            m.about,
+            m.page_url.path_and_query(),
+            m.file_url.path_and_query()
+        ));
+    }
+    for (n, why) in skipped {
+        md.push_str(&format!(
+            "- **not measured**: `{n}`: {}\n",
+            why.replace('|', "\\|")
+        ));
+    }
+    md
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let canary = Canary::start().map_err(|e| format!("cannot start the canary upstream: {e}"))?;
+    let dists = canary.dists(false);
+    let packages = dists
+        .iter()
+        .map(|(_, d)| (d.filename.clone(), d.bytes.clone()))
+        .collect();
+    let mut projects: Vec<String> = dists.iter().map(|(n, _)| n.to_string()).collect();
+    projects.dedup();
+    let file = dists
+        .iter()
+        .find(|(n, d)| n.as_str() == PRESENT && d.filename.ends_with(".whl"))
+        .map(|(_, d)| d.clone())
+        .ok_or(format!("the canary serves no wheel of {PRESENT}"))?;
+    let lab = Lab {
+        canary,
+        packages,
+        projects,
+        file,
+        paths: Paths::find(),
+    };
+    let mut results = Vec::new();
+    let mut skipped = Vec::new();
+    for name in &args.peers {
+        if signals::stopping() {
+            skipped.push((name.clone(), "interrupted".to_string()));
+            continue;
+        }
+        eprintln!("bench-peers: {name}: starting");
+        match measure(&lab, name, args.duration) {
+            Ok(m) => {
+                eprintln!(
+                    "bench-peers: {name}: page {} req/s, file {} req/s",
+                    number(m.page.requests_per_s),
+                    number(m.file.requests_per_s)
+                );
+                results.push(m);
+            }
+            Err(e) => {
+                eprintln!("bench-peers: {name}: skipped: {e}");
+                skipped.push((name.clone(), e));
+            }
+        }
+    }
+    let md = render(&results, &skipped, args.duration, &lab.file);
+    lab.canary.stop();
+    if signals::stopping() {
+        return Err("interrupted; nothing written".into());
+    }
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&args.out, &md).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    print!("{md}");
+    eprintln!("bench-peers: written to {}", args.out.display());
+    Ok(skipped.is_empty())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse_args(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("egress-bench-peers: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = signals::install() {
+        eprintln!("egress-bench-peers: {e}");
+        return ExitCode::from(2);
+    }
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        // Written, but some variant was skipped.
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("egress-bench-peers: {e}");
+            ExitCode::from(if signals::stopping() { 130 } else { 2 })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTPUT: &str = "Running 1s test @ http://127.0.0.1:18777/x
+  2 threads and 16 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     2.54ms    2.81ms  34.49ms   96.48%
+    Req/Sec     0.89k   124.63     1.02k    85.00%
+  Latency Distribution
+     50%  812.00us
+     75%    2.51ms
+     90%    3.15ms
+     99%   19.40ms
+  1773 requests in 1.00s, 0.88MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 4
+Requests/sec:   1770.98
+Transfer/sec:      1.50GB
+";
+
+    #[test]
+    fn reads_wrk_output() {
+        let w = parse_wrk(OUTPUT).expect("parses");
+        assert_eq!(w.requests_per_s, 1770.98);
+        assert_eq!(w.p50_us, 812.0);
+        assert!((w.p99_us - 19_400.0).abs() < 1e-6);
+        assert_eq!(w.transfer_mbs, 1536.0);
+        assert_eq!(w.requests, 1773);
+        assert_eq!(w.errors, 7);
+        assert!(parse_wrk("unable to connect to 127.0.0.1:1 Connection refused").is_err());
+    }
+
+    #[test]
+    fn formats_numbers_and_arguments() {
+        assert_eq!(number(51_861.4), "51,861");
+        assert_eq!(number(1_234_567.0), "1,234,567");
+        assert_eq!(number(335.0), "335");
+        assert_eq!(number(0.876), "0.88");
+        assert_eq!(duration_us("2.00s"), Some(2e6));
+        assert_eq!(ratio(380.0 / 30_497.0), "0.012");
+        assert_eq!(ratio(0.876), "0.88");
+        assert_eq!(ratio(107.6), "108");
+        let a = parse_args(&["--duration".into(), "5".into()]).expect("parses");
+        assert_eq!((a.duration, a.peers.len()), (5, 4));
+        assert!(parse_args(&["--duration".into(), "0".into()]).is_err());
+        assert!(parse_args(&["--bogus".into()]).is_err());
+        assert_eq!(today().len(), 10);
+    }
+}
