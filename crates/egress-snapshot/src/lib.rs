@@ -15,6 +15,7 @@
 
 mod blobs;
 mod build;
+mod consistency;
 mod dir;
 mod error;
 pub mod manifest;

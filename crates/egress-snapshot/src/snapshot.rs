@@ -1,12 +1,11 @@
 //! [`Snapshot`]: a whole snapshot in memory, and its consistency rules.
 
+use crate::consistency::check_structure;
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
-use crate::{well_known, BlobStore};
+use crate::BlobStore;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
-use egress_simple::{HTML_V1, JSON_V1};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// A snapshot: the signed `MANIFEST`, `SNAPSHOT.json` and every blob.
 ///
@@ -80,92 +79,23 @@ impl Snapshot {
             return bad("SNAPSHOT.json bytes do not say what the parsed document says".into());
         }
 
-        let mut listed_blobs = BTreeSet::new();
-        let mut missing = Vec::new();
-        for (path, digest) in self.manifest.entries() {
-            if path == SNAPSHOT_JSON {
-                continue;
-            }
-            if path != blob_path(&digest) {
-                return bad(format!("MANIFEST entry {path:?} is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"));
-            }
-            if !self.blobs.contains(&digest) {
-                missing.push(BlobProblem {
-                    path: path.to_string(),
-                    kind: BlobProblemKind::Missing,
-                });
-            }
-            listed_blobs.insert(digest);
-        }
+        let listed = check_structure(
+            &self.manifest,
+            &self.manifest_bytes,
+            &self.doc,
+            self.allowed_signers.as_deref(),
+        )?;
+        let mut missing: Vec<BlobProblem> = listed
+            .iter()
+            .filter(|d| !self.blobs.contains(d))
+            .map(|d| BlobProblem {
+                path: blob_path(d),
+                kind: BlobProblemKind::Missing,
+            })
+            .collect();
         if !missing.is_empty() {
+            missing.sort_by(|a, b| a.path.cmp(&b.path));
             return Err(SnapshotError::Blobs(missing));
-        }
-
-        let mut by_path: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        let mut served_blobs = BTreeSet::new();
-        for e in &self.doc.served {
-            if !is_servable_path(&e.path) {
-                return bad(format!(
-                    "served path {:?} is not an origin-form path without query or fragment",
-                    e.path
-                ));
-            }
-            if [
-                well_known::MANIFEST,
-                well_known::SIGNATURE,
-                well_known::SNAPSHOT_JSON,
-            ]
-            .contains(&e.path.as_str())
-            {
-                return bad(format!(
-                    "served path {:?} would shadow the snapshot's own evidence",
-                    e.path
-                ));
-            }
-            let ct_ok = e.content_type.contains('/')
-                && e.content_type.bytes().all(|b| (0x21..=0x7e).contains(&b));
-            if !ct_ok {
-                return bad(format!(
-                    "content type {:?} of {:?} is not a bare media type",
-                    e.content_type, e.path
-                ));
-            }
-            if !listed_blobs.contains(&e.sha256) {
-                return bad(format!(
-                    "{:?} is served from blob {} which MANIFEST does not list",
-                    e.path, e.sha256
-                ));
-            }
-            served_blobs.insert(e.sha256);
-            by_path.entry(&e.path).or_default().push(&e.content_type);
-        }
-        for (path, types) in &by_path {
-            let negotiated = types.len() == 2
-                && types.iter().any(|t| t.eq_ignore_ascii_case(HTML_V1))
-                && types.iter().any(|t| t.eq_ignore_ascii_case(JSON_V1));
-            if types.len() != 1 && !negotiated {
-                return bad(format!("served path {path:?} has entries {types:?}; a path has one entry, or one {HTML_V1} and one {JSON_V1}"));
-            }
-        }
-        if let Some(unserved) = listed_blobs.difference(&served_blobs).next() {
-            return bad(format!(
-                "blob {unserved} is listed in MANIFEST but served at no path"
-            ));
-        }
-
-        if let Some(text) = &self.allowed_signers {
-            let served = self
-                .doc
-                .served
-                .iter()
-                .find(|e| e.path == well_known::ALLOWED_SIGNERS)
-                .and_then(|e| self.blobs.get(&e.sha256));
-            if served.as_deref() != Some(text.as_bytes()) {
-                return bad(format!(
-                    "allowed_signers differs from the blob served at {}",
-                    well_known::ALLOWED_SIGNERS
-                ));
-            }
         }
         Ok(())
     }

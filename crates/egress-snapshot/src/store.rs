@@ -66,14 +66,14 @@
 //! also confines itself (Landlock) to reading beneath the snapshot directory
 //! where the kernel allows it.
 
+use crate::consistency::check_structure;
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
-use crate::{is_servable_path, well_known, ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
+use crate::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
-use egress_simple::{HTML_V1, JSON_V1};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -531,101 +531,6 @@ impl StoredSnapshot {
     fn verdicts(&self) -> MutexGuard<'_, HashMap<Sha256Digest, Verdict>> {
         self.verdicts.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// The consistency rules of [`Snapshot::check`](crate::Snapshot::check)
-/// that do not need blob bytes; keep the two in step. Returns the listed
-/// blob digests.
-fn check_structure(
-    manifest: &Manifest,
-    manifest_bytes: &[u8],
-    doc: &SnapshotDoc,
-    allowed_signers: Option<&str>,
-) -> Result<HashSet<Sha256Digest>, SnapshotError> {
-    let bad = |why: String| Err(SnapshotError::Inconsistent(why));
-    if manifest_bytes != manifest.render().as_bytes() {
-        return bad("MANIFEST bytes are not the rendering of the parsed MANIFEST".into());
-    }
-    let mut listed = HashSet::new();
-    for (path, digest) in manifest.entries() {
-        if path == SNAPSHOT_JSON {
-            continue;
-        }
-        // The only files ever opened under the root are these blob paths
-        // (and the fixed evidence files), whatever MANIFEST says.
-        if path != blob_path(&digest) {
-            return bad(format!(
-                "MANIFEST entry {path:?} is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"
-            ));
-        }
-        listed.insert(digest);
-    }
-
-    let mut by_path: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut served = HashSet::new();
-    for e in &doc.served {
-        if !is_servable_path(&e.path) {
-            return bad(format!(
-                "served path {:?} is not an origin-form path without query or fragment",
-                e.path
-            ));
-        }
-        if [
-            well_known::MANIFEST,
-            well_known::SIGNATURE,
-            well_known::SNAPSHOT_JSON,
-        ]
-        .contains(&e.path.as_str())
-        {
-            return bad(format!(
-                "served path {:?} would shadow the snapshot's own evidence",
-                e.path
-            ));
-        }
-        let ct_ok = e.content_type.contains('/')
-            && e.content_type.bytes().all(|b| (0x21..=0x7e).contains(&b));
-        if !ct_ok {
-            return bad(format!(
-                "content type {:?} of {:?} is not a bare media type",
-                e.content_type, e.path
-            ));
-        }
-        if !listed.contains(&e.sha256) {
-            return bad(format!(
-                "{:?} is served from blob {} which MANIFEST does not list",
-                e.path, e.sha256
-            ));
-        }
-        served.insert(e.sha256);
-        by_path.entry(&e.path).or_default().push(&e.content_type);
-    }
-    for (path, types) in &by_path {
-        let negotiated = types.len() == 2
-            && types.iter().any(|t| t.eq_ignore_ascii_case(HTML_V1))
-            && types.iter().any(|t| t.eq_ignore_ascii_case(JSON_V1));
-        if types.len() != 1 && !negotiated {
-            return bad(format!("served path {path:?} has entries {types:?}; a path has one entry, or one {HTML_V1} and one {JSON_V1}"));
-        }
-    }
-    if let Some(unserved) = listed.difference(&served).next() {
-        return bad(format!(
-            "blob {unserved} is listed in MANIFEST but served at no path"
-        ));
-    }
-    if let Some(text) = allowed_signers {
-        let served = doc
-            .served
-            .iter()
-            .find(|e| e.path == well_known::ALLOWED_SIGNERS)
-            .map(|e| e.sha256);
-        if served != Some(Sha256Digest::of(text.as_bytes())) {
-            return bad(format!(
-                "allowed_signers differs from the blob served at {}",
-                well_known::ALLOWED_SIGNERS
-            ));
-        }
-    }
-    Ok(listed)
 }
 
 /// Opens a file for reading without following a symlink at its last
