@@ -144,6 +144,14 @@ impl Handler for Mutant {
                     None => Reply::Response(self.inner(req)),
                 }
             }
+            "P1.upstream-no-digest" if path == "/simple/ec-no-digest/" => ok(
+                "<!DOCTYPE html><html><body><a href=\"/nd/ec_no_digest-1.0.0-py3-none-any.whl\">ec_no_digest-1.0.0-py3-none-any.whl</a></body></html>",
+            ),
+            "P1.upstream-bad-digest" if path == "/simple/ec-bad-digest/" => {
+                let zeros = "0".repeat(64);
+                ok(&format!("<!DOCTYPE html><html><body><a href=\"/bd/ec_bad_digest-1.0.0-py3-none-any.whl#sha256={zeros}\">ec_bad_digest-1.0.0-py3-none-any.whl</a></body></html>"))
+            }
+            "P1.upstream-bad-digest" if path.starts_with("/bd/") => ok("PK\u{3}\u{4} bytes that are not what the page says"),
             "P2.absent-page" if path == "/simple/ec-upstream-only/" => {
                 let zeros = "0".repeat(64);
                 ok(&format!("<!DOCTYPE html><html><body><a href=\"/files/{zeros}/ec_upstream_only-1.0.0-py3-none-any.whl#sha256={zeros}\">ec_upstream_only-1.0.0-py3-none-any.whl</a></body></html>"))
@@ -356,6 +364,8 @@ mutants! {
     p1_bytes_match: "P1.bytes-match" => "P1.bytes-match";
     p1_altered_digest: "P1.altered-digest" => "P1.altered-digest";
     p1_name_version_path: "P1.name-version-path" => "P1.name-version-path";
+    p1_upstream_no_digest: "P1.upstream-no-digest" => "P1.upstream-no-digest";
+    p1_upstream_bad_digest: "P1.upstream-bad-digest" => "P1.upstream-bad-digest";
     p2_absent_page: "P2.absent-page" => "P2.absent-page";
     p2_absent_file: "P2.absent-file" => "P2.absent-file";
     p2_upstream_contact: "P2.upstream-contact" => "P2.upstream-contact";

@@ -372,6 +372,8 @@ impl Upstream for Canary {
             upstream_only_paths,
             tripwire: name(TRIPWIRE),
             template: name(TEMPLATE),
+            no_digest: Some(name(NO_DIGEST)),
+            bad_digest: Some(name(BAD_DIGEST)),
         }
     }
 

@@ -21,6 +21,12 @@ pub struct UpstreamPlan {
     pub tripwire: ProjectName,
     /// The project whose metadata carries template expressions.
     pub template: ProjectName,
+    /// A project the upstream lists with no digest on its file links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_digest: Option<ProjectName>,
+    /// A project the upstream lists with a sha256 its bytes do not have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_digest: Option<ProjectName>,
 }
 
 /// An upstream the suite controls: it sees every request the target makes

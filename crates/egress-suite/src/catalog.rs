@@ -98,6 +98,18 @@ pub const CATALOG: &[SubProbe] = &[
         p1::judge_name_version,
     ),
     sp(
+        "P1.upstream-no-digest",
+        "P1",
+        "a project the upstream lists without digests is not passed on",
+        p1::judge_no_digest,
+    ),
+    sp(
+        "P1.upstream-bad-digest",
+        "P1",
+        "bytes that contradict the upstream's listed digest are not passed on",
+        p1::judge_bad_digest,
+    ),
+    sp(
         "P2.absent-page",
         "P2",
         "a project absent from the snapshot has no page",

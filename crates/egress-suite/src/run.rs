@@ -119,12 +119,14 @@ pub fn run(target: Target) -> Report {
     // Redirects are looked for first, while caches are cold: a pull-through
     // cache hands the client to its upstream on a slow first fetch.
     records.push(record("P3.offsite-redirect", p3::collect_offsite(&c, &f)));
-    let ordered: [(&str, Collect); 21] = [
+    let ordered: [(&str, Collect); 23] = [
         ("P1.html-hashes", p1::collect_page_html),
         ("P1.json-hashes", p1::collect_page_json),
         ("P1.bytes-match", p1::collect_bytes_match),
         ("P1.altered-digest", p1::collect_altered),
         ("P1.name-version-path", p1::collect_name_version),
+        ("P1.upstream-no-digest", p1::collect_no_digest),
+        ("P1.upstream-bad-digest", p1::collect_bad_digest),
         ("P2.absent-page", p2::collect_page),
         ("P2.absent-file", p2::collect_file),
         ("P3.absolute-form", p3::collect_absolute_form),

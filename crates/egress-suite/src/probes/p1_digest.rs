@@ -5,9 +5,9 @@
 use crate::classify::{classify, Answer};
 use crate::collect::{Collector, Evidence};
 use crate::facts::{final_of, find, label, success_body, Facts, ListedFile};
-use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, STRICT};
+use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Judge, Verdict, STRICT};
 use crate::probes::controls::{self, control_file};
-use egress_model::{DistFilename, ProbeRecord, Sha256Digest, Status};
+use egress_model::{DistFilename, ProbeRecord, ProjectName, Sha256Digest, Status};
 
 /// At most this many files of the present project are fetched and checked.
 pub const MAX_FILES: usize = 16;
@@ -337,4 +337,133 @@ pub fn collect_name_version(c: &Collector, f: &Facts) -> Evidence {
 
 pub fn judge_name_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.file", STRICT)
+}
+
+const UPSTREAM_PAGE: &str = "upstream-listed project's page";
+const UPSTREAM_FILE: &str = "upstream-listed project's file";
+
+/// With a controlled upstream: the target's page (and, if served, the files)
+/// of a project the upstream lists with broken digests. A mirror may refuse
+/// the project (it is not in the snapshot); what it may never do is pass
+/// the broken listing on.
+fn collect_upstream_listed(c: &Collector, project: Option<ProjectName>, window: &str) -> Evidence {
+    let mut ev = Evidence::default();
+    let Some(name) = project else { return ev };
+    let Ok(url) = c.plan.project_url(&name) else {
+        return ev;
+    };
+    c.window(window, &mut ev, |ev| {
+        let page = c.get(UPSTREAM_PAGE, &url, Some(egress_simple::HTML_LEGACY));
+        let files: Vec<_> = success_body(&page)
+            .and_then(|b| egress_simple::parse_project_html(b).ok())
+            .map(|p| p.files)
+            .unwrap_or_default();
+        ev.push(page);
+        for f in files.iter().take(4) {
+            if let Ok(u) = url.join(&f.url) {
+                c.get_following(ev, &format!("{UPSTREAM_FILE}: {}", f.filename), &u, None);
+            }
+        }
+    });
+    ev
+}
+
+pub fn collect_no_digest(c: &Collector, _f: &Facts) -> Evidence {
+    let name = c.plan.upstream.as_ref().and_then(|u| u.no_digest.clone());
+    collect_upstream_listed(c, name, "P1.upstream-no-digest")
+}
+
+pub fn collect_bad_digest(c: &Collector, _f: &Facts) -> Evidence {
+    let name = c.plan.upstream.as_ref().and_then(|u| u.bad_digest.clone());
+    collect_upstream_listed(c, name, "P1.upstream-bad-digest")
+}
+
+/// The page the target served for the upstream-listed project, if any.
+fn served_upstream_page(rec: &ProbeRecord) -> Result<Option<egress_simple::ProjectPage>, Verdict> {
+    let Some(ex) = find(rec, UPSTREAM_PAGE) else {
+        return Err(inconclusive("the project's page was not requested"));
+    };
+    match ex.response.as_ref() {
+        Some(r) if r.is_success() => {
+            match success_body(ex).map(egress_simple::parse_project_html) {
+                Some(Ok(page)) => Ok(Some(page)),
+                _ => Err(inconclusive(format!(
+                    "the page was answered but not whole or not a project page: {}",
+                    ex.summary()
+                ))),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+pub fn judge_no_digest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    let Some(name) = j.plan.upstream.as_ref().and_then(|u| u.no_digest.clone()) else {
+        return skipped(
+            "the upstream is not controlled, so no project with an undigested listing is known",
+        );
+    };
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    match served_upstream_page(rec) {
+        Err(v) => v,
+        Ok(None) => pass(format!("{name}, listed upstream without digests, is not served")),
+        Ok(Some(page)) => match page.files.iter().find(|f| !valid_sha256(f.hashes.get("sha256"))) {
+            Some(f) => fail(format!("{name}: the target lists {} with no sha256, as its upstream does: a name and version resolve to bytes no client can verify", f.filename)),
+            None if page.files.is_empty() => pass(format!("{name} is served as an empty page")),
+            None => pass(format!("{name} is served, and every file link carries a sha256 the upstream did not give")),
+        },
+    }
+}
+
+pub fn judge_bad_digest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    let Some(name) = j.plan.upstream.as_ref().and_then(|u| u.bad_digest.clone()) else {
+        return skipped(
+            "the upstream is not controlled, so no project with a wrong digest is known",
+        );
+    };
+    if let Some(v) = j.require("C.project-html") {
+        return v;
+    }
+    let page = match served_upstream_page(rec) {
+        Err(v) => return v,
+        Ok(None) => {
+            return pass(format!(
+                "{name}, listed upstream with a wrong sha256, is not served"
+            ))
+        }
+        Ok(Some(page)) => page,
+    };
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    for f in &page.files {
+        let Some(ex) = final_of(rec, &format!("{UPSTREAM_FILE}: {}", f.filename)) else {
+            continue;
+        };
+        if matches!(classify(&origin, ex), Answer::RedirectOffOrigin(_)) {
+            continue;
+        }
+        let Some(r) = ex
+            .response
+            .as_ref()
+            .filter(|r| r.is_success() && r.body_end == egress_model::BodyEnd::Complete)
+        else {
+            continue;
+        };
+        let listed = f
+            .hashes
+            .get("sha256")
+            .and_then(|h| Sha256Digest::from_hex(h).ok());
+        if listed != Some(r.body_sha256) {
+            return fail(format!(
+                "{name}: the target serves {} ({} bytes) whose sha256 is not the one it lists: bytes that do not match their digest are passed on",
+                f.filename, r.body_len
+            ));
+        }
+    }
+    pass(format!(
+        "{name}: listed, but no byte that contradicts the listed sha256 was served"
+    ))
 }
