@@ -7,12 +7,17 @@
 //! test, which may be hostile: they never execute anything, never trust a size
 //! they have not bounded, and answer every malformed input with an error.
 
+pub mod npm;
 mod sdist;
 mod wheel;
 
 use egress_model::{ProjectName, Sha256Digest, Version};
 use std::fmt;
 
+pub use npm::{
+    build_npm_tarball, is_valid_npm_name, npm_tarball_filename, sri_sha512, NpmPackageSpec,
+    NpmTarball,
+};
 pub use sdist::{build_sdist, read_sdist_pkg_info, MAX_SDIST_UNPACKED};
 pub use wheel::{build_wheel, read_wheel_metadata};
 

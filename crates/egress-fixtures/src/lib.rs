@@ -17,6 +17,7 @@
 
 pub mod canary;
 pub mod hostile;
+pub mod npm_canary;
 pub mod proxy;
 
 pub use canary::Canary;
