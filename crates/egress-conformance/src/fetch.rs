@@ -31,6 +31,9 @@ pub enum FetchError {
         expected: Sha256Digest,
         actual: Sha256Digest,
     },
+    /// The file's bytes do not match the lock's sha512 integrity (npm);
+    /// both as `sha512-<base64>`.
+    IntegrityMismatch { expected: String, actual: String },
     /// The index answered, and the answer means no (404, a bad page).
     Refused(String),
     /// Could not get an answer, even after retries.
@@ -157,12 +160,37 @@ pub fn project_page(
     }
 }
 
+/// The digest a download must match before it counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// A PyPI lock's sha256.
+    Sha256(Sha256Digest),
+    /// An npm lock's integrity, `sha512-<base64>`.
+    Sri512(String),
+}
+
+impl Expect {
+    /// A name for the partial file of a download of `url`: one per digest
+    /// (PyPI digests are unique per build), or per URL and integrity (two
+    /// npm packages may be locked with the same bytes).
+    pub fn part_name(&self, url: &Url) -> String {
+        match self {
+            Self::Sha256(d) => format!("{}.part", d.to_hex()),
+            Self::Sri512(sri) => format!(
+                "npm-{}.part",
+                Sha256Digest::of(format!("{url} {sri}").as_bytes()).to_hex()
+            ),
+        }
+    }
+}
+
 /// One file to download.
 #[derive(Debug, Clone)]
 pub struct FileJob {
     pub filename: String,
     pub url: Url,
-    pub sha256: Sha256Digest,
+    /// What the bytes must hash to.
+    pub expect: Expect,
     /// As the index announced it; used only to spot a stale partial file.
     pub size: Option<u64>,
 }
@@ -221,7 +249,7 @@ impl BodySink for PartSink<'_> {
 }
 
 /// Downloads `job` into `part` (resuming what is already there) and returns
-/// the bytes once they hash to `job.sha256`. A partial file left by an
+/// the bytes once they hash to `job.expect`. A partial file left by an
 /// earlier run may hold other bytes; if the result does not match after
 /// resuming, the file is fetched once more from the start before the
 /// mismatch counts.
@@ -312,10 +340,25 @@ pub fn download(
         }
         let bytes = fs::read(part)
             .map_err(|e| FetchError::Failed(format!("cannot read {}: {e}", part.display())))?;
-        let actual = Sha256Digest::of(&bytes);
-        if actual == job.sha256 {
+        let mismatch = match &job.expect {
+            Expect::Sha256(expected) => {
+                let actual = Sha256Digest::of(&bytes);
+                (actual != *expected).then_some(FetchError::Mismatch {
+                    expected: *expected,
+                    actual,
+                })
+            }
+            Expect::Sri512(expected) => {
+                let actual = egress_artifacts::sri_sha512(&bytes);
+                (actual != *expected).then(|| FetchError::IntegrityMismatch {
+                    expected: expected.clone(),
+                    actual,
+                })
+            }
+        };
+        let Some(mismatch) = mismatch else {
             return Ok(bytes);
-        }
+        };
         if spliced && !restarted_after_mismatch {
             restarted_after_mismatch = true;
             let _ = fs::remove_file(part);
@@ -327,10 +370,7 @@ pub fn download(
             ));
             continue;
         }
-        return Err(FetchError::Mismatch {
-            expected: job.sha256,
-            actual,
-        });
+        return Err(mismatch);
     }
 }
 
@@ -367,7 +407,7 @@ mod tests {
         FileJob {
             filename: "x-1.0.tar.gz".into(),
             url: url.clone(),
-            sha256: Sha256Digest::of(body),
+            expect: Expect::Sha256(Sha256Digest::of(body)),
             size: Some(body.len() as u64),
         }
     }

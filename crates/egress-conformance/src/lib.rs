@@ -11,6 +11,7 @@ pub mod output;
 mod pool;
 mod progress;
 pub mod snapshot_build;
+mod snapshot_npm;
 pub mod snapshot_verify;
 pub mod testbed;
 pub mod verify;

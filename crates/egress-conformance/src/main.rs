@@ -65,7 +65,7 @@ enum KeyCommand {
 enum SnapshotCommand {
     /// Fetch every file the lockfiles pin, verify each against its hash,
     /// and write a signed snapshot; any mismatch writes nothing (exit 6).
-    Build(snapshot_build::BuildArgs),
+    Build(Box<snapshot_build::BuildArgs>),
     /// Check a snapshot directory: MANIFEST, SNAPSHOT.json, the signature
     /// and every blob, naming every problem (exit 1).
     Verify(snapshot_verify::VerifyArgs),
@@ -117,7 +117,7 @@ fn main() -> ExitCode {
         }) => keygen::generate(args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Build(args),
-        }) => snapshot_build::main(args),
+        }) => snapshot_build::main(*args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
         }) => snapshot_verify::main(args),

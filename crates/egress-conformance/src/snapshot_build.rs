@@ -3,7 +3,8 @@
 //! Every file that enters the snapshot is either a local file given with
 //! `--dist` or a download whose bytes hash to a digest a lockfile pins.
 //! Nothing is built or run (P4): wheels are read as zip files for their
-//! METADATA, sdists stay opaque. Any disagreement between the index and the
+//! METADATA, sdists stay opaque. npm tarballs pinned by a package-lock.json
+//! are verified against its sha512 integrity (see `snapshot_npm`). Any disagreement between the index and the
 //! locks refuses the whole snapshot, and then nothing is written at `--out`.
 
 use crate::fetch::{self, FetchError, FileJob};
@@ -59,6 +60,16 @@ pub struct BuildArgs {
     /// DIR/rewritten/uv.lock, whose file URLs point at the mirror.
     #[arg(long, value_name = "URL", requires = "uv_lock")]
     pub mirror_url: Option<String>,
+    /// An npm package-lock.json (lockfile version 2 or 3): every tarball it
+    /// pins is fetched from its `resolved` URL, verified against its sha512
+    /// integrity, and served with pre-rendered packuments.
+    #[arg(long, value_name = "FILE")]
+    pub npm_lock: Option<PathBuf>,
+    /// The mirror's absolute base URL as npm clients will reach it, e.g.
+    /// http://127.0.0.1:8080/; required with --npm-lock, because npm needs
+    /// absolute tarball URLs in packuments.
+    #[arg(long, value_name = "URL")]
+    pub npm_registry_url: Option<String>,
     /// PEM file of CA certificates to trust for an https index.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
@@ -209,10 +220,30 @@ fn listed_sha256(entry: &egress_simple::FileEntry) -> Option<Sha256Digest> {
 }
 
 pub fn main(args: BuildArgs) -> Result<u8, Failure> {
-    if args.requirements.is_empty() && args.uv_lock.is_none() && args.dist.is_empty() {
+    if args.requirements.is_empty()
+        && args.uv_lock.is_none()
+        && args.dist.is_empty()
+        && args.npm_lock.is_none()
+    {
         return Err(Failure::usage(
-            "give at least one of --requirements, --uv-lock or --dist",
+            "give at least one of --requirements, --uv-lock, --dist or --npm-lock",
         ));
+    }
+    // Checked by the builder's own rules before anything is downloaded.
+    let mut builder = SnapshotBuilder::new(INDEX_PATH);
+    match (&args.npm_lock, &args.npm_registry_url) {
+        (Some(_), None) => {
+            return Err(Failure::usage(
+                "--npm-lock needs --npm-registry-url URL, the mirror's base URL as npm will reach it (npm requires absolute tarball URLs in packuments)",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(Failure::usage("--npm-registry-url is only used with --npm-lock"))
+        }
+        (Some(_), Some(url)) => builder
+            .npm_registry_url(url)
+            .map_err(|e| Failure::usage(format!("--npm-registry-url: {e}")))?,
+        (None, None) => {}
     }
     if args.jobs == 0 || args.jobs > 64 {
         return Err(Failure::usage("--jobs: give a number between 1 and 64"));
@@ -276,6 +307,15 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
         );
         add_source(&mut sources, "uv.lock", path, digest);
         uv_lock_text = Some((path.display().to_string(), text));
+    }
+    let mut npm_lock = None;
+    if let Some(path) = &args.npm_lock {
+        let (text, digest) = read_input("--npm-lock", path)?;
+        npm_lock = Some(
+            egress_lock::parse_package_lock(&path.display().to_string(), &text)
+                .map_err(lock_error)?,
+        );
+        add_source(&mut sources, "package-lock.json", path, digest);
     }
     let mut wanted: BTreeMap<Sha256Digest, Wanted> = BTreeMap::new();
     for lock in &locks {
@@ -341,10 +381,18 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
     }
 
     let work = work_dir(&args.out)?;
-    let result = fetch_all(&args, &index, &wanted, &by_project, &work);
+    let result = fetch_all(&args, &index, &wanted, &by_project, &work).and_then(|fetched| {
+        let npm = match &npm_lock {
+            Some(lock) => {
+                crate::snapshot_npm::fetch_npm(lock, args.jobs, args.cacert.as_deref(), &work)?
+            }
+            None => Vec::new(),
+        };
+        Ok((fetched, npm))
+    });
     // The partial files are only worth keeping for an interrupted run.
     let _ = fs::remove_dir_all(&work);
-    let fetched = result?;
+    let (fetched, npm_fetched) = result?;
     let downloaded = fetched.len();
     for (filename, s) in fetched {
         if let Some(old) = staged.get(&filename) {
@@ -357,9 +405,8 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
         staged.insert(filename, s);
     }
 
-    let mut builder = SnapshotBuilder::new(INDEX_PATH);
     let mut filenames: BTreeMap<Sha256Digest, String> = BTreeMap::new();
-    let files = staged.len();
+    let files = staged.len() + npm_lock.as_ref().map_or(0, |l| l.pins.len());
     let mut bytes_total = 0u64;
     for (filename, s) in staged {
         let digest = Sha256Digest::of(&s.bytes);
@@ -367,6 +414,26 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
         filenames.insert(digest, filename.clone());
         builder
             .add_dist_with(&filename, s.bytes, s.yanked, s.upload_time)
+            .map_err(|e| Failure::input(e.to_string()))?;
+    }
+    let npm_files = npm_fetched.len();
+    for t in npm_fetched {
+        bytes_total += t.bytes.len() as u64;
+        let meta = egress_snapshot::NpmVersionMeta {
+            dependencies: t.pin.dependencies.clone(),
+            optional_dependencies: t.pin.optional_dependencies.clone(),
+            peer_dependencies: t.pin.peer_dependencies.clone(),
+            has_install_script: t.pin.has_install_script,
+        };
+        builder
+            .add_npm_tarball_with(
+                &t.pin.name,
+                &t.pin.version,
+                &t.filename,
+                t.bytes,
+                &t.pin.sri(),
+                meta,
+            )
             .map_err(|e| Failure::input(e.to_string()))?;
     }
     for (name, digest) in sources {
@@ -396,9 +463,10 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::input(e.to_string()))?;
     snapshot.write_dir(&args.out).map_err(snapshot_failure)?;
     println!(
-        "snapshot {} written to {}: {files} files ({downloaded} downloaded), {}, signed by {principal} ({})",
+        "snapshot {} written to {}: {files} files ({} downloaded), {}, signed by {principal} ({})",
         snapshot.id(),
         args.out.display(),
+        downloaded + npm_files,
         human(bytes_total),
         key.public().fingerprint()
     );
@@ -490,7 +558,7 @@ fn fetch_all(
                 FileJob {
                     filename: entry.filename.clone(),
                     url,
-                    sha256: *d,
+                    expect: fetch::Expect::Sha256(*d),
                     size: entry.size,
                 },
                 entry.yanked.clone(),
@@ -526,7 +594,7 @@ fn fetch_all(
             return None;
         }
         let client = &clients[&job.url.origin()];
-        let part = work.join(format!("{}.part", job.sha256.to_hex()));
+        let part = work.join(job.expect.part_name(&job.url));
         let r = fetch::download(client, job, &part, &progress);
         match &r {
             Ok(bytes) => {
@@ -574,12 +642,15 @@ fn fetch_all(
     }
 }
 
-fn fetch_failure(e: FetchError) -> Failure {
+pub(crate) fn fetch_failure(e: FetchError) -> Failure {
     match e {
         FetchError::Refused(m) => refused(m),
         FetchError::Failed(m) => Failure::internal(format!("cannot fetch {m}")),
         FetchError::Mismatch { expected, actual } => {
             refused(format!("expected sha256 {expected}, got {actual}"))
+        }
+        FetchError::IntegrityMismatch { expected, actual } => {
+            refused(format!("expected integrity {expected}, got {actual}"))
         }
     }
 }

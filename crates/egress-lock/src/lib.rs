@@ -4,7 +4,9 @@
 //!
 //! - pip's hashed requirements, as `pip-compile --generate-hashes` and
 //!   `uv pip compile --generate-hashes` write them ([`parse_requirements`]);
-//! - `uv.lock`, version 1 ([`parse_uv_lock`]).
+//! - `uv.lock`, version 1 ([`parse_uv_lock`]);
+//! - npm's `package-lock.json`, versions 2 and 3 ([`parse_package_lock`]),
+//!   pinned by sha512 integrity.
 //!
 //! Every pin is an exact `name==version` with at least one sha256: a
 //! requirement that would let an index choose the bytes (no hash, a range, a
@@ -18,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+mod npmlock;
 mod requirements;
 mod rewrite;
 mod uvlock;
@@ -25,6 +28,7 @@ mod uvlock;
 use egress_model::{ProjectName, Sha256Digest, Version};
 use std::fmt;
 
+pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;
 pub use rewrite::rewrite_uv_lock;
 pub use uvlock::parse_uv_lock;

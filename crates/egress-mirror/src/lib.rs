@@ -12,7 +12,10 @@
 //!   bytes); on disk through the open file handle before it is served, and
 //!   again whenever the file changes (see [`StoredSnapshot`]). A blob that
 //!   fails is a 500 and a log line naming it, never a 200 with other bytes.
-//!   Files live at `/files/<sha256>/<name>` and every page carries hashes.
+//!   Files live at `/files/<sha256>/<name>` and every page carries hashes;
+//!   npm tarballs at `/<name>/-/<file>`, each listed with its sha512
+//!   `dist.integrity` in pre-rendered packuments (full or abbreviated by
+//!   `Accept`, scoped names as `/@scope%2fname` and `/@scope/name`).
 //! - P2 replay only: this crate has no HTTP client and no upstream setting;
 //!   nothing outside the snapshot exists to be served.
 //! - P3 no path passthrough: only origin-form targets; the path (query
@@ -33,7 +36,9 @@ use egress_model::Sha256Digest;
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
 #[cfg(unix)]
 use egress_snapshot::StoredSnapshot;
-use egress_snapshot::{well_known, ServedEntry, Snapshot, FILES_PREFIX, TEXT_PLAIN};
+use egress_snapshot::{
+    well_known, ServedEntry, Snapshot, FILES_PREFIX, NPM_ABBREVIATED, NPM_JSON, TEXT_PLAIN,
+};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
@@ -83,6 +88,12 @@ enum Route {
     Negotiated {
         html: Rep,
         json: Rep,
+    },
+    /// An npm packument, full and abbreviated; the full one unless the
+    /// client prefers the abbreviated one (see [`prefers_abbreviated`]).
+    Packument {
+        full: Rep,
+        abbreviated: Rep,
     },
 }
 
@@ -164,16 +175,23 @@ fn build_routes(
         let route = match reps.len() {
             1 => reps.pop().map(Route::One),
             2 => {
-                let html = reps
-                    .iter()
-                    .position(|r| r.content_type.eq_ignore_ascii_case(HTML_V1));
-                let json = reps
-                    .iter()
-                    .position(|r| r.content_type.eq_ignore_ascii_case(JSON_V1));
-                match (html, json) {
-                    (Some(h), Some(j)) => Some(Route::Negotiated {
+                let find = |ct: &str| {
+                    reps.iter()
+                        .position(|r| r.content_type.eq_ignore_ascii_case(ct))
+                };
+                match (
+                    find(HTML_V1),
+                    find(JSON_V1),
+                    find(NPM_JSON),
+                    find(NPM_ABBREVIATED),
+                ) {
+                    (Some(h), Some(j), _, _) => Some(Route::Negotiated {
                         html: reps[h].clone(),
                         json: reps[j].clone(),
+                    }),
+                    (_, _, Some(f), Some(a)) => Some(Route::Packument {
+                        full: reps[f].clone(),
+                        abbreviated: reps[a].clone(),
                     }),
                     _ => None,
                 }
@@ -354,6 +372,13 @@ impl Mirror {
                     return (resp, None);
                 }
             },
+            Route::Packument { full, abbreviated } => {
+                if prefers_abbreviated(joined(req, "Accept").as_deref()) {
+                    (abbreviated, abbreviated.content_type.as_str(), true)
+                } else {
+                    (full, full.content_type.as_str(), true)
+                }
+            }
         };
         // Verified before any 2xx or 3xx: a blob that fails verification is
         // never answered as if it were fine, not even with a 304.
@@ -477,6 +502,35 @@ fn cache_control(path: &str) -> &'static str {
     }
 }
 
+/// Whether an `Accept` header asks for the abbreviated npm packument: it
+/// names [`NPM_ABBREVIATED`] with a q above 0 and at least the q that
+/// `application/json` gets (by name, else through `application/*` or
+/// `*/*`). npm sends `application/vnd.npm.install-v1+json; q=1.0,
+/// application/json; q=0.8, */*`. Anything else, including no header, gets
+/// the full packument: a registry answers every client.
+fn prefers_abbreviated(accept: Option<&str>) -> bool {
+    let Some(accept) = accept else {
+        return false;
+    };
+    let (mut corgi, mut json, mut wildcard) = (None, None, None::<f32>);
+    for item in accept.split(',') {
+        let mut parts = item.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q=").or(p.trim().strip_prefix("Q=")))
+            .find_map(|v| v.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match media.as_str() {
+            NPM_ABBREVIATED => corgi = Some(corgi.map_or(q, |c: f32| c.max(q))),
+            NPM_JSON => json = Some(json.map_or(q, |j: f32| j.max(q))),
+            "application/*" | "*/*" => wildcard = Some(wildcard.map_or(q, |w| w.max(q))),
+            _ => {}
+        }
+    }
+    let json = json.or(wildcard).unwrap_or(0.0);
+    corgi.is_some_and(|c| c > 0.0 && c >= json)
+}
+
 /// All fields with this name joined with ", " (RFC 9110 §5.3), or `None`.
 fn joined(req: &Request, name: &str) -> Option<String> {
     let values: Vec<&str> = req.headers_named(name).collect();
@@ -505,6 +559,35 @@ mod tests {
         assert!(etag_matches("*", tag));
         assert!(!etag_matches("\"sha256:ac\"", tag));
         assert!(!etag_matches("sha256:ab", tag));
+    }
+
+    #[test]
+    fn npm_negotiation() {
+        for (accept, corgi) in [
+            (None, false),
+            (Some("*/*"), false),
+            (Some("application/json"), false),
+            (
+                Some("application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"),
+                true,
+            ),
+            (Some("application/vnd.npm.install-v1+json"), true),
+            (Some("application/vnd.npm.install-v1+json;q=0"), false),
+            (
+                Some("application/vnd.npm.install-v1+json;q=0.5, application/json"),
+                false,
+            ),
+            (
+                Some("application/json;q=0.5, application/vnd.npm.install-v1+json"),
+                true,
+            ),
+            (
+                Some("Application/Vnd.Npm.Install-V1+Json; q=0.9, */*;q=0.1"),
+                true,
+            ),
+        ] {
+            assert_eq!(prefers_abbreviated(accept), corgi, "{accept:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::error::SnapshotError;
 use crate::manifest::{
     blob_path, Manifest, ServedEntry, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
 };
+use crate::npm::{self, NpmDist, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
 use crate::{well_known, BlobStore, Snapshot};
 use egress_model::{DistFilename, DistKind, ProjectName, Sha256Digest, Version};
 use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
@@ -46,6 +47,10 @@ pub struct SnapshotBuilder {
     filenames: BTreeSet<String>,
     sources: BTreeMap<String, Sha256Digest>,
     blobs: BlobStore,
+    /// npm packages by name.
+    npm: BTreeMap<String, Vec<NpmDist>>,
+    /// The mirror's base URL for npm tarball links, without a trailing `/`.
+    npm_registry: Option<String>,
 }
 
 impl SnapshotBuilder {
@@ -58,7 +63,104 @@ impl SnapshotBuilder {
             filenames: BTreeSet::new(),
             sources: BTreeMap::new(),
             blobs: BlobStore::new(),
+            npm: BTreeMap::new(),
+            npm_registry: None,
         }
+    }
+
+    /// The mirror's absolute base URL (`http://host:port/` or with a path
+    /// prefix), which every packument's `dist.tarball` starts with: npm
+    /// needs absolute tarball URLs. Required once an npm tarball is added.
+    pub fn npm_registry_url(&mut self, url: &str) -> Result<(), SnapshotError> {
+        let bad = |why: &str| Err(SnapshotError::Npm(format!("registry URL {url:?}: {why}")));
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return bad("give an absolute http:// or https:// URL");
+        };
+        if scheme != "http" && scheme != "https" {
+            return bad("give an absolute http:// or https:// URL");
+        }
+        let safe = rest
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && !b"?#@\\\"<>{}|^`".contains(&b));
+        if rest.is_empty() || rest.starts_with('/') || !safe {
+            return bad("a host, an optional port and path, no query, fragment or credentials");
+        }
+        self.npm_registry = Some(url.trim_end_matches('/').to_string());
+        Ok(())
+    }
+
+    /// Adds an npm tarball. `integrity` is the sha512 SRI the lock gives
+    /// (`sha512-<base64>`); the bytes must match it or nothing is added.
+    /// `filename` is the tarball's name below `/<name>/-/`.
+    pub fn add_npm_tarball(
+        &mut self,
+        name: &str,
+        version: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        integrity: &str,
+    ) -> Result<(), SnapshotError> {
+        self.add_npm_tarball_with(
+            name,
+            version,
+            filename,
+            bytes,
+            integrity,
+            NpmVersionMeta::default(),
+        )
+    }
+
+    /// [`SnapshotBuilder::add_npm_tarball`] with the dependencies and flags
+    /// the packuments list for the version.
+    pub fn add_npm_tarball_with(
+        &mut self,
+        name: &str,
+        version: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        integrity: &str,
+        meta: NpmVersionMeta,
+    ) -> Result<(), SnapshotError> {
+        let bad = |why: String| Err(SnapshotError::Npm(format!("{name}@{version}: {why}")));
+        if !npm::is_safe_name(name) {
+            return bad("not a package name this mirror can serve".into());
+        }
+        if !npm::is_safe_version(version) {
+            return bad("not a semver version".into());
+        }
+        let filename_ok = filename.len() <= 255
+            && filename.ends_with(".tgz")
+            && !filename.starts_with('.')
+            && filename
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._+~-".contains(&b));
+        if !filename_ok {
+            return bad(format!(
+                "tarball filename {filename:?} is not <letters, digits, . _ + ~ ->.tgz"
+            ));
+        }
+        let actual = egress_artifacts::sri_sha512(&bytes);
+        if actual != integrity {
+            return bad(format!(
+                "the tarball's integrity is {actual}, not {integrity}"
+            ));
+        }
+        let dists = self.npm.entry(name.to_string()).or_default();
+        if dists
+            .iter()
+            .any(|d| d.version == version || d.filename == filename)
+        {
+            return bad("added twice".into());
+        }
+        let sha256 = self.blobs.insert(bytes);
+        dists.push(NpmDist {
+            version: version.to_string(),
+            filename: filename.to_string(),
+            sha256,
+            integrity: integrity.to_string(),
+            meta,
+        });
+        Ok(())
     }
 
     /// Adds a wheel or sdist. Name and version come from the filename. For a
@@ -256,6 +358,27 @@ impl SnapshotBuilder {
         serve(self.index_path.clone(), HTML_V1, html);
         serve(self.index_path.clone(), JSON_V1, json);
 
+        if !self.npm.is_empty() {
+            let Some(registry) = self.npm_registry.as_deref() else {
+                return Err(SnapshotError::Npm(
+                    "npm tarballs were added but no registry URL: packuments need absolute tarball URLs".into(),
+                ));
+            };
+            for (name, dists) in &mut self.npm {
+                dists.sort_by(|a, b| npm::semver_cmp(&a.version, &b.version));
+                for d in dists.iter() {
+                    serve(npm::tarball_path(name, &d.filename), OCTET_STREAM, d.sha256);
+                }
+                let [full, abbreviated] = npm::render_packuments(name, dists, registry);
+                let full = blobs.insert(full);
+                let abbreviated = blobs.insert(abbreviated);
+                for path in npm::packument_paths(name) {
+                    serve(path.clone(), NPM_JSON, full);
+                    serve(path, NPM_ABBREVIATED, abbreviated);
+                }
+            }
+        }
+
         let allowed_signers = key.map(|k| {
             format!(
                 "{}\n",
@@ -437,6 +560,70 @@ mod tests {
             egress_simple::parse_project_json(&snap.blobs.get(&json.sha256).unwrap()).unwrap();
         assert_eq!(page.files[0].upload_time.as_deref(), Some(time));
         assert_eq!(page.files[0].yanked.as_deref(), Some("bad"));
+    }
+
+    #[test]
+    fn npm_tarballs_get_packuments_beside_pypi() {
+        use egress_artifacts::{build_npm_tarball, NpmPackageSpec};
+        let t = |name: &str, v: &str| build_npm_tarball(&NpmPackageSpec::new(name, v, "d", "x"));
+        let mut b = SnapshotBuilder::new("/simple/");
+        let (a1, a2, s1) = (t("a", "1.0.0"), t("a", "1.10.0"), t("@s/n", "1.0.0"));
+        for (name, v, tb) in [
+            ("a", "1.10.0", &a2),
+            ("a", "1.0.0", &a1),
+            ("@s/n", "1.0.0", &s1),
+        ] {
+            b.add_npm_tarball(name, v, &tb.filename, tb.bytes.clone(), &tb.integrity)
+                .unwrap();
+        }
+        // Bytes that do not match their integrity never enter.
+        let e = b
+            .clone()
+            .add_npm_tarball("b", "1.0.0", "b-1.0.0.tgz", b"x".to_vec(), &a1.integrity)
+            .unwrap_err();
+        assert!(e.to_string().contains("integrity"), "{e}");
+        assert!(b
+            .clone()
+            .add_npm_tarball("a", "1.0.0", "a-1.0.0.tgz", a1.bytes.clone(), &a1.integrity)
+            .is_err());
+        assert!(b
+            .clone()
+            .add_npm_tarball("a/b", "1.0.0", "b.tgz", a1.bytes.clone(), &a1.integrity)
+            .is_err());
+        let e = b
+            .clone()
+            .build("2026-01-01T00:00:00Z", None, "p")
+            .unwrap_err();
+        assert!(e.to_string().contains("registry URL"), "{e}");
+        assert!(b.clone().npm_registry_url("ftp://x/").is_err());
+        assert!(b.clone().npm_registry_url("http://x/?q").is_err());
+        b.npm_registry_url("http://127.0.0.1:8/").unwrap();
+        let snap = b.build("2026-01-01T00:00:00Z", None, "p").unwrap();
+        assert!(snap.doc.lookup("/simple/", JSON_V1).is_some());
+        let doc = |path: &str, ct: &str| -> serde_json::Value {
+            let e = snap.doc.lookup(path, ct).unwrap();
+            serde_json::from_slice(&snap.blobs.get(&e.sha256).unwrap()).unwrap()
+        };
+        let full = doc("/a", NPM_JSON);
+        assert_eq!(full["dist-tags"]["latest"], "1.10.0");
+        assert_eq!(full["versions"].as_object().unwrap().len(), 2);
+        assert_eq!(full["versions"]["1.0.0"]["dist"]["integrity"], a1.integrity);
+        assert_eq!(
+            full["versions"]["1.0.0"]["dist"]["tarball"],
+            "http://127.0.0.1:8/a/-/a-1.0.0.tgz"
+        );
+        let corgi = doc("/@s%2fn", NPM_ABBREVIATED);
+        assert_eq!(
+            corgi["versions"]["1.0.0"]["dist"]["tarball"],
+            "http://127.0.0.1:8/@s/n/-/n-1.0.0.tgz"
+        );
+        assert_eq!(doc("/@s/n", NPM_ABBREVIATED), corgi);
+        assert!(doc("/@s/n", NPM_JSON)["_id"] == "@s/n");
+        let tgz = snap
+            .doc
+            .lookup("/@s/n/-/n-1.0.0.tgz", OCTET_STREAM)
+            .unwrap();
+        assert_eq!(&*snap.blobs.get(&tgz.sha256).unwrap(), &s1.bytes[..]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use crate::error::SnapshotError;
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::npm::{NPM_ABBREVIATED, NPM_JSON};
 use crate::{is_servable_path, well_known};
 use egress_model::Sha256Digest;
 use egress_simple::{HTML_V1, JSON_V1};
@@ -77,11 +78,14 @@ pub(crate) fn check_structure(
         by_path.entry(&e.path).or_default().push(&e.content_type);
     }
     for (path, types) in &by_path {
-        let negotiated = types.len() == 2
-            && types.iter().any(|t| t.eq_ignore_ascii_case(HTML_V1))
-            && types.iter().any(|t| t.eq_ignore_ascii_case(JSON_V1));
+        let pair = |a: &str, b: &str| {
+            types.len() == 2
+                && types.iter().any(|t| t.eq_ignore_ascii_case(a))
+                && types.iter().any(|t| t.eq_ignore_ascii_case(b))
+        };
+        let negotiated = pair(HTML_V1, JSON_V1) || pair(NPM_JSON, NPM_ABBREVIATED);
         if types.len() != 1 && !negotiated {
-            return bad(format!("served path {path:?} has entries {types:?}; a path has one entry, or one {HTML_V1} and one {JSON_V1}"));
+            return bad(format!("served path {path:?} has entries {types:?}; a path has one entry, one {HTML_V1} and one {JSON_V1}, or one {NPM_JSON} and one {NPM_ABBREVIATED}"));
         }
     }
     if let Some(unserved) = listed.difference(&served).next() {

@@ -30,6 +30,9 @@ pub enum SnapshotError {
     },
     /// The index path given to the builder is not `/seg/.../`.
     IndexPath(String),
+    /// npm content handed to the builder cannot be served safely (bad name
+    /// or version, integrity that does not match, no registry URL).
+    Npm(String),
     /// A filesystem operation failed.
     Io {
         action: &'static str,
@@ -117,6 +120,7 @@ impl fmt::Display for SnapshotError {
                 f,
                 "wheel {filename:?} has METADATA {field} {found:?}, which does not match its filename; the wheel is mislabelled, drop it"
             ),
+            Self::Npm(m) => write!(f, "npm: {m}"),
             Self::IndexPath(p) => write!(
                 f,
                 "index path {p:?} must start and end with '/' and hold only letters, digits, '-', '_' and '.' between them (e.g. \"/simple/\")"

@@ -19,6 +19,7 @@ mod consistency;
 mod dir;
 mod error;
 pub mod manifest;
+pub mod npm;
 mod snapshot;
 #[cfg(unix)]
 mod store;
@@ -28,6 +29,7 @@ pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
 pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
+pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
 pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS, SMALL_BLOB_MAX};

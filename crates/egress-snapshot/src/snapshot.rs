@@ -53,7 +53,8 @@ impl Snapshot {
     /// - every other `MANIFEST` entry is `blobs/sha256/<its own digest>` and
     ///   that blob is in the store (whose bytes match by construction);
     /// - every served entry has a safe, unique path and content type, a path
-    ///   has one entry or exactly an HTML and a JSON one (negotiated), no
+    ///   has one entry, or exactly an HTML and a JSON one (PEP 691), or
+    ///   exactly a full and an abbreviated npm packument (negotiated), no
     ///   entry shadows the evidence documents, and its blob is listed;
     /// - every listed blob is served somewhere (nothing unaccounted for);
     /// - `allowed_signers`, if present, is the blob served at its well-known

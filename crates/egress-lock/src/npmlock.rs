@@ -1,0 +1,313 @@
+//! `package-lock.json`, lockfile versions 2 and 3 (npm >= 7).
+//!
+//! Only the `packages` map is read. Every entry below `node_modules/`
+//! (nested ones too) is a pin: name, version, the `resolved` tarball URL
+//! (http or https) and the sha512 of its `integrity`. The root entry `""`,
+//! workspace links (`link: true`) and bundled dependencies (`inBundle: true`,
+//! which arrive inside their parent's tarball) are not pins. An entry without
+//! an integrity, or with only a weaker one (sha1), is an error: a snapshot
+//! built from it would bind a name to bytes nobody vouched for (P1).
+
+use crate::LockError;
+use egress_model::base64;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// One locked npm package version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpmPin {
+    /// `name` or `@scope/name`: the registry name (an alias's real name).
+    pub name: String,
+    pub version: String,
+    /// The absolute `resolved` tarball URL, http or https.
+    pub resolved: String,
+    /// The lock's `integrity` value as written (possibly several hashes).
+    pub integrity: String,
+    /// The sha512 the `integrity` names.
+    pub sha512: [u8; 64],
+    /// The lock's `packages` key of the first entry with this pin.
+    pub key: String,
+    /// Dependency ranges of the entry, as the lock records them.
+    pub dependencies: BTreeMap<String, String>,
+    pub optional_dependencies: BTreeMap<String, String>,
+    pub peer_dependencies: BTreeMap<String, String>,
+    /// The lock's `hasInstallScript`.
+    pub has_install_script: bool,
+}
+
+impl NpmPin {
+    /// `sha512-<base64>`: the single integrity a registry serves.
+    pub fn sri(&self) -> String {
+        format!("sha512-{}", base64::encode(&self.sha512))
+    }
+}
+
+/// A parsed `package-lock.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpmLock {
+    /// The file name used in messages.
+    pub file: String,
+    pub lockfile_version: u64,
+    /// One per distinct name and version, sorted by name then version text.
+    pub pins: Vec<NpmPin>,
+}
+
+/// The package name a `packages` key installs: what follows the last
+/// `node_modules/`.
+fn name_from_key(key: &str) -> Option<&str> {
+    let at = key.rfind("node_modules/")?;
+    let name = &key[at + "node_modules/".len()..];
+    (!name.is_empty()).then_some(name)
+}
+
+/// Parses an SRI `integrity` (space-separated `algo-base64[?opts]`) and
+/// returns its sha512, or why there is none.
+pub fn sha512_of_integrity(integrity: &str) -> Result<[u8; 64], String> {
+    let mut algos = Vec::new();
+    for token in integrity.split_ascii_whitespace() {
+        let token = token.split('?').next().unwrap_or_default();
+        let Some((algo, b64)) = token.split_once('-') else {
+            return Err(format!("integrity {integrity:?} is not an SRI string"));
+        };
+        if algo.eq_ignore_ascii_case("sha512") {
+            let bytes = base64::decode(b64)
+                .ok_or_else(|| format!("integrity {integrity:?}: malformed base64"))?;
+            return bytes
+                .try_into()
+                .map_err(|_| format!("integrity {integrity:?}: a sha512 has 64 bytes"));
+        }
+        algos.push(algo.to_string());
+    }
+    if algos.is_empty() {
+        return Err("the integrity is empty".into());
+    }
+    Err(format!(
+        "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
+        algos.join(", ")
+    ))
+}
+
+fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, String> {
+    entry
+        .get(field)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Parses a `package-lock.json` (or `npm-shrinkwrap.json`), versions 2 and 3.
+pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> {
+    let err = |m: String| LockError::new(file, 0, m);
+    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+    let version = doc
+        .get("lockfileVersion")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| err("no lockfileVersion: not a package-lock.json".into()))?;
+    match version {
+        1 => {
+            return Err(err(
+                "lockfileVersion 1 is not supported; run npm install with npm >= 7".into(),
+            ))
+        }
+        2 | 3 => {}
+        v => {
+            return Err(err(format!(
+                "lockfileVersion {v} is not supported (2 and 3 are)"
+            )))
+        }
+    }
+    let packages = doc
+        .get("packages")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("no \"packages\" map".into()))?;
+
+    let mut pins: BTreeMap<(String, String), NpmPin> = BTreeMap::new();
+    for (key, entry) in packages {
+        if key.is_empty() {
+            continue;
+        }
+        let Some(entry) = entry.as_object() else {
+            return Err(err(format!("packages[{key:?}] is not an object")));
+        };
+        let flag = |f: &str| entry.get(f).and_then(Value::as_bool) == Some(true);
+        if flag("link") || flag("inBundle") {
+            continue;
+        }
+        let Some(key_name) = name_from_key(key) else {
+            // A workspace member's own directory; its dependencies are
+            // entries of their own.
+            continue;
+        };
+        let name = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(key_name)
+            .to_string();
+        let what = format!("package {key:?} ({name})");
+        let version = entry
+            .get("version")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(format!("{} has no version", what)))?
+            .to_string();
+        let resolved = entry
+            .get("resolved")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                err(format!(
+                    "{}@{version} has no resolved URL; only registry tarballs can enter a snapshot",
+                    what
+                ))
+            })?
+            .to_string();
+        let scheme_ok = resolved.split_once("://").is_some_and(|(s, _)| {
+            s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https")
+        });
+        if !scheme_ok {
+            return Err(err(format!(
+                "{}@{version}: resolved {resolved:?} is not an http or https URL; only registry tarballs can enter a snapshot",
+                what
+            )));
+        }
+        let integrity = entry
+            .get("integrity")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                err(format!(
+                    "{}@{version} has no integrity; refusing to bind it to unverified bytes (regenerate the lock with npm >= 7)",
+                    what
+                ))
+            })?
+            .to_string();
+        let sha512 =
+            sha512_of_integrity(&integrity).map_err(|m| err(format!("{}@{version}: {m}", what)))?;
+        let pin = NpmPin {
+            name: name.clone(),
+            version: version.clone(),
+            resolved,
+            integrity,
+            sha512,
+            key: key.clone(),
+            dependencies: string_map(entry, "dependencies"),
+            optional_dependencies: string_map(entry, "optionalDependencies"),
+            peer_dependencies: string_map(entry, "peerDependencies"),
+            has_install_script: flag("hasInstallScript"),
+        };
+        match pins.get(&(name.clone(), version.clone())) {
+            Some(old) if old.sha512 != pin.sha512 => {
+                return Err(err(format!(
+                "{name}@{version} is locked with two different integrities, at {:?} and {key:?}",
+                old.key
+            )))
+            }
+            Some(_) => {}
+            None => {
+                pins.insert((name, version), pin);
+            }
+        }
+    }
+    Ok(NpmLock {
+        file: file.to_string(),
+        lockfile_version: version,
+        pins: pins.into_values().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sri(byte: u8) -> String {
+        format!("sha512-{}", base64::encode(&[byte; 64]))
+    }
+
+    fn lock(version: u64, packages: Value) -> String {
+        serde_json::json!({
+            "name": "p", "version": "1.0.0", "lockfileVersion": version,
+            "requires": true, "packages": packages,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn v2_and_v3_with_nested_scoped_links_and_bundles() {
+        for v in [2, 3] {
+            let text = lock(
+                v,
+                serde_json::json!({
+                    "": { "name": "p", "dependencies": { "a": "^1" } },
+                    "node_modules/a": { "version": "1.0.0", "resolved": "https://registry.npmjs.org/a/-/a-1.0.0.tgz", "integrity": sri(1), "dependencies": { "b": "^2" } },
+                    "node_modules/a/node_modules/b": { "version": "2.0.0", "resolved": "https://registry.npmjs.org/b/-/b-2.0.0.tgz", "integrity": format!("{} sha1-AAAA", sri(2)) },
+                    "node_modules/b": { "version": "2.0.0", "resolved": "https://registry.npmjs.org/b/-/b-2.0.0.tgz", "integrity": sri(2) },
+                    "node_modules/@s/c": { "version": "3.0.0", "resolved": "http://127.0.0.1:9/@s/c/-/c-3.0.0.tgz", "integrity": sri(3), "hasInstallScript": true },
+                    "node_modules/w": { "resolved": "packages/w", "link": true },
+                    "node_modules/a/node_modules/bundled": { "version": "1.0.0", "inBundle": true },
+                }),
+            );
+            let l = parse_package_lock("package-lock.json", &text).unwrap();
+            let names: Vec<_> = l
+                .pins
+                .iter()
+                .map(|p| format!("{}@{}", p.name, p.version))
+                .collect();
+            assert_eq!(names, ["@s/c@3.0.0", "a@1.0.0", "b@2.0.0"]);
+            assert_eq!(l.pins[0].sha512, [3; 64]);
+            assert!(l.pins[0].has_install_script);
+            assert_eq!(l.pins[1].dependencies["b"], "^2");
+            assert_eq!(l.pins[2].sri(), sri(2));
+        }
+    }
+
+    #[test]
+    fn refusals() {
+        let entry = |e: Value| lock(3, serde_json::json!({ "node_modules/x": e }));
+        let e = parse_package_lock(
+            "package-lock.json",
+            &entry(
+                serde_json::json!({ "version": "1.0.0", "resolved": "https://r/x/-/x-1.0.0.tgz" }),
+            ),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("package-lock.json: "), "{e}");
+        assert!(
+            e.contains("\"node_modules/x\" (x)@1.0.0 has no integrity"),
+            "{e}"
+        );
+        let e = parse_package_lock(
+            "l",
+            &entry(serde_json::json!({ "version": "1.0.0", "resolved": "https://r/x/-/x-1.0.0.tgz", "integrity": "sha1-AAAA" })),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("has no sha512 (only sha1)"), "{e}");
+        let e = parse_package_lock(
+            "l",
+            &entry(serde_json::json!({ "version": "1.0.0", "resolved": "git+ssh://h/x.git", "integrity": sri(1) })),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not an http or https URL"), "{e}");
+        let e = parse_package_lock("l", &lock(1, serde_json::json!({})))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "l: lockfileVersion 1 is not supported; run npm install with npm >= 7"
+        );
+        let two = lock(
+            3,
+            serde_json::json!({
+                "node_modules/x": { "version": "1.0.0", "resolved": "https://r/x.tgz", "integrity": sri(1) },
+                "node_modules/y/node_modules/x": { "version": "1.0.0", "resolved": "https://r/x.tgz", "integrity": sri(2) },
+            }),
+        );
+        assert!(parse_package_lock("l", &two)
+            .unwrap_err()
+            .to_string()
+            .contains("two different integrities"));
+    }
+}
