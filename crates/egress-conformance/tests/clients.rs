@@ -6,14 +6,12 @@
 
 use egress_fixtures::canary::Canary;
 use egress_model::Sha256Digest;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+
+use common::{mirror_bin, ok, run, s, tmpdir, workspace, MirrorProcess};
 
 /// The pinned clients; set up by scripts/setup-clients (scripts/test runs it).
 fn clients() -> PathBuf {
@@ -28,22 +26,9 @@ fn clients() -> PathBuf {
     dir
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("egress-clients-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
+/// Runs `egress-conformance`, which must exit 0.
 fn conformance(args: &[&str]) -> Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
-        .args(args)
-        .output()
-        .expect("egress-conformance");
+    let o = run(args);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -70,80 +55,11 @@ fn client(program: &Path) -> Command {
     c
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// The real `egress-mirror` binary, with its request log collected.
-struct MirrorProcess {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl MirrorProcess {
-    fn start(snap: &Path, listen: &str) -> Self {
-        let bin = workspace()
-            .join("target")
-            .join(if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            })
-            .join("egress-mirror");
-        assert!(
-            bin.is_file(),
-            "{} is not built (cargo builds it with the workspace)",
-            bin.display()
-        );
-        let mut child = Command::new(bin)
-            .args([s(snap), "--listen", listen, "--log-requests"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start egress-mirror");
-        // The start-up line (with the address) is on stdout; request and
-        // verification logs are on stderr.
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.contains("serving snapshot") {
-                    if let Some(at) = line.rsplit(" at ").next() {
-                        let _ = tx.send(at.trim_end_matches('/').to_string());
-                    }
-                }
-            }
-        });
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("log").push(line);
-            }
-        });
-        let base = rx
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("egress-mirror printed its address");
-        Self { child, base, log }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.log.lock().expect("log").clone()
-    }
-}
-
-impl Drop for MirrorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The pinned pip's `install --isolated --no-cache-dir`, for more arguments.
+fn pip_install() -> Command {
+    let mut c = client(&clients().join("bin/pip"));
+    c.args(["install", "--isolated", "--no-cache-dir"]);
+    c
 }
 
 fn free_port() -> u16 {
@@ -203,15 +119,12 @@ const WHEEL: &str = "ec_present-1.0.0-py3-none-any.whl";
 
 #[test]
 fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
-    let dir = tmpdir("pip");
+    let dir = tmpdir("egress-clients-pip");
     let snap = snapshot_from_canary(&dir, present_requirements);
     let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
     let target = dir.join("site");
-    let o = client(&clients().join("bin/pip"))
+    let o = pip_install()
         .args([
-            "install",
-            "--isolated",
-            "--no-cache-dir",
             "--disable-pip-version-check",
             "--index-url",
             &format!("{}/simple/", mirror.base),
@@ -241,11 +154,8 @@ fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
 
     // The resolver uses PEP 658 metadata: a dry run resolves an unpinned
     // requirement from the `.metadata` files alone, downloading no wheel.
-    let o = client(&clients().join("bin/pip"))
+    let o = pip_install()
         .args([
-            "install",
-            "--isolated",
-            "--no-cache-dir",
             "--disable-pip-version-check",
             "--dry-run",
             "--ignore-installed",
@@ -303,7 +213,7 @@ fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
 
 #[test]
 fn uv_installs_from_the_mirror() {
-    let dir = tmpdir("uv");
+    let dir = tmpdir("egress-clients-uv");
     let snap = snapshot_from_canary(&dir, present_requirements);
     let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
     let target = dir.join("site");
@@ -336,7 +246,7 @@ fn uv_installs_from_the_mirror() {
 
 #[test]
 fn a_tampered_snapshot_is_refused() {
-    let dir = tmpdir("tamper");
+    let dir = tmpdir("egress-clients-tamper");
     let snap = snapshot_from_canary(&dir, present_requirements);
     // Flip a byte of the wheel's blob on disk.
     let manifest = std::fs::read_to_string(snap.join("MANIFEST")).expect("manifest");
@@ -351,11 +261,8 @@ fn a_tampered_snapshot_is_refused() {
     bytes[last] ^= 1;
     std::fs::write(&blob, &bytes).expect("write");
     let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
-    let o = client(&clients().join("bin/pip"))
+    let o = pip_install()
         .args([
-            "install",
-            "--isolated",
-            "--no-cache-dir",
             "--index-url",
             &format!("{}/simple/", mirror.base),
             "--require-hashes",
@@ -386,15 +293,7 @@ fn a_tampered_snapshot_is_refused() {
     let mut m = std::fs::read(snap.join("MANIFEST")).expect("manifest");
     m[0] = if m[0] == b'0' { b'1' } else { b'0' };
     std::fs::write(snap.join("MANIFEST"), &m).expect("write");
-    let bin = workspace()
-        .join("target")
-        .join(if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        })
-        .join("egress-mirror");
-    let o = Command::new(bin)
+    let o = Command::new(mirror_bin())
         .args([s(&snap), "--listen", "127.0.0.1:0"])
         .output()
         .expect("mirror");
@@ -411,7 +310,7 @@ fn a_tampered_snapshot_is_refused() {
 fn a_yanked_file_is_skipped_by_ranges_and_installed_when_pinned() {
     // The builder carries PEP 592 yanked status into every page it renders.
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("yanked");
+    let dir = tmpdir("egress-clients-yanked");
     let mut b = egress_snapshot::SnapshotBuilder::new("/simple/");
     for (_, d) in canary.dists(false) {
         let yanked =
@@ -427,11 +326,8 @@ fn a_yanked_file_is_skipped_by_ranges_and_installed_when_pinned() {
         .expect("write");
     let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
     let pip = |spec: &str, target: &str| {
-        client(&clients().join("bin/pip"))
+        pip_install()
             .args([
-                "install",
-                "--isolated",
-                "--no-cache-dir",
                 "--no-deps",
                 "--index-url",
                 &format!("{}/simple/", mirror.base),
@@ -465,7 +361,7 @@ fn a_yanked_file_is_skipped_by_ranges_and_installed_when_pinned() {
 
 #[test]
 fn uv_sync_frozen_uses_the_rewritten_lock_against_the_mirror() {
-    let dir = tmpdir("uvsync");
+    let dir = tmpdir("egress-clients-uvsync");
     let uv = clients().join("bin/uv");
     let python = clients().join("bin/python");
     let canary = Canary::start().expect("canary");

@@ -8,47 +8,18 @@
 
 use egress_fixtures::npm_canary::{self, NpmCanary};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("egress-npm-clients-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
+use common::{ok, run, s, tmpdir, MirrorProcess};
 
 fn npm_available() -> bool {
     Command::new("npm")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-fn conformance(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
-        .args(args)
-        .output()
-        .expect("egress-conformance")
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 /// npm with nothing from this machine's environment or npmrc files, a
@@ -80,72 +51,6 @@ fn installed_version(project: &Path, name: &str) -> Option<String> {
     let path = project.join("node_modules").join(name).join("package.json");
     let doc: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     doc["version"].as_str().map(str::to_string)
-}
-
-/// The real `egress-mirror` binary, with its request log collected.
-struct MirrorProcess {
-    child: Child,
-    /// `http://127.0.0.1:PORT`
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl MirrorProcess {
-    fn start(snap: &Path, listen: &str) -> Self {
-        let bin = workspace()
-            .join("target")
-            .join(if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            })
-            .join("egress-mirror");
-        assert!(bin.is_file(), "{} is not built", bin.display());
-        let mut child = Command::new(bin)
-            .args([s(snap), "--listen", listen, "--log-requests"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start egress-mirror");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.contains("serving snapshot") {
-                    if let Some(at) = line.rsplit(" at ").next() {
-                        let _ = tx.send(at.trim_end_matches('/').to_string());
-                    }
-                }
-            }
-        });
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("log").push(line);
-            }
-        });
-        let Ok(base) = rx.recv_timeout(std::time::Duration::from_secs(10)) else {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            panic!(
-                "egress-mirror did not start: {:#?}",
-                log.lock().expect("log")
-            );
-        };
-        Self { child, base, log }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.log.lock().expect("log").clone()
-    }
-}
-
-impl Drop for MirrorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A project depending on ec-present@1.1.0 and @ec/scoped@1.0.0, its
@@ -182,12 +87,9 @@ fn locked_project(dir: &Path, canary: &NpmCanary) -> PathBuf {
 fn build(dir: &Path, lock: &Path, registry: &str, out: &Path) -> Output {
     let key = dir.join("signing-key");
     if !key.exists() {
-        ok(
-            &conformance(&["key", "generate", "--out", s(&key)]),
-            "key generate",
-        );
+        ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
     }
-    conformance(&[
+    run(&[
         "snapshot",
         "build",
         "--npm-lock",
@@ -226,7 +128,7 @@ fn npm_ci_and_npm_install_from_the_mirror_offline() {
         npm_available(),
         "npm is not installed (Debian: apt-get install nodejs npm)"
     );
-    let dir = tmpdir("ci");
+    let dir = tmpdir("egress-npm-clients-ci");
     let canary = NpmCanary::start().expect("canary");
     let port = port_of(&canary);
     let registry = format!("http://127.0.0.1:{port}/");
@@ -343,7 +245,7 @@ fn a_tampered_tarball_is_not_served_and_npm_ci_fails() {
         npm_available(),
         "npm is not installed (Debian: apt-get install nodejs npm)"
     );
-    let dir = tmpdir("tamper");
+    let dir = tmpdir("egress-npm-clients-tamper");
     let canary = NpmCanary::start().expect("canary");
     let port = port_of(&canary);
     let registry = format!("http://127.0.0.1:{port}/");
@@ -399,7 +301,7 @@ fn bad_locks_are_refused_at_build_time_and_nothing_is_written() {
         npm_available(),
         "npm is not installed (Debian: apt-get install nodejs npm)"
     );
-    let dir = tmpdir("bad-lock");
+    let dir = tmpdir("egress-npm-clients-bad-lock");
     let canary = NpmCanary::start().expect("canary");
     let registry = canary.registry_url();
     let project = locked_project(&dir, &canary);
@@ -444,7 +346,7 @@ fn bad_locks_are_refused_at_build_time_and_nothing_is_written() {
     assert!(!out.exists());
 
     // --npm-lock without --npm-registry-url is a usage error.
-    let o = conformance(&[
+    let o = run(&[
         "snapshot",
         "build",
         "--npm-lock",
@@ -466,7 +368,7 @@ fn pypi_and_npm_side_by_side_in_one_snapshot() {
         npm_available(),
         "npm is not installed (Debian: apt-get install nodejs npm)"
     );
-    let dir = tmpdir("both");
+    let dir = tmpdir("egress-npm-clients-both");
     let npm_canary = NpmCanary::start().expect("npm canary");
     let project = locked_project(&dir, &npm_canary);
     let pypi = egress_fixtures::Canary::start().expect("canary");
@@ -479,12 +381,9 @@ fn pypi_and_npm_side_by_side_in_one_snapshot() {
     let req = dir.join("requirements.txt");
     std::fs::write(&req, format!("ec-present==1.0.0 --hash=sha256:{wheel}\n")).expect("write");
     let key = dir.join("signing-key");
-    ok(
-        &conformance(&["key", "generate", "--out", s(&key)]),
-        "key generate",
-    );
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
     let snap = dir.join("snap");
-    let o = conformance(&[
+    let o = run(&[
         "snapshot",
         "build",
         "--requirements",
@@ -530,7 +429,7 @@ fn pypi_and_npm_side_by_side_in_one_snapshot() {
         .expect("sources")
         .keys()
         .any(|k| k == "package-lock.json:package-lock.json"));
-    let o = conformance(&[
+    let o = run(&[
         "snapshot",
         "verify",
         s(&snap),

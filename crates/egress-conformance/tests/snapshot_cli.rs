@@ -7,26 +7,12 @@ use egress_model::{ProjectName, Sha256Digest};
 use egress_snapshot::{Snapshot, SnapshotDoc};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
-        .args(args)
-        .output()
-        .expect("run the binary")
-}
+mod common;
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("egress-snapcli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
+use common::{run, s, tmpdir};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -96,7 +82,7 @@ fn assert_nothing_at(out: &Path) {
 
 #[test]
 fn key_generate_writes_openssh_files_and_never_overwrites() {
-    let dir = tmpdir("key");
+    let dir = tmpdir("egress-snapcli-key");
     let key = dir.join("signing-key");
     let o = run(&[
         "key",
@@ -148,7 +134,7 @@ fn key_generate_writes_openssh_files_and_never_overwrites() {
 #[test]
 fn build_from_requirements_verify_serve_and_check() {
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("build");
+    let dir = tmpdir("egress-snapcli-build");
     let (key, signers) = keygen(&dir, "key");
     let reqs = dir.join("requirements.txt");
     std::fs::write(&reqs, requirements_for(&canary)).expect("write");
@@ -239,7 +225,7 @@ fn build_from_requirements_verify_serve_and_check() {
 #[test]
 fn local_dists_need_no_index_and_are_recorded() {
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("dist");
+    let dir = tmpdir("egress-snapcli-dist");
     let (key, _) = keygen(&dir, "key");
     let dists = dir.join("dists");
     std::fs::create_dir_all(&dists).expect("mkdir");
@@ -285,7 +271,7 @@ fn local_dists_need_no_index_and_are_recorded() {
 #[test]
 fn bad_inputs_to_build() {
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("badbuild");
+    let dir = tmpdir("egress-snapcli-badbuild");
     let (key, _) = keygen(&dir, "key");
     let out = dir.join("snap");
     let index = canary.index_url();
@@ -429,7 +415,7 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn verify_names_every_problem() {
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("verify");
+    let dir = tmpdir("egress-snapcli-verify");
     let (key, signers) = keygen(&dir, "key");
     let (_, other_signers) = keygen(&dir, "other");
     let reqs = dir.join("requirements.txt");
@@ -557,7 +543,7 @@ fn verify_names_every_problem() {
 #[test]
 fn uv_lock_build_and_rewrite_for_the_mirror() {
     let canary = Canary::start().expect("canary");
-    let dir = tmpdir("uvlock");
+    let dir = tmpdir("egress-snapcli-uvlock");
     let (key, _) = keygen(&dir, "key");
     // A uv.lock as uv writes it, for the canary's files at their canary URLs.
     let mut lock = String::from(

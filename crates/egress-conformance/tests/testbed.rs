@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+mod common;
+
+use common::tmpdir;
+
 /// Peer runs one at a time: two cores, and peers whose answers take time
 /// (devpi waits on the slow upstream file) must not be measured under
 /// each other's load.
@@ -18,13 +22,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("egress-testbed-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
 }
 
 fn conformance(args: &[&str]) -> std::process::Output {
@@ -77,7 +74,7 @@ fn reference_column_is_all_pass() {
 #[test]
 fn every_peer_runs_and_its_report_reverifies() {
     let _one = serial();
-    let dir = tmpdir("all");
+    let dir = tmpdir("egress-testbed-test-all");
     let d = dir.to_str().expect("utf-8");
     let o = conformance(&["testbed", "--out", d]);
     let out = text(&o);
@@ -291,7 +288,7 @@ fn a_fixture_peer_that_violates_one_predicate_is_caught() {
 fn a_peer_that_cannot_start_is_named_and_the_others_still_run() {
     let _one = serial();
     // A venv whose server exits at once, and one that is not installed.
-    let peers = tmpdir("broken");
+    let peers = tmpdir("egress-testbed-test-broken");
     let bin = peers.join("quits/bin");
     std::fs::create_dir_all(&bin).expect("mkdir");
     std::os::unix::fs::symlink(which_python(), bin.join("python")).expect("symlink");

@@ -6,9 +6,8 @@
 //! there). Its configuration comes from `testbed/bandersnatch.conf.template`.
 
 use egress_fixtures::canary::{self, Canary};
-use egress_model::{ProjectName, Sha256Digest, Upstream, UpstreamRequest, Url};
+use egress_model::{Sha256Digest, Upstream, UpstreamRequest, Url};
 use egress_simple::{parse_index_html, parse_project_html};
-use egress_transcript::{Client, Limits};
 use std::collections::BTreeSet;
 use std::fs;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -17,6 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{body, client, name, TempDir};
 
 const BANDERSNATCH_VERSION: &str = "6.8.0";
 /// The lab's projects: the allowlist in the configuration template.
@@ -137,29 +140,6 @@ fn bandersnatch() -> PathBuf {
 
 // ------------------------------------------------------------ running
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "egress-fixtures-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A mirror directory with its configuration, synced from `canary`.
 struct Mirror {
     tmp: TempDir,
     conf: PathBuf,
@@ -288,23 +268,6 @@ impl Drop for StaticServer {
 
 // ------------------------------------------------------------ checks
 
-fn name(s: &str) -> ProjectName {
-    ProjectName::new(s).unwrap()
-}
-
-fn client(base: &str) -> Client {
-    Client::new(Url::parse(base).unwrap(), Limits::default(), None).unwrap()
-}
-
-fn body(ex: &egress_model::Exchange) -> Vec<u8> {
-    let r = ex
-        .response
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", ex.summary()));
-    r.full_body().expect("complete body").to_vec()
-}
-
-/// The canary's current serial, from `/simple/`.
 fn canary_serial(canary: &Canary) -> u64 {
     let ex = client(&canary.base_url()).get("serial", "/simple/", None);
     ex.response

@@ -3,40 +3,16 @@
 
 use egress_fixtures::canary::{self, Canary};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, Url};
-use egress_simple::{parse_index_html, parse_index_json, parse_project_html, parse_project_json};
-use egress_transcript::{Client, Limits};
+use egress_simple::{parse_index_html, parse_index_json};
+use egress_transcript::Client;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const JSON: &str = "application/vnd.pypi.simple.v1+json";
+mod common;
 
-fn client(base: &str) -> Client {
-    Client::new(Url::parse(base).unwrap(), Limits::default(), None).unwrap()
-}
-
-fn body(ex: &egress_model::Exchange) -> Vec<u8> {
-    let r = ex
-        .response
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", ex.summary()));
-    r.full_body().expect("complete body").to_vec()
-}
-
-fn page(c: &Client, name: &str, accept: &str) -> egress_simple::ProjectPage {
-    let ex = c.get("page", &format!("/simple/{name}/"), Some(accept));
-    assert_eq!(ex.status(), Some(200), "{}", ex.summary());
-    if accept == JSON {
-        parse_project_json(&body(&ex)).unwrap()
-    } else {
-        parse_project_html(&body(&ex)).unwrap()
-    }
-}
-
-fn name(s: &str) -> ProjectName {
-    ProjectName::new(s).unwrap()
-}
+use common::{body, client, name, page, TempDir, JSON};
 
 #[test]
 fn pages_parse_and_listed_hashes_match_served_bytes() {
@@ -346,45 +322,8 @@ fn slow_file_is_delayed() {
 
 // ------------------------------------------------------------------ real pip
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "egress-fixtures-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn pip_download(index_url: &str, requirement: &str, dest: &PathBuf, extra: &[&str]) -> bool {
-    let out = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-cache-dir", "--index-url", index_url, "-d"])
-        .arg(dest)
-        .args(extra)
-        .arg(requirement)
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_NO_INPUT", "1")
-        .output()
-        .expect("python3 must be installed to run these tests");
+fn pip_download(index_url: &str, requirement: &str, dest: &Path, extra: &[&str]) -> bool {
+    let out = common::pip_download(index_url, requirement, dest, extra);
     if !out.status.success() {
         eprintln!(
             "pip failed:\n{}\n{}",

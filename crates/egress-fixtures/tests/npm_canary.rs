@@ -4,12 +4,16 @@
 
 use egress_fixtures::npm_canary::{self, NpmCanary, ABBREVIATED};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, Url, TEMPLATE_MARKERS};
-use egress_transcript::{Client, Limits, Request};
+use egress_transcript::{Client, Request};
 use serde_json::Value;
 use sha2::{Digest, Sha512};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod common;
+
+use common::{body, client};
 
 const ALL: [&str; 5] = [
     npm_canary::PRESENT,
@@ -18,18 +22,6 @@ const ALL: [&str; 5] = [
     npm_canary::TRIPWIRE,
     npm_canary::TEMPLATE,
 ];
-
-fn client(base: &str) -> Client {
-    Client::new(Url::parse(base).unwrap(), Limits::default(), None).unwrap()
-}
-
-fn body(ex: &egress_model::Exchange) -> Vec<u8> {
-    let r = ex
-        .response
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", ex.summary()));
-    r.full_body().expect("complete body").to_vec()
-}
 
 fn sri(bytes: &[u8]) -> String {
     format!(

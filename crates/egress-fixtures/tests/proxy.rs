@@ -4,13 +4,13 @@
 use egress_fixtures::canary::{self, Canary};
 use egress_fixtures::CachingProxy;
 use egress_model::{Exchange, Sha256Digest, Upstream, Url};
-use egress_simple::{parse_project_html, parse_project_json, ProjectPage};
 use egress_transcript::{Client, Limits, Request};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-const JSON: &str = "application/vnd.pypi.simple.v1+json";
+mod common;
+
+use common::{body, page, JSON};
 
 struct Setup {
     canary: Canary,
@@ -34,27 +34,6 @@ fn setup() -> Setup {
     }
 }
 
-fn body(ex: &Exchange) -> Vec<u8> {
-    let r = ex
-        .response
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", ex.summary()));
-    r.full_body().expect("complete body").to_vec()
-}
-
-fn page(c: &Client, name: &str, accept: &str) -> ProjectPage {
-    let ex = c.get("page", &format!("/simple/{name}/"), Some(accept));
-    assert_eq!(ex.status(), Some(200), "{}", ex.summary());
-    if accept == JSON {
-        parse_project_json(&body(&ex)).unwrap()
-    } else {
-        parse_project_html(&body(&ex)).unwrap()
-    }
-}
-
-/// GETs a file through the proxy. Under heavy load a fetch can exceed the
-/// proxy's 100 ms budget and get a redirect to upstream; that is the proxy
-/// working as designed, so retry a few times.
 fn get_file(c: &Client, path: &str) -> Exchange {
     for _ in 0..10 {
         let ex = c.get("file", path, None);
@@ -376,21 +355,7 @@ fn real_pip_downloads_through_the_proxy() {
     ));
     let _ = std::fs::remove_dir_all(&dest);
     std::fs::create_dir_all(&dest).unwrap();
-    let out = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-cache-dir", "--index-url", &s.proxy.index_url(), "-d"])
-        .arg(&dest)
-        .arg("ec-present==1.1.0")
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_NO_INPUT", "1")
-        .output()
-        .expect("python3 must be installed to run these tests");
+    let out = common::pip_download(&s.proxy.index_url(), "ec-present==1.1.0", &dest, &[]);
     let got: PathBuf = dest.join("ec_present-1.1.0-py3-none-any.whl");
     let ok = out.status.success() && got.exists();
     let _ = std::fs::remove_dir_all(&dest);

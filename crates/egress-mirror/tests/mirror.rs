@@ -1,56 +1,23 @@
 //! The reference mirror on a real socket: raw HTTP/1.1 requests for every
 //! rule, the real pip against it, and the binary's exit codes.
 
-use egress_artifacts::{
-    build_sdist, build_wheel, read_wheel_metadata, BuiltDist, SdistSpec, WheelSpec,
-};
+use egress_artifacts::{build_sdist, read_wheel_metadata, BuiltDist, SdistSpec};
 use egress_http::ServerHandle;
 use egress_model::{ProjectName, Sha256Digest, Version};
 use egress_signing::SigningKey;
 use egress_simple::{parse_project_html, parse_project_json, HTML_V1, JSON_V1};
 use egress_snapshot::{well_known, Snapshot, SnapshotBuilder};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "egress-mirror-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{pip, raw, request, Resp, TempDir};
 
 fn wheel(name: &str, version: &str) -> BuiltDist {
-    build_wheel(&WheelSpec {
-        name: ProjectName::new(name).unwrap(),
-        version: Version::new(version).unwrap(),
-        summary: format!("{name} {version}"),
-        description: "served by the reference mirror\n".into(),
-        requires_python: Some(">=3.7".into()),
-        files: vec![(
-            format!("{}/__init__.py", name.replace('-', "_")),
-            format!("VERSION = {version:?}\n").into_bytes(),
-        )],
-    })
+    common::wheel(name, version, "served by the reference mirror\n")
 }
 
 struct Fixture {
@@ -109,66 +76,6 @@ fn fixture() -> Fixture {
         present,
         server,
     }
-}
-
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Sends `request` verbatim and reads until the server closes.
-fn raw(addr: SocketAddr, request: &str) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let end = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head");
-    let head = String::from_utf8(buf[..end].to_vec()).unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .map(|l| {
-            let (n, v) = l.split_once(':').unwrap();
-            (n.to_string(), v.trim().to_string())
-        })
-        .collect();
-    Resp {
-        status,
-        headers,
-        body: buf[end + 4..].to_vec(),
-    }
-}
-
-fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> Resp {
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    raw(
-        addr,
-        &format!(
-            "{method} {target} HTTP/1.1\r\nHost: mirror.test\r\nConnection: close\r\n{extra}\r\n"
-        ),
-    )
 }
 
 fn get(addr: SocketAddr, target: &str, headers: &[&str]) -> Resp {
@@ -483,30 +390,6 @@ fn inconsistent_snapshots_are_not_served() {
 
 // ------------------------------------------------------------------ pip
 
-/// Runs pip with nothing but the mirror to look at: no configuration files,
-/// no `PIP_*` settings inherited from the machine (a `PIP_FIND_LINKS` would
-/// let pip find packages elsewhere), no cache.
-fn pip(args: &[&str], cwd: &Path) -> Output {
-    let mut cmd = Command::new("python3");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PIP_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.args(["-m", "pip"])
-        .args(args)
-        .args([
-            "--isolated",
-            "--disable-pip-version-check",
-            "--no-cache-dir",
-        ])
-        .current_dir(cwd)
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_NO_INPUT", "1")
-        .output()
-        .expect("python3 with pip must be installed to run these tests")
-}
-
 fn show(out: &Output) -> String {
     format!(
         "{}\n{}",
@@ -519,7 +402,7 @@ fn show(out: &Output) -> String {
 fn real_pip_downloads_and_checks_hashes() {
     let f = fixture();
     let index = format!("{}/simple/", f.server.base_url());
-    let tmp = TempDir::new("pip");
+    let tmp = TempDir::new("egress-mirror-pip");
     let cwd = &tmp.0;
 
     // Plain download: pip negotiates JSON, uses PEP 658 metadata, fetches the wheel.
@@ -645,7 +528,7 @@ fn binary_exit_codes_and_serving() {
     );
     assert_eq!(bin().arg("--help").output().unwrap().status.code(), Some(0));
 
-    let tmp = TempDir::new("bin");
+    let tmp = TempDir::new("egress-mirror-bin");
     let out = bin().arg(tmp.0.join("absent")).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
 

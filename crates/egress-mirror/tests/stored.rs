@@ -5,56 +5,26 @@
 
 #![cfg(unix)]
 
-use egress_artifacts::{build_wheel, BuiltDist, WheelSpec};
+use egress_artifacts::BuiltDist;
 use egress_http::{Body, Handler, Reply, Request, Server, ServerHandle};
 use egress_mirror::{LogSink, Mirror};
-use egress_model::{ProjectName, Sha256Digest, Version};
+use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
 use egress_snapshot::manifest::blob_path;
 use egress_snapshot::{well_known, Snapshot, SnapshotBuilder, StoredSnapshot};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "egress-mirror-stored-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{pip, request, Resp, TempDir};
 
 fn wheel(name: &str, version: &str) -> BuiltDist {
-    build_wheel(&WheelSpec {
-        name: ProjectName::new(name).unwrap(),
-        version: Version::new(version).unwrap(),
-        summary: format!("{name} {version}"),
-        description: "served from disk\n".into(),
-        requires_python: Some(">=3.7".into()),
-        files: vec![(
-            format!("{}/__init__.py", name.replace('-', "_")),
-            format!("VERSION = {version:?}\n").into_bytes(),
-        )],
-    })
+    common::wheel(name, version, "served from disk\n")
 }
 
 /// A signed snapshot with one wheel, written to `<tmp>/snap`.
@@ -68,7 +38,7 @@ fn written(tag: &str) -> (TempDir, PathBuf, Snapshot, BuiltDist) {
     let snapshot = b
         .build("2026-01-01T00:00:00Z", Some(&key), "mirror@egress.test")
         .unwrap();
-    let tmp = TempDir::new(tag);
+    let tmp = TempDir::new(&format!("egress-mirror-stored-{tag}"));
     let dir = tmp.0.join("snap");
     snapshot.write_dir(&dir).unwrap();
     (tmp, dir, snapshot, w)
@@ -104,51 +74,6 @@ fn serve_stored(dir: &Path, log: &Log) -> ServerHandle {
     let store = StoredSnapshot::open(dir).unwrap();
     let mirror = Mirror::from_store(Arc::new(store)).log_to(log.sink());
     Server::bind_loopback(mirror).unwrap()
-}
-
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One request with `Connection: close`; reads until the server closes.
-fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> Resp {
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: mirror.test\r\nConnection: close\r\n{extra}\r\n"
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8(buf[..end].to_vec()).unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap()[9..12].parse().unwrap();
-    let headers = lines
-        .map(|l| {
-            let (n, v) = l.split_once(':').unwrap();
-            (n.to_string(), v.trim().to_string())
-        })
-        .collect();
-    Resp {
-        status,
-        headers,
-        body: buf[end + 4..].to_vec(),
-    }
 }
 
 fn get(addr: SocketAddr, target: &str) -> Resp {
@@ -616,25 +541,18 @@ fn binary_request_log_shows_pip_using_pep_658_metadata() {
                 .args(["--listen", "127.0.0.1:0", "--log-requests"]),
         );
     let index = format!("http://{}/simple/", running.addr);
-    let mut cmd = Command::new("python3");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PIP_") {
-            cmd.env_remove(name);
-        }
-    }
-    let out = cmd
-        .args(["-m", "pip", "download", "--no-deps", "--index-url", &index])
-        .args(["-d", "dl", "ec-disk==1.0.0"])
-        .args([
-            "--isolated",
-            "--disable-pip-version-check",
-            "--no-cache-dir",
-        ])
-        .current_dir(&tmp.0)
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_NO_INPUT", "1")
-        .output()
-        .expect("python3 with pip must be installed to run these tests");
+    let out = pip(
+        &[
+            "download",
+            "--no-deps",
+            "--index-url",
+            &index,
+            "-d",
+            "dl",
+            "ec-disk==1.0.0",
+        ],
+        &tmp.0,
+    );
     let stderr = running.stop();
     assert!(out.status.success(), "{}\n{stderr}", show(&out));
     assert_eq!(

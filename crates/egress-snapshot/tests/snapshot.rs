@@ -3,9 +3,7 @@
 //! every way `load_dir` must notice, and checks the written directory with
 //! `sha256sum -c` and `ssh-keygen -Y verify`.
 
-use egress_artifacts::{
-    build_sdist, build_wheel, read_wheel_metadata, BuiltDist, SdistSpec, WheelSpec,
-};
+use egress_artifacts::{build_sdist, read_wheel_metadata, BuiltDist, SdistSpec};
 use egress_model::{ProjectName, Sha256Digest, Version};
 use egress_signing::{AllowedSigners, SigningKey};
 use egress_simple::{
@@ -15,44 +13,15 @@ use egress_snapshot::manifest::blob_path;
 use egress_snapshot::{well_known, BlobProblemKind, Snapshot, SnapshotBuilder, SnapshotError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 const PRINCIPAL: &str = "snapshots@egress.test";
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "egress-snapshot-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::TempDir;
 
 fn wheel(name: &str, version: &str, requires_python: Option<&str>) -> BuiltDist {
-    build_wheel(&WheelSpec {
-        name: ProjectName::new(name).unwrap(),
-        version: Version::new(version).unwrap(),
-        summary: format!("{name} {version}"),
-        description: "test wheel\n".into(),
-        requires_python: requires_python.map(str::to_string),
-        files: vec![(
-            format!("{}/__init__.py", name.replace('-', "_")),
-            format!("V = {version:?}\n").into_bytes(),
-        )],
-    })
+    common::wheel(name, version, "test wheel\n", requires_python)
 }
 
 fn sdist(name: &str, version: &str) -> BuiltDist {
@@ -252,7 +221,7 @@ fn builder_refuses_bad_input() {
 #[test]
 fn write_load_round_trip_and_signature() {
     let f = fixture();
-    let tmp = TempDir::new("roundtrip");
+    let tmp = TempDir::new("egress-snapshot-roundtrip");
     let dir = tmp.0.join("snap");
     f.snapshot.write_dir(&dir).unwrap();
     let loaded = Snapshot::load_dir(&dir).unwrap();
@@ -312,7 +281,7 @@ fn write_load_round_trip_and_signature() {
 /// load error.
 fn load_after(damage: impl FnOnce(&Path, &Snapshot)) -> SnapshotError {
     let f = fixture();
-    let tmp = TempDir::new("damage");
+    let tmp = TempDir::new("egress-snapshot-damage");
     let dir = tmp.0.join("snap");
     f.snapshot.write_dir(&dir).unwrap();
     damage(&dir, &f.snapshot);
@@ -510,7 +479,7 @@ fn symlinks_are_refused() {
 #[test]
 fn sha256sum_and_ssh_keygen_verify_the_written_dir() {
     let f = fixture();
-    let tmp = TempDir::new("tools");
+    let tmp = TempDir::new("egress-snapshot-tools");
     let dir = tmp.0.join("snap");
     f.snapshot.write_dir(&dir).unwrap();
 

@@ -4,8 +4,8 @@
 
 #![cfg(unix)]
 
-use egress_artifacts::{build_wheel, BuiltDist, WheelSpec};
-use egress_model::{ProjectName, Sha256Digest, Version};
+use egress_artifacts::BuiltDist;
+use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, SigningKey};
 use egress_snapshot::manifest::blob_path;
 use egress_snapshot::{
@@ -14,44 +14,15 @@ use egress_snapshot::{
 use std::io::Read;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 const PRINCIPAL: &str = "store@egress.test";
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "egress-store-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::TempDir;
 
 fn wheel(name: &str, version: &str) -> BuiltDist {
-    build_wheel(&WheelSpec {
-        name: ProjectName::new(name).unwrap(),
-        version: Version::new(version).unwrap(),
-        summary: format!("{name} {version}"),
-        description: "stored\n".into(),
-        requires_python: None,
-        files: vec![(
-            format!("{}/__init__.py", name.replace('-', "_")),
-            format!("V = {version:?}\n").into_bytes(),
-        )],
-    })
+    common::wheel(name, version, "stored\n", None)
 }
 
 /// A signed snapshot with one wheel, written to `<tmp>/snap`.
@@ -63,7 +34,7 @@ fn written(tag: &str) -> (TempDir, PathBuf, Snapshot, BuiltDist) {
     let snapshot = b
         .build("2026-01-01T00:00:00Z", Some(&key), PRINCIPAL)
         .unwrap();
-    let tmp = TempDir::new(tag);
+    let tmp = TempDir::new(&format!("egress-store-{tag}"));
     let dir = tmp.0.join("snap");
     snapshot.write_dir(&dir).unwrap();
     (tmp, dir, snapshot, w)
@@ -279,7 +250,7 @@ fn tampered_evidence_is_refused() {
         let err = StoredSnapshot::open(&dir).unwrap_err();
         assert!(!err.to_string().contains('\n'), "{tag}: {err}");
     }
-    let tmp = TempDir::new("absent");
+    let tmp = TempDir::new("egress-store-absent");
     assert!(StoredSnapshot::open(&tmp.0.join("absent")).is_err());
 }
 
@@ -298,7 +269,7 @@ fn open_of_a_10000_file_snapshot_reads_no_blob() {
         }
     }
     let snapshot = b.build("2026-01-01T00:00:00Z", None, PRINCIPAL).unwrap();
-    let tmp = TempDir::new("bulk");
+    let tmp = TempDir::new("egress-store-bulk");
     let dir = tmp.0.join("snap");
     // Written by hand rather than with write_dir, which fsyncs every file.
     std::fs::create_dir_all(dir.join("blobs/sha256")).unwrap();

@@ -1,0 +1,120 @@
+//! Scaffolding shared by this crate's integration tests: scratch
+//! directories, the `egress-conformance` binary, and the real
+//! `egress-mirror` binary with its request log. Each test file uses a part.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// An empty directory `<temp>/<name>-<pid>` (emptied if it was there).
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Runs `egress-conformance` with `args`, whatever its exit code.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+        .args(args)
+        .output()
+        .expect("run the binary")
+}
+
+pub fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The `egress-mirror` binary cargo builds with the workspace.
+pub fn mirror_bin() -> PathBuf {
+    workspace()
+        .join("target")
+        .join(if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        })
+        .join("egress-mirror")
+}
+
+/// The real `egress-mirror` binary, with its request log collected.
+pub struct MirrorProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl MirrorProcess {
+    pub fn start(snap: &Path, listen: &str) -> Self {
+        let bin = mirror_bin();
+        assert!(
+            bin.is_file(),
+            "{} is not built (cargo builds it with the workspace)",
+            bin.display()
+        );
+        let mut child = Command::new(bin)
+            .args([s(snap), "--listen", listen, "--log-requests"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start egress-mirror");
+        // The start-up line (with the address) is on stdout; request and
+        // verification logs are on stderr.
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("serving snapshot") {
+                    if let Some(at) = line.rsplit(" at ").next() {
+                        let _ = tx.send(at.trim_end_matches('/').to_string());
+                    }
+                }
+            }
+        });
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().expect("log").push(line);
+            }
+        });
+        let Ok(base) = rx.recv_timeout(std::time::Duration::from_secs(10)) else {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            panic!(
+                "egress-mirror did not start: {:#?}",
+                log.lock().expect("log")
+            );
+        };
+        Self { child, base, log }
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.log.lock().expect("log").clone()
+    }
+}
+
+impl Drop for MirrorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
