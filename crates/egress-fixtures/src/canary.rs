@@ -38,6 +38,7 @@
 //! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
 
+use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
@@ -48,7 +49,7 @@ use egress_simple::{FileEntry, Format, IndexPage, ProjectPage};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
@@ -240,13 +241,7 @@ struct State {
     /// `http://127.0.0.1:PORT`, set right after binding.
     origin: OnceLock<String>,
     content: Mutex<Content>,
-    log: Mutex<Vec<UpstreamRequest>>,
-}
-
-/// Poisoning only means a handler panicked mid-request; the data is still
-/// consistent (every update is a single assignment or push).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    log: RequestLog,
 }
 
 /// The canary upstream; see the module docs. Stops on [`Canary::stop`] or drop.
@@ -270,7 +265,7 @@ impl Canary {
                 replaced: 0,
                 slow: HashMap::new(),
             }),
-            log: Mutex::new(Vec::new()),
+            log: RequestLog::default(),
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
@@ -378,13 +373,11 @@ impl Upstream for Canary {
     }
 
     fn mark(&self) -> u64 {
-        lock(&self.state.log).len() as u64
+        self.state.log.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        let log = lock(&self.state.log);
-        let start = usize::try_from(mark).unwrap_or(usize::MAX).min(log.len());
-        log[start..].to_vec()
+        self.state.log.since(mark)
     }
 
     fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
@@ -817,17 +810,7 @@ impl State {
     }
 
     fn handle(&self, req: Request) -> Reply {
-        let tripwire = req.target.starts_with(TRIPWIRE_PATH);
-        {
-            let mut log = lock(&self.log);
-            let seq = log.len() as u64 + 1;
-            log.push(UpstreamRequest {
-                seq,
-                method: req.method.clone(),
-                target: req.target.clone(),
-                tripwire,
-            });
-        }
+        let tripwire = self.log.record(&req);
         if tripwire {
             return Response::text(200, "tripped\n").into();
         }

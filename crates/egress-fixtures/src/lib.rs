@@ -19,6 +19,7 @@ pub mod canary;
 pub mod hostile;
 pub mod npm_canary;
 pub mod proxy;
+mod request_log;
 
 pub use canary::Canary;
 pub use hostile::{Hostile, HostileServer};

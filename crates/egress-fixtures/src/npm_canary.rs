@@ -35,6 +35,7 @@
 //! | `ec-tripwire` | 0.1.0, whose `postinstall` calls the tripwire | in the snapshot |
 //! | `ec-template-text` | 1.0.0, every [`TEMPLATE_MARKERS`] raw text in description and README | in the snapshot |
 
+use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
@@ -44,7 +45,7 @@ use egress_model::{
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// In the snapshot; the canary serves it too.
 pub const PRESENT: &str = "ec-present";
@@ -152,13 +153,7 @@ struct State {
     /// `http://127.0.0.1:PORT`, set right after binding.
     origin: OnceLock<String>,
     content: Mutex<Content>,
-    log: Mutex<Vec<UpstreamRequest>>,
-}
-
-/// Poisoning only means a handler panicked mid-request; the data is still
-/// consistent (every update is a single assignment or push).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    log: RequestLog,
 }
 
 /// The npm canary upstream; see the module docs. Stops on
@@ -181,7 +176,7 @@ impl NpmCanary {
                 published: 0,
                 replaced: 0,
             }),
-            log: Mutex::new(Vec::new()),
+            log: RequestLog::default(),
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
@@ -350,13 +345,11 @@ impl Upstream for NpmCanary {
     }
 
     fn mark(&self) -> u64 {
-        lock(&self.state.log).len() as u64
+        self.state.log.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        let log = lock(&self.state.log);
-        let start = usize::try_from(mark).unwrap_or(usize::MAX).min(log.len());
-        log[start..].to_vec()
+        self.state.log.since(mark)
     }
 
     fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
@@ -666,17 +659,7 @@ impl State {
     }
 
     fn handle(&self, req: &Request) -> Reply {
-        let tripwire = req.target.starts_with(TRIPWIRE_PATH);
-        {
-            let mut log = lock(&self.log);
-            let seq = log.len() as u64 + 1;
-            log.push(UpstreamRequest {
-                seq,
-                method: req.method.clone(),
-                target: req.target.clone(),
-                tripwire,
-            });
-        }
+        let tripwire = self.log.record(req);
         if tripwire {
             return Response::text(200, "tripped\n").into();
         }

@@ -24,6 +24,7 @@ mod template;
 
 pub use template::render_template;
 
+use crate::request_log::lock;
 use crate::{is_loopback_url, loopback_addrs};
 use build::build_sdist_metadata;
 use egress_artifacts::{read_sdist_pkg_info, read_wheel_metadata};
@@ -34,7 +35,7 @@ use egress_transcript::Client;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{Ipv4Addr, Shutdown, TcpStream};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -134,10 +135,6 @@ struct State {
     /// Upstream URL of each file path the proxy has listed.
     sources: Mutex<HashMap<String, Url>>,
     uploads: Mutex<Vec<Upload>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn text(status: u16, body: &str) -> Reply {
