@@ -1,30 +1,35 @@
 //! `egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]`:
 //! the testbed's peers against the reference mirror, in one run on this
-//! machine, serving a cached project page and a cached file.
+//! machine, serving a cached project page and a cached file (PyPI), or a
+//! cached packument and a cached tarball (npm).
 //!
-//! One canary upstream is started in-process. Then, one variant at a time
-//! (so that no peer's numbers depend on another's background work): the
-//! variant is started in front of the canary (the reference mirror exactly
-//! as `egress-conformance testbed` starts it, a peer from
-//! `testbed/peers/NAME.conf` through `egress-testbed`), its cache is warmed
-//! by fetching the present project's page and one of its files through it
-//! (the file is checked against the canary's bytes), `wrk` measures the page
-//! and then the file, and the variant is stopped again. A variant that does
-//! not start, or does not serve the page or the file, is skipped with one
-//! line naming it; the others still run. The table gives each measure as a
-//! ratio against the reference mirror measured in the same run, and is
-//! written to `--out` (default `target/bench/peers.md`) and printed.
+//! One canary upstream per protocol is started in-process. Then, one
+//! variant at a time (so that no peer's numbers depend on another's
+//! background work): the variant is started in front of its protocol's
+//! canary (the reference mirror exactly as `egress-conformance testbed`
+//! starts it, a peer from `testbed/peers/NAME.conf` through
+//! `egress-testbed`), its cache is warmed by fetching the present project's
+//! page or packument and one of its files through it (the file is checked
+//! against the canary's bytes), `wrk` measures the page and then the file,
+//! and the variant is stopped again. A variant that does not start, or does
+//! not serve the page or the file, is skipped with one line naming it; the
+//! others still run. One table per protocol gives each measure as a ratio
+//! against that protocol's reference mirror measured in the same run, and
+//! is written to `--out` (default `target/bench/peers.md`) and printed.
 //!
 //! Every process started here is stopped by its id: a peer by its process
 //! group when it is dropped (egress-testbed), `wrk` by its pid on a signal.
 //! SIGINT, SIGTERM and SIGHUP make the run stop after the current step (a
 //! peer that is still starting is waited for, then stopped).
 
-use egress_artifacts::BuiltDist;
-use egress_conformance::testbed::{start_reference, Paths, Variant, REFERENCE};
+use egress_artifacts::{BuiltDist, NpmTarball};
+use egress_conformance::testbed::{
+    npm_lab, start_npm_reference, start_reference, Paths, Variant, NPM_REFERENCE, REFERENCE,
+};
 use egress_fixtures::canary::{Canary, PRESENT};
+use egress_fixtures::npm_canary::{self, NpmCanary};
 use egress_model::{Upstream, Url};
-use egress_testbed::PeerConfig;
+use egress_testbed::{PeerConfig, Protocol};
 use egress_transcript::{Client, Limits, Request};
 use std::any::Any;
 use std::io::Read;
@@ -33,7 +38,16 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 /// The variants that serve the lab's projects from a cache or a directory.
-const DEFAULT_PEERS: [&str; 4] = [REFERENCE, "devpi", "proxpi", "pypiserver-no-fallback"];
+const DEFAULT_PEERS: [&str; 6] = [
+    REFERENCE,
+    "devpi",
+    "proxpi",
+    "pypiserver-no-fallback",
+    NPM_REFERENCE,
+    "verdaccio",
+];
+/// What npm sends when it asks for a packument to install from.
+const NPM_ACCEPT: &str = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
 const THREADS: u32 = 2;
 const CONNECTIONS: u32 = 16;
 /// How long a freshly requested file may take to be served from the cache
@@ -41,7 +55,7 @@ const CONNECTIONS: u32 = 16;
 const WARM_WITHIN: Duration = Duration::from_secs(20);
 
 const USAGE: &str =
-    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback)";
+    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio)";
 
 struct Args {
     duration: u64,
@@ -351,7 +365,76 @@ fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
     Ok((page_url, file_url))
 }
 
+/// [`warm`] for an npm registry: `ec-present`'s packument (asked for as
+/// npm asks) and the tarball `want` of `version`, until the tarball comes
+/// back from the registry itself with the canary's bytes; returns the
+/// packument's and the tarball's URLs.
+fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Url), String> {
+    let c = client(registry)?;
+    let name = npm_canary::PRESENT;
+    let doc_url = registry.join(name).map_err(|e| e.to_string())?;
+    let ex = c.get("packument", doc_url.path_and_query(), Some(NPM_ACCEPT));
+    let doc: serde_json::Value = ex
+        .response
+        .as_ref()
+        .filter(|r| r.status == Some(200))
+        .and_then(|r| r.full_body())
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .ok_or_else(|| format!("{doc_url} answered {}", answer(&ex)))?;
+    let tarball = doc["versions"][version]["dist"]["tarball"]
+        .as_str()
+        .ok_or_else(|| format!("{doc_url} lists no tarball of {name}@{version}"))?;
+    let file_url = registry.join(tarball).map_err(|e| e.to_string())?;
+    if !file_url.same_origin(registry) {
+        return Err(format!(
+            "{name}@{version} is served from {}, not from the peer",
+            file_url.origin()
+        ));
+    }
+    let sha256 = egress_model::Sha256Digest::of(&want.bytes);
+    let get_file = || {
+        c.send(
+            "tarball",
+            &Request::get(file_url.path_and_query()).header("Accept", "*/*"),
+        )
+    };
+    let right = |ex: &egress_model::Exchange| {
+        ex.response
+            .as_ref()
+            .is_some_and(|r| r.status == Some(200) && r.body_sha256 == sha256)
+    };
+    let started = Instant::now();
+    loop {
+        let ex = get_file();
+        if right(&ex) {
+            break;
+        }
+        if started.elapsed() > WARM_WITHIN || signals::stopping() {
+            return Err(format!(
+                "{file_url} never served {} with the canary's bytes (last: {})",
+                want.filename,
+                answer(&ex)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let ex = c.get(
+        "packument again",
+        doc_url.path_and_query(),
+        Some(NPM_ACCEPT),
+    );
+    if ex.status() != Some(200) {
+        return Err(format!("{doc_url} answered {} once warm", answer(&ex)));
+    }
+    let ex = get_file();
+    if !right(&ex) {
+        return Err(format!("{file_url} answered {} once warm", answer(&ex)));
+    }
+    Ok((doc_url, file_url))
+}
+
 struct Measured {
+    protocol: Protocol,
     name: String,
     about: String,
     page_url: Url,
@@ -368,28 +451,90 @@ struct Lab {
     projects: Vec<String>,
     /// The file measured: the present project's first wheel.
     file: BuiltDist,
+    npm: NpmLab,
     paths: Paths,
 }
 
+/// The npm half: the npm canary and what an npm peer is given.
+struct NpmLab {
+    canary: NpmCanary,
+    packages: Vec<(String, Vec<u8>)>,
+    names: Vec<String>,
+    /// The tarball measured: the present package's first version's.
+    version: String,
+    tarball: NpmTarball,
+}
+
+impl NpmLab {
+    fn start() -> Result<Self, String> {
+        let canary =
+            NpmCanary::start().map_err(|e| format!("cannot start the npm canary upstream: {e}"))?;
+        let (packages, names) = npm_lab(&canary);
+        let (_, version, tarball) = canary
+            .tarballs(false)
+            .into_iter()
+            .find(|(n, _, _)| n == npm_canary::PRESENT)
+            .ok_or(format!("the npm canary serves no {}", npm_canary::PRESENT))?;
+        Ok(NpmLab {
+            canary,
+            packages,
+            names,
+            version,
+            tarball,
+        })
+    }
+}
+
+/// The protocol of a variant: the references' by name, a peer's from its config.
+fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), String> {
+    match name {
+        REFERENCE => Ok((Protocol::Pypi, None)),
+        NPM_REFERENCE => Ok((Protocol::Npm, None)),
+        _ => {
+            let path = lab.paths.configs.join(format!("{name}.conf"));
+            if !path.is_file() {
+                return Err(format!("no {}", path.display()));
+            }
+            let cfg = PeerConfig::load(&path)?;
+            Ok((cfg.protocol, Some(cfg)))
+        }
+    }
+}
+
 /// Starts the variant; the guard stops it (and removes its files) on drop.
-fn start(lab: &Lab, name: &str) -> Result<(Url, String, Box<dyn Any>), String> {
-    if name == REFERENCE {
+fn start(
+    lab: &Lab,
+    name: &str,
+    cfg: Option<PeerConfig>,
+) -> Result<(Url, String, Box<dyn Any>), String> {
+    let Some(cfg) = cfg else {
+        if name == NPM_REFERENCE {
+            let (registry, guard) = start_npm_reference(&lab.npm.canary)?;
+            return Ok((registry, Variant::NpmReference.about(), guard));
+        }
         let (index, guard) = start_reference(&lab.canary)?;
         return Ok((index, Variant::Reference.about(), guard));
-    }
-    let path = lab.paths.configs.join(format!("{name}.conf"));
-    if !path.is_file() {
-        return Err(format!("no {}", path.display()));
-    }
-    let cfg = PeerConfig::load(&path)?;
-    let canary_index = lab.canary.index_url();
-    let canary_url = lab.canary.base_url();
+    };
+    let (canary_index, canary_url, packages, projects) = match cfg.protocol {
+        Protocol::Pypi => (
+            lab.canary.index_url(),
+            lab.canary.base_url(),
+            &lab.packages,
+            &lab.projects,
+        ),
+        Protocol::Npm => (
+            lab.npm.canary.registry_url(),
+            lab.npm.canary.base_url(),
+            &lab.npm.packages,
+            &lab.npm.names,
+        ),
+    };
     let ctx = egress_testbed::Context {
         peers_dir: &lab.paths.peers,
         canary_index: &canary_index,
         canary_url: &canary_url,
-        packages: &lab.packages,
-        projects: &lab.projects,
+        packages,
+        projects,
     };
     let peer = egress_testbed::start(&cfg, &ctx)?;
     eprintln!("bench-peers: {name}: started, pid {}", peer.pid());
@@ -397,18 +542,27 @@ fn start(lab: &Lab, name: &str) -> Result<(Url, String, Box<dyn Any>), String> {
 }
 
 fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, String> {
-    let (index, about, guard) = start(lab, name)?;
+    let (protocol, cfg) = protocol_of(lab, name)?;
+    let (index, about, guard) = start(lab, name, cfg)?;
     if signals::stopping() {
         return Err("interrupted".into());
     }
-    let (page_url, file_url) = warm(&index, &lab.file)?;
+    let (canary, (page_url, file_url), accept): (&dyn Upstream, _, _) = match protocol {
+        Protocol::Pypi => (&lab.canary, warm(&index, &lab.file)?, "text/html"),
+        Protocol::Npm => (
+            &lab.npm.canary,
+            warm_npm(&index, &lab.npm.version, &lab.npm.tarball)?,
+            NPM_ACCEPT,
+        ),
+    };
     eprintln!("bench-peers: {name} {index} {page_url} {file_url}");
-    let mark = lab.canary.mark();
-    let page = wrk(&page_url, "text/html", duration)?;
+    let mark = canary.mark();
+    let page = wrk(&page_url, accept, duration)?;
     let file = wrk(&file_url, "*/*", duration)?;
-    let upstream = lab.canary.requests_since(mark).len();
+    let upstream = canary.requests_since(mark).len();
     drop(guard);
     Ok(Measured {
+        protocol,
         name: name.to_string(),
         about,
         page_url,
@@ -473,31 +627,107 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// What one protocol's table calls its page and its file, and what it
+/// says about them below the table.
+struct Table<'a> {
+    protocol: Protocol,
+    reference: &'a str,
+    page: &'a str,
+    file: &'a str,
+    /// The two runs, for the errors row.
+    both: &'a str,
+    note: String,
+}
+
 fn render(
     results: &[Measured],
     skipped: &[(String, String)],
     duration: u64,
     file: &BuiltDist,
+    npm: &NpmLab,
 ) -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mut md = format!(
         "## Peers ({}, {cores} cores, {duration} s per wrk run, wrk -t{THREADS} -c{CONNECTIONS} --latency)\n\n",
         today()
     );
-    let reference = results.iter().find(|m| m.name == REFERENCE);
+    let tables = [
+        Table {
+            protocol: Protocol::Pypi,
+            reference: REFERENCE,
+            page: "project page",
+            file: "cached file",
+            both: "page + file",
+            note: format!(
+                "The page is `{PRESENT}`'s project page; the file is `{}` ({} bytes), fetched once through each peer before measuring and checked against the canary's bytes.",
+                file.filename,
+                file.bytes.len()
+            ),
+        },
+        Table {
+            protocol: Protocol::Npm,
+            reference: NPM_REFERENCE,
+            page: "packument",
+            file: "cached tarball",
+            both: "packument + tarball",
+            note: format!(
+                "The packument is `{}`'s, asked for as npm asks (`Accept: {NPM_ACCEPT}`); the tarball is `{}` ({} bytes), fetched once through each peer before measuring and checked against the npm canary's bytes.",
+                npm_canary::PRESENT,
+                npm.tarball.filename,
+                npm.tarball.bytes.len()
+            ),
+        },
+    ];
+    let mut tables: Vec<(Table, Vec<&Measured>)> = tables
+        .into_iter()
+        .map(|t| {
+            let of: Vec<&Measured> = results
+                .iter()
+                .filter(|m| m.protocol == t.protocol)
+                .collect();
+            (t, of)
+        })
+        .filter(|(_, of)| !of.is_empty())
+        .collect();
+    let titled = tables.len() > 1;
+    for (t, of) in &mut tables {
+        if titled {
+            md.push_str(&format!(
+                "### {}\n\n",
+                match t.protocol {
+                    Protocol::Pypi => "PyPI",
+                    Protocol::Npm => "npm",
+                }
+            ));
+        }
+        table(&mut md, t, of);
+    }
+    for (n, why) in skipped {
+        md.push_str(&format!(
+            "- **not measured**: `{n}`: {}\n",
+            why.replace('|', "\\|")
+        ));
+    }
+    md
+}
+
+/// One protocol's table, its notes and the legend of its columns.
+fn table(md: &mut String, t: &Table, results: &[&Measured]) {
+    let reference = results.iter().find(|m| m.name == t.reference);
     type Get = fn(&Measured) -> f64;
-    let rows: [(&str, Get, bool); 7] = [
-        ("project page, requests/s", |m| m.page.requests_per_s, false),
-        ("project page p50 latency, µs", |m| m.page.p50_us, true),
-        ("project page p99 latency, µs", |m| m.page.p99_us, true),
-        ("cached file, requests/s", |m| m.file.requests_per_s, false),
+    let rows: [(&str, &str, Get, bool); 7] = [
+        (t.page, "requests/s", |m| m.page.requests_per_s, false),
+        (t.page, "p50 latency, µs", |m| m.page.p50_us, true),
+        (t.page, "p99 latency, µs", |m| m.page.p99_us, true),
+        (t.file, "requests/s", |m| m.file.requests_per_s, false),
         (
-            "cached file, MB/s (wrk Transfer/sec)",
+            t.file,
+            "MB/s (wrk Transfer/sec)",
             |m| m.file.transfer_mbs,
             false,
         ),
-        ("cached file p50 latency, µs", |m| m.file.p50_us, true),
-        ("cached file p99 latency, µs", |m| m.file.p99_us, true),
+        (t.file, "p50 latency, µs", |m| m.file.p50_us, true),
+        (t.file, "p99 latency, µs", |m| m.file.p99_us, true),
     ];
     md.push_str("| measure |");
     for m in results {
@@ -506,9 +736,10 @@ fn render(
     md.push_str("\n|---|");
     md.push_str(&"---|".repeat(results.len()));
     md.push('\n');
-    for (label, get, lower_better) in rows {
+    for (what, label, get, lower_better) in rows {
+        let sep = if label.starts_with('p') { " " } else { ", " };
         md.push_str(&format!(
-            "| {label}{} |",
+            "| {what}{sep}{label}{} |",
             if lower_better {
                 " (lower is better)"
             } else {
@@ -530,7 +761,10 @@ fn render(
     for m in results {
         md.push_str(&format!(" {} |", m.upstream));
     }
-    md.push_str("\n| error responses and socket errors (page + file) |");
+    md.push_str(&format!(
+        "\n| error responses and socket errors ({}) |",
+        t.both
+    ));
     for m in results {
         md.push_str(&format!(
             " {} of {} |",
@@ -540,31 +774,30 @@ fn render(
     }
     md.push_str("\n\n");
     if reference.is_none() && !results.is_empty() {
-        md.push_str("No ratios: the reference mirror was not measured in this run.\n\n");
+        md.push_str(&format!(
+            "No ratios: the reference mirror (`{}`) was not measured in this run.\n\n",
+            t.reference
+        ));
     } else {
         md.push_str("In brackets: the ratio to the reference mirror in the same run.\n\n");
     }
-    md.push_str(&format!(
-        "The page is `{PRESENT}`'s project page; the file is `{}` ({} bytes), fetched once through each peer before measuring and checked against the canary's bytes.\n\n",
-        file.filename,
-        file.bytes.len()
-    ));
+    md.push_str(&t.note);
+    md.push_str("\n\n");
     for m in results {
         md.push_str(&format!(
-            "- `{}`: {}; page `{}`, file `{}`\n",
+            "- `{}`: {}; {} `{}`, file `{}`\n",
             m.name,
             m.about,
+            if m.protocol == Protocol::Npm {
+                "packument"
+            } else {
+                "page"
+            },
             m.page_url.path_and_query(),
             m.file_url.path_and_query()
         ));
     }
-    for (n, why) in skipped {
-        md.push_str(&format!(
-            "- **not measured**: `{n}`: {}\n",
-            why.replace('|', "\\|")
-        ));
-    }
-    md
+    md.push('\n');
 }
 
 fn run(args: &Args) -> Result<bool, String> {
@@ -586,6 +819,7 @@ fn run(args: &Args) -> Result<bool, String> {
         packages,
         projects,
         file,
+        npm: NpmLab::start()?,
         paths: Paths::find(),
     };
     let mut results = Vec::new();
@@ -611,8 +845,9 @@ fn run(args: &Args) -> Result<bool, String> {
             }
         }
     }
-    let md = render(&results, &skipped, args.duration, &lab.file);
+    let md = render(&results, &skipped, args.duration, &lab.file, &lab.npm);
     lab.canary.stop();
+    lab.npm.canary.stop();
     if signals::stopping() {
         return Err("interrupted; nothing written".into());
     }
@@ -693,7 +928,7 @@ Transfer/sec:      1.50GB
         assert_eq!(ratio(0.876), "0.88");
         assert_eq!(ratio(107.6), "108");
         let a = parse_args(&["--duration".into(), "5".into()]).expect("parses");
-        assert_eq!((a.duration, a.peers.len()), (5, 4));
+        assert_eq!((a.duration, a.peers.len()), (5, 6));
         assert!(parse_args(&["--duration".into(), "0".into()]).is_err());
         assert!(parse_args(&["--bogus".into()]).is_err());
         assert_eq!(today().len(), 10);

@@ -1,4 +1,5 @@
-//! `check URL`: the suite against any mirror that speaks the PyPI simple API.
+//! `check URL`: the suite against any mirror that speaks the PyPI simple API
+//! or the npm registry protocol (`--protocol npm`).
 
 use crate::{exit, output, Failure, Format};
 use egress_model::{ProjectName, Url};
@@ -9,10 +10,11 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// The mirror's index URL, e.g. http://127.0.0.1:8080/simple/ (a bare origin means /simple/).
+    /// The mirror's index URL, e.g. http://127.0.0.1:8080/simple/ (a bare origin
+    /// means /simple/); with --protocol npm, its registry URL (a bare origin means /).
     pub url: String,
     /// Registry protocol the mirror speaks.
-    #[arg(long, default_value = "pypi", value_parser = ["pypi"])]
+    #[arg(long, default_value = "pypi", value_parser = ["pypi", "npm"])]
     pub protocol: String,
     /// The snapshot manifest (a MANIFEST file or its URL); by default the mirror's
     /// /.well-known/egress-mirror/MANIFEST.
@@ -22,12 +24,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub allowed_signers: Option<PathBuf>,
     /// A project (and version) the snapshot holds; repeatable. By default taken
-    /// from the manifest or the root index.
+    /// from the manifest or the root index (npm: a package name, `@scope/name`
+    /// too; by default taken from the manifest's SNAPSHOT.json).
     #[arg(long, value_name = "NAME==VERSION")]
-    pub present: Vec<PresentSpec>,
+    pub present: Vec<String>,
     /// A project that exists upstream but must not be in the snapshot; repeatable.
     #[arg(long, value_name = "NAME")]
-    pub absent: Vec<ProjectName>,
+    pub absent: Vec<String>,
     /// PEM file of CA certificates to trust for an https mirror.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
@@ -45,10 +48,15 @@ pub struct CheckArgs {
 /// The index URL the suite probes: a bare origin means `/simple/`, and the
 /// path always ends in `/` so that project pages join under it.
 pub fn index_url(raw: &str) -> Result<Url, Failure> {
+    base_url(raw, "/simple/")
+}
+
+/// `raw` with its path ending in `/`; a bare origin gets `root`.
+fn base_url(raw: &str, root: &str) -> Result<Url, Failure> {
     let url = Url::parse(raw).map_err(|e| Failure::usage(format!("URL: {e}")))?;
     let path = url.path();
     let fixed = if path == "/" {
-        "/simple/".to_string()
+        root.to_string()
     } else if path.ends_with('/') {
         path.to_string()
     } else {
@@ -60,6 +68,56 @@ pub fn index_url(raw: &str) -> Result<Url, Failure> {
         ));
     }
     Ok(url.with_path(&fixed))
+}
+
+fn pypi_plan(
+    args: &CheckArgs,
+    index: &Url,
+    manifest: ManifestSource,
+    allowed_signers: bool,
+) -> Result<Plan, Failure> {
+    let given: Vec<PresentSpec> = args
+        .present
+        .iter()
+        .map(|p| {
+            p.parse()
+                .map_err(|e| Failure::usage(format!("--present {p}: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let (present, present_source) = if !given.is_empty() {
+        (given, "--present")
+    } else if let ManifestSource::File(m) = &manifest {
+        (
+            present_from_manifest(std::path::Path::new(m), index.path()),
+            "manifest",
+        )
+    } else {
+        (Vec::new(), "root index")
+    };
+    let absent = if args.absent.is_empty() {
+        DEFAULT_ABSENT
+            .iter()
+            .filter_map(|n| ProjectName::new(n).ok())
+            .collect()
+    } else {
+        args.absent
+            .iter()
+            .map(|a| ProjectName::new(a).map_err(|e| Failure::usage(format!("--absent: {e}"))))
+            .collect::<Result<_, _>>()?
+    };
+    Ok(Plan {
+        index_url: index.to_string(),
+        protocol: args.protocol.clone(),
+        present,
+        present_source: present_source.to_string(),
+        absent,
+        sdist_only: None,
+        template: None,
+        upstream: None,
+        manifest,
+        allowed_signers,
+        npm: None,
+    })
 }
 
 /// Present projects listed in a local manifest's SNAPSHOT.json, if any.
@@ -92,7 +150,12 @@ fn present_from_manifest(manifest: &std::path::Path, index_path: &str) -> Vec<Pr
 }
 
 pub fn main(args: CheckArgs) -> Result<u8, Failure> {
-    let index = index_url(&args.url)?;
+    let npm = args.protocol == "npm";
+    let index = if npm {
+        base_url(&args.url, "/")?
+    } else {
+        index_url(&args.url)?
+    };
     if args.timeout == 0 || args.timeout > 3600 {
         return Err(Failure::usage(
             "--timeout: give a number of seconds between 1 and 3600",
@@ -125,35 +188,10 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     };
     let client = egress_transcript::Client::new(index.clone(), limits, args.cacert.as_deref())
         .map_err(|e| Failure::input(e.to_string()))?;
-    let (present, present_source) = if !args.present.is_empty() {
-        (args.present.clone(), "--present")
-    } else if let ManifestSource::File(m) = &manifest {
-        (
-            present_from_manifest(std::path::Path::new(m), index.path()),
-            "manifest",
-        )
+    let plan = if npm {
+        crate::check_npm::plan(&args, &index, &client, manifest, allowed_signers.is_some())?
     } else {
-        (Vec::new(), "root index")
-    };
-    let absent = if args.absent.is_empty() {
-        DEFAULT_ABSENT
-            .iter()
-            .filter_map(|n| ProjectName::new(n).ok())
-            .collect()
-    } else {
-        args.absent.clone()
-    };
-    let plan = Plan {
-        index_url: index.to_string(),
-        protocol: args.protocol.clone(),
-        present,
-        present_source: present_source.to_string(),
-        absent,
-        sdist_only: None,
-        template: None,
-        upstream: None,
-        manifest,
-        allowed_signers: allowed_signers.is_some(),
+        pypi_plan(&args, &index, manifest, allowed_signers.is_some())?
     };
     let report = egress_suite::run(Target {
         name: index.to_string(),

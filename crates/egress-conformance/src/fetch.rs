@@ -160,6 +160,88 @@ pub fn project_page(
     }
 }
 
+/// What a registry answered for a JSON document (an npm packument, the
+/// keys document).
+#[derive(Debug)]
+pub enum Document {
+    /// 200 and the whole body.
+    Body(Vec<u8>),
+    /// A 4xx: the registry does not provide it (npm itself treats 404 and
+    /// 400 from the keys route as "no keys"; 401 and 403 mean the same to
+    /// a build without credentials).
+    NotProvided(u16),
+}
+
+/// GETs a JSON document at `url` (same-origin redirects followed, at most
+/// three). Transient failures are retried; a 5xx or no answer after the
+/// last try, an off-origin redirect or a body over the page cap is an
+/// error.
+pub fn document(
+    client: &Client,
+    url: &Url,
+    accept: &str,
+    progress: &Progress,
+) -> Result<Document, FetchError> {
+    let mut url = url.clone();
+    let mut redirects = 0;
+    let mut attempt = 0;
+    loop {
+        let ex = client.get(
+            &format!("document {url}"),
+            url.path_and_query(),
+            Some(accept),
+        );
+        let why = ex.error.clone().unwrap_or_else(|| "no response".into());
+        let Some(resp) = ex.response else {
+            retry(&mut attempt, &url.to_string(), &why, progress)?;
+            continue;
+        };
+        match resp.status.unwrap_or(0) {
+            200 => {
+                if resp.body_end == BodyEnd::CapReached {
+                    return Err(FetchError::Refused(format!(
+                        "{url}: the document is larger than {MAX_PAGE} bytes"
+                    )));
+                }
+                let Some(body) = resp.full_body() else {
+                    retry(&mut attempt, &url.to_string(), &why, progress)?;
+                    continue;
+                };
+                return Ok(Document::Body(body.to_vec()));
+            }
+            status @ (301 | 302 | 303 | 307 | 308) => {
+                let next = resp
+                    .header("location")
+                    .and_then(|l| url.join(l).ok())
+                    .filter(|n| n.same_origin(&url))
+                    .ok_or_else(|| {
+                        FetchError::Refused(format!(
+                            "{url}: redirect {status} without a Location on the registry's origin"
+                        ))
+                    })?;
+                redirects += 1;
+                if redirects > 3 {
+                    return Err(FetchError::Refused(format!("{url}: too many redirects")));
+                }
+                url = next;
+            }
+            s if transient(s) => retry(
+                &mut attempt,
+                &url.to_string(),
+                &format!("HTTP {s}"),
+                progress,
+            )?,
+            s @ 400..=499 => return Ok(Document::NotProvided(s)),
+            s => {
+                return Err(FetchError::Refused(format!(
+                    "{url}: HTTP {s} ({})",
+                    resp.status_line
+                )))
+            }
+        }
+    }
+}
+
 /// The digest a download must match before it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {

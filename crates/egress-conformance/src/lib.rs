@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod check;
+mod check_npm;
 mod fetch;
 pub mod keygen;
 pub mod output;

@@ -49,9 +49,10 @@ enum Command {
         #[command(subcommand)]
         command: SnapshotCommand,
     },
-    /// Run the suite against the PyPI mirrors labs deploy (testbed/peers/,
-    /// installed by scripts/setup-peers) and the reference mirror, each in
-    /// front of its own canary upstream, and write the matrix.
+    /// Run the suite against the PyPI and npm mirrors labs deploy
+    /// (testbed/peers/, installed by scripts/setup-peers) and the reference
+    /// mirror, each in front of its own canary upstream, and write one
+    /// matrix per protocol.
     Testbed(testbed::TestbedArgs),
 }
 

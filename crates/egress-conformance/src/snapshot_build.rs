@@ -4,7 +4,9 @@
 //! `--dist` or a download whose bytes hash to a digest a lockfile pins.
 //! Nothing is built or run (P4): wheels are read as zip files for their
 //! METADATA, sdists stay opaque. npm tarballs pinned by a package-lock.json
-//! are verified against its sha512 integrity (see `snapshot_npm`). Any disagreement between the index and the
+//! are verified against its sha512 integrity, and the upstream registry's
+//! `dist.signatures` and keys document are replayed verbatim where they sign
+//! that integrity (see `snapshot_npm`). Any disagreement between the index and the
 //! locks refuses the whole snapshot, and then nothing is written at `--out`.
 
 use crate::fetch::{self, FetchError, FileJob};
@@ -384,15 +386,26 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
     let result = fetch_all(&args, &index, &wanted, &by_project, &work).and_then(|fetched| {
         let npm = match &npm_lock {
             Some(lock) => {
-                crate::snapshot_npm::fetch_npm(lock, args.jobs, args.cacert.as_deref(), &work)?
+                let tarballs =
+                    crate::snapshot_npm::fetch_npm(lock, args.jobs, args.cacert.as_deref(), &work)?;
+                // Only once every tarball matched its lock.
+                let evidence = crate::snapshot_npm::fetch_npm_signatures(
+                    lock,
+                    args.jobs,
+                    args.cacert.as_deref(),
+                )?;
+                (tarballs, evidence)
             }
-            None => Vec::new(),
+            None => Default::default(),
         };
         Ok((fetched, npm))
     });
     // The partial files are only worth keeping for an interrupted run.
     let _ = fs::remove_dir_all(&work);
-    let (fetched, npm_fetched) = result?;
+    let (fetched, (npm_fetched, npm_evidence)) = result?;
+    for line in &npm_evidence.lines {
+        eprintln!("{line}");
+    }
     let downloaded = fetched.len();
     for (filename, s) in fetched {
         if let Some(old) = staged.get(&filename) {
@@ -435,6 +448,17 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
                 meta,
             )
             .map_err(|e| Failure::input(e.to_string()))?;
+    }
+    // Replayed as the upstream registry published them (see snapshot_npm).
+    if let Some(keys) = npm_evidence.keys {
+        builder
+            .npm_registry_keys(keys)
+            .map_err(|e| Failure::internal(e.to_string()))?;
+    }
+    for s in npm_evidence.signed {
+        builder
+            .add_npm_signatures(&s.name, &s.version, &s.integrity, s.signatures)
+            .map_err(|e| Failure::internal(e.to_string()))?;
     }
     for (name, digest) in sources {
         builder.source(&name, digest);

@@ -2,6 +2,15 @@
 //! pins, fetched from its `resolved` URL and verified against the lock's
 //! sha512 `integrity` before it may enter the snapshot. A mismatch refuses
 //! the whole snapshot.
+//!
+//! Then the upstream registry's signatures ([`fetch_npm_signatures`]): the
+//! registry is the `resolved` URL less `/<name>/-/<file>`; its keys
+//! document (`/-/npm/v1/keys`) is kept verbatim, and each pinned version's
+//! `dist.signatures` from its packument is replayed verbatim, but only when
+//! the packument lists exactly the integrity the snapshot serves (what the
+//! signatures sign). Nothing is signed or verified here: the client
+//! verifies. Without a keys document, no signatures are replayed (npm
+//! cannot check a signature whose key the registry does not publish).
 
 use crate::fetch::{self, Expect, FetchError, FileJob};
 use crate::pool;
@@ -9,8 +18,11 @@ use crate::progress::Progress;
 use crate::Failure;
 use egress_lock::{NpmLock, NpmPin};
 use egress_model::Url;
+use egress_snapshot::npm::{is_keys_document, is_signatures_shape};
+use egress_snapshot::NPM_KEYS_PATH;
 use egress_transcript::{Client, Limits};
-use std::collections::HashMap;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,5 +121,287 @@ pub fn fetch_npm(
     match first_error {
         Some(e) => Err(crate::snapshot_build::fetch_failure(e)),
         None => Ok(out),
+    }
+}
+
+/// npm's own `Accept` for packuments: the abbreviated one, which carries
+/// `dist.signatures` too, preferred.
+const PACKUMENT_ACCEPT: &str =
+    "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
+
+/// The signatures of one pinned version, as the upstream listed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NpmSigned {
+    pub name: String,
+    pub version: String,
+    /// The `dist.integrity` listed beside them: what they sign.
+    pub integrity: String,
+    /// `dist.signatures`, verbatim.
+    pub signatures: Value,
+}
+
+/// What the upstream registry publishes for verifying the pinned versions.
+#[derive(Debug, Default)]
+pub struct NpmRegistryEvidence {
+    /// The keys document, verbatim, to be served at `/-/npm/v1/keys`.
+    pub keys: Option<Vec<u8>>,
+    pub signed: Vec<NpmSigned>,
+    /// What was replayed or left out, one line each, for stderr.
+    pub lines: Vec<String>,
+}
+
+/// The registry a pin was resolved from: its `resolved` URL less
+/// `/<name>/-/<file>` (a scoped name with `/` or `%2f`), e.g.
+/// `https://registry.npmjs.org`; `None` if it is not shaped so.
+pub fn registry_base(pin: &NpmPin) -> Option<String> {
+    let file = egress_artifacts::npm_tarball_filename(&pin.name, &pin.version);
+    let spellings = [pin.name.clone(), pin.name.replacen('/', "%2f", 1)];
+    spellings.iter().find_map(|name| {
+        let base = pin.resolved.strip_suffix(&format!("/{name}/-/{file}"))?;
+        let ok = base.contains("://") && !base.contains(['?', '#']);
+        ok.then(|| base.to_string())
+    })
+}
+
+fn client_for(
+    clients: &mut HashMap<String, Client>,
+    url: &Url,
+    cacert: Option<&Path>,
+) -> Result<(), Failure> {
+    if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(url.origin()) {
+        let c = Client::new(url.clone(), fetch::page_limits(), cacert)
+            .map_err(|e| Failure::input(e.to_string()))?;
+        slot.insert(c);
+    }
+    Ok(())
+}
+
+fn parse_url(text: &str) -> Result<Url, Failure> {
+    Url::parse(text).map_err(|e| Failure::input(format!("{text}: {e}")))
+}
+
+/// Fetches the keys document of every registry the pins were resolved
+/// from, and the packuments of the pinned packages, and keeps what can be
+/// replayed (see the module documentation). A 4xx from a registry means it
+/// does not provide the document; an unreachable registry or a 5xx after
+/// retries fails the build, as a tarball download would.
+pub fn fetch_npm_signatures(
+    lock: &NpmLock,
+    jobs: usize,
+    cacert: Option<&Path>,
+) -> Result<NpmRegistryEvidence, Failure> {
+    let mut out = NpmRegistryEvidence::default();
+    if lock.pins.is_empty() {
+        return Ok(out);
+    }
+    let quiet = Progress::new(0, 0);
+    let mut clients: HashMap<String, Client> = HashMap::new();
+    // Pins by registry; those not on a registry path are left unsigned.
+    let mut by_base: BTreeMap<String, Vec<&NpmPin>> = BTreeMap::new();
+    let mut unsigned: Vec<String> = Vec::new();
+    for pin in &lock.pins {
+        match registry_base(pin) {
+            Some(base) => by_base.entry(base).or_default().push(pin),
+            None => unsigned.push(format!(
+                "{}@{} (resolved {} is not <registry>/<name>/-/<file>)",
+                pin.name, pin.version, pin.resolved
+            )),
+        }
+    }
+
+    if by_base.is_empty() {
+        out.lines.push(format!(
+            "note: npm registry signatures: no pinned version was resolved from a registry path ({}); the snapshot serves no {NPM_KEYS_PATH} and replays no dist.signatures",
+            unsigned.first().map_or("", String::as_str)
+        ));
+        return Ok(out);
+    }
+
+    // The keys: one document for the snapshot, or none.
+    let mut docs: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
+    let mut missing: Vec<String> = Vec::new();
+    for base in by_base.keys() {
+        let url = parse_url(&format!("{base}{NPM_KEYS_PATH}"))?;
+        client_for(&mut clients, &url, cacert)?;
+        let answer = fetch::document(&clients[&url.origin()], &url, "application/json", &quiet)
+            .map_err(crate::snapshot_build::fetch_failure)?;
+        match answer {
+            fetch::Document::Body(bytes) if is_keys_document(&bytes) => {
+                docs.entry(bytes).or_default().push(url.to_string());
+            }
+            fetch::Document::Body(_) => {
+                missing.push(format!("{url} is not a {{\"keys\": [...]}} document"))
+            }
+            fetch::Document::NotProvided(status) => {
+                missing.push(format!("{url} answered {status}"))
+            }
+        }
+    }
+    let keys = match (docs.len(), missing.is_empty()) {
+        (1, true) => docs.into_keys().next(),
+        _ => {
+            let why = if docs.len() > 1 {
+                let urls: Vec<String> = docs.into_values().flatten().collect();
+                format!(
+                    "the registries publish different keys ({})",
+                    urls.join(", ")
+                )
+            } else {
+                missing.join("; ")
+            };
+            out.lines.push(format!(
+                "note: npm registry signatures: {why}; the snapshot serves no {NPM_KEYS_PATH} and replays no dist.signatures"
+            ));
+            return Ok(out);
+        }
+    };
+    out.keys = keys;
+
+    // The packuments, one per registry and package.
+    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+    for (base, pins) in &by_base {
+        for pin in pins {
+            wanted.insert((base.clone(), pin.name.clone()));
+        }
+    }
+    let mut jobs_list = Vec::new();
+    for (base, name) in &wanted {
+        let url = parse_url(&format!("{base}/{}", name.replacen('/', "%2f", 1)))?;
+        client_for(&mut clients, &url, cacert)?;
+        jobs_list.push((base.clone(), name.clone(), url));
+    }
+    let results = crate::pool::map(&jobs_list, jobs, |(_, _, url)| {
+        fetch::document(&clients[&url.origin()], url, PACKUMENT_ACCEPT, &quiet)
+    });
+    let mut packuments: HashMap<(String, String), Result<Value, String>> = HashMap::new();
+    for ((base, name, url), r) in jobs_list.into_iter().zip(results) {
+        let doc = match r.map_err(crate::snapshot_build::fetch_failure)? {
+            fetch::Document::Body(bytes) => serde_json::from_slice::<Value>(&bytes)
+                .map_err(|e| format!("{url} is not JSON: {e}")),
+            fetch::Document::NotProvided(status) => Err(format!("{url} answered {status}")),
+        };
+        packuments.insert((base, name), doc);
+    }
+    for (base, pins) in &by_base {
+        for pin in pins {
+            let at = format!("{}@{}", pin.name, pin.version);
+            let doc = match packuments.get(&(base.clone(), pin.name.clone())) {
+                Some(Ok(doc)) => doc,
+                Some(Err(why)) => {
+                    unsigned.push(format!("{at} ({why})"));
+                    continue;
+                }
+                None => {
+                    unsigned.push(format!("{at} (no packument)"));
+                    continue;
+                }
+            };
+            let dist = &doc["versions"][&pin.version]["dist"];
+            let listed = dist["integrity"].as_str();
+            let signatures = dist.get("signatures").filter(|s| is_signatures_shape(s));
+            match (listed, signatures) {
+                (_, None) if dist.get("signatures").is_some() => {
+                    unsigned.push(format!("{at} (dist.signatures is not [{{keyid, sig}}, ...])"))
+                }
+                (_, None) => unsigned.push(format!("{at} (the upstream lists no signatures)")),
+                (Some(listed), Some(signatures)) if listed == pin.sri() => {
+                    out.signed.push(NpmSigned {
+                        name: pin.name.clone(),
+                        version: pin.version.clone(),
+                        integrity: listed.to_string(),
+                        signatures: signatures.clone(),
+                    })
+                }
+                (listed, Some(_)) => unsigned.push(format!(
+                    "{at} (the upstream lists integrity {}, the lock {}: its signatures sign other bytes)",
+                    listed.unwrap_or("none"),
+                    pin.sri()
+                )),
+            }
+        }
+    }
+    let total = lock.pins.len();
+    if unsigned.is_empty() {
+        out.lines.push(format!(
+            "npm registry signatures: replaying those of all {total} pinned versions, and {NPM_KEYS_PATH}"
+        ));
+    } else {
+        const SHOWN: usize = 5;
+        let more = unsigned.len().saturating_sub(SHOWN);
+        let mut list = unsigned
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more"));
+        }
+        out.lines.push(format!(
+            "note: npm registry signatures: replayed for {} of {total} pinned versions; none for {list}",
+            out.signed.len()
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin(name: &str, version: &str, resolved: &str) -> NpmPin {
+        NpmPin {
+            name: name.into(),
+            version: version.into(),
+            resolved: resolved.into(),
+            integrity: String::new(),
+            sha512: [0; 64],
+            key: format!("node_modules/{name}"),
+            dependencies: BTreeMap::new(),
+            optional_dependencies: BTreeMap::new(),
+            peer_dependencies: BTreeMap::new(),
+            has_install_script: false,
+        }
+    }
+
+    #[test]
+    fn registry_of_a_resolved_url() {
+        let base = |n: &str, v: &str, r: &str| registry_base(&pin(n, v, r));
+        assert_eq!(
+            base(
+                "left-pad",
+                "1.3.0",
+                "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz"
+            )
+            .as_deref(),
+            Some("https://registry.npmjs.org")
+        );
+        assert_eq!(
+            base(
+                "@types/node",
+                "20.1.0",
+                "https://registry.npmjs.org/@types/node/-/node-20.1.0.tgz"
+            )
+            .as_deref(),
+            Some("https://registry.npmjs.org")
+        );
+        assert_eq!(
+            base(
+                "@ec/scoped",
+                "1.0.0",
+                "http://127.0.0.1:9/npm/@ec%2fscoped/-/scoped-1.0.0.tgz"
+            )
+            .as_deref(),
+            Some("http://127.0.0.1:9/npm")
+        );
+        for (name, resolved) in [
+            ("a", "https://cdn.example/a-1.0.0.tgz"),
+            ("a", "https://r.example/b/-/a-1.0.0.tgz"),
+            ("a", "https://r.example/a/-/a-1.0.1.tgz"),
+            ("a", "https://r.example/a/-/a-1.0.0.tgz?token=x"),
+            ("a", "/a/-/a-1.0.0.tgz"),
+        ] {
+            assert_eq!(base(name, "1.0.0", resolved), None, "{resolved}");
+        }
     }
 }

@@ -1,25 +1,28 @@
-//! `testbed`: the suite against the PyPI mirrors labs deploy.
+//! `testbed`: the suite against the PyPI and npm mirrors labs deploy.
 //!
-//! For every variant (the reference mirror, and each `testbed/peers/*.conf`
-//! started by `egress-testbed`) a fresh canary upstream is started on
-//! loopback, the peer is started with the canary as its only upstream, the
-//! whole suite runs with the upstream-observing sub-probes on (the plan of
-//! the built-in run), and everything is stopped again. Variants run one
-//! after the other, so that no peer's timing depends on another's load.
+//! For every variant (the reference mirror for each protocol, and each
+//! `testbed/peers/*.conf` started by `egress-testbed`) a fresh canary
+//! upstream of its protocol is started on loopback, the peer is started
+//! with the canary as its only upstream, the whole suite of that protocol
+//! runs with the upstream-observing sub-probes on (the plan of the built-in
+//! run), and everything is stopped again. Variants run one after the
+//! other, so that no peer's timing depends on another's load. PyPI and npm
+//! have different sub-probes, so each protocol gets a matrix of its own.
 
 use crate::{builtin, exit, output, Failure};
 use egress_fixtures::canary::Canary;
+use egress_fixtures::npm_canary::NpmCanary;
 use egress_model::{Status, Url};
 use egress_suite::Report;
-use egress_testbed::PeerConfig;
+use egress_testbed::{PeerConfig, Protocol};
 use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct TestbedArgs {
-    /// Run only this peer (repeatable); by default every peer: `reference`
-    /// and each testbed/peers/NAME.conf.
+    /// Run only this peer (repeatable); by default every peer: `reference`,
+    /// `reference-npm` and each testbed/peers/NAME.conf.
     #[arg(long = "peer", value_name = "NAME")]
     pub peers: Vec<String>,
     /// Where the reports and the matrix are written.
@@ -29,6 +32,8 @@ pub struct TestbedArgs {
 
 /// The reference mirror's column.
 pub const REFERENCE: &str = "reference";
+/// The reference mirror's column in the npm matrix.
+pub const NPM_REFERENCE: &str = "reference-npm";
 
 /// The newest file of the present project is slow upstream for every
 /// variant: a real upstream is sometimes slow, and what a proxy does then
@@ -45,6 +50,8 @@ pub type StartFn = Box<dyn Fn(&Canary) -> Result<(Url, Guard), String>>;
 pub enum Variant {
     /// The reference mirror serving a snapshot of the lab's projects.
     Reference,
+    /// The reference mirror serving an npm snapshot of the lab's packages.
+    NpmReference,
     /// A real peer, from its config file.
     Peer(Box<PeerConfig>),
     /// An in-process peer (the tests' fixtures).
@@ -55,6 +62,7 @@ impl Variant {
     pub fn name(&self) -> &str {
         match self {
             Variant::Reference => REFERENCE,
+            Variant::NpmReference => NPM_REFERENCE,
             Variant::Peer(c) => &c.name,
             Variant::Fixture { name, .. } => name,
         }
@@ -65,9 +73,25 @@ impl Variant {
             Variant::Reference => {
                 "egress-mirror serving a signed snapshot of the lab's projects, built from the canary's files".into()
             }
+            Variant::NpmReference => {
+                "egress-mirror serving a signed npm snapshot of the lab's packages, built from the npm canary's tarballs".into()
+            }
             Variant::Peer(c) => c.about.clone(),
             Variant::Fixture { .. } => "a test fixture".into(),
         }
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        match self {
+            Variant::NpmReference => Protocol::Npm,
+            Variant::Peer(c) => c.protocol,
+            Variant::Reference | Variant::Fixture { .. } => Protocol::Pypi,
+        }
+    }
+
+    /// Whether this is a reference mirror's column, which must be all PASS.
+    pub fn is_reference(name: &str) -> bool {
+        name == REFERENCE || name == NPM_REFERENCE
     }
 }
 
@@ -97,14 +121,16 @@ impl Paths {
     }
 }
 
-/// The reference first, then every peer config in name order.
+/// Per protocol, PyPI first: the reference, then every peer config of
+/// that protocol in name order.
 pub fn variants(configs: &Path) -> Result<Vec<Variant>, String> {
+    let (pypi, npm): (Vec<PeerConfig>, Vec<PeerConfig>) = PeerConfig::load_dir(configs)?
+        .into_iter()
+        .partition(|c| c.protocol == Protocol::Pypi);
     let mut all = vec![Variant::Reference];
-    all.extend(
-        PeerConfig::load_dir(configs)?
-            .into_iter()
-            .map(|c| Variant::Peer(Box::new(c))),
-    );
+    all.extend(pypi.into_iter().map(|c| Variant::Peer(Box::new(c))));
+    all.push(Variant::NpmReference);
+    all.extend(npm.into_iter().map(|c| Variant::Peer(Box::new(c))));
     Ok(all)
 }
 
@@ -134,17 +160,132 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
     Ok((index, Box::new(served)))
 }
 
+/// The npm reference: the built-in npm snapshot, its tarball links on the
+/// mirror's own address, written to a directory and served from it. The
+/// listener is bound first (answering 503 until the snapshot is there),
+/// because the packuments name the address it listens on.
+pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
+    use std::sync::{Arc, OnceLock};
+    #[derive(Clone, Default)]
+    struct Late(Arc<OnceLock<egress_mirror::Mirror>>);
+    impl egress_http::Handler for Late {
+        fn handle(&self, req: egress_http::Request) -> egress_http::Reply {
+            match self.0.get() {
+                Some(m) => m.handle(req),
+                None => egress_http::Response::text(503, "starting\n").into(),
+            }
+        }
+        fn vouch_for_file(&self, response: &egress_http::Response, file: &std::fs::File) -> bool {
+            self.0
+                .get()
+                .is_some_and(|m| m.vouch_for_file(response, file))
+        }
+    }
+    /// The server (which stops on drop) goes before its directory.
+    struct Served(Option<egress_http::ServerHandle>, PathBuf);
+    impl Drop for Served {
+        fn drop(&mut self) {
+            if let Some(s) = self.0.take() {
+                s.stop();
+            }
+            let _ = std::fs::remove_dir_all(&self.1);
+        }
+    }
+    let late = Late::default();
+    let server =
+        egress_http::Server::bind("127.0.0.1:0", late.clone(), egress_http::Limits::default())
+            .map_err(|e| format!("cannot listen: {e}"))?;
+    let registry = format!("{}/", server.base_url());
+    let dir = egress_testbed::fresh_dir(NPM_REFERENCE);
+    let served = Served(Some(server), dir.clone());
+    let snapshot = builtin::demo_npm_snapshot(canary, &registry).map_err(|f| f.message)?;
+    snapshot
+        .write_dir(&dir)
+        .map_err(|e| format!("cannot write the snapshot: {e}"))?;
+    let store = egress_snapshot::StoredSnapshot::open(&dir)
+        .map_err(|e| format!("cannot open the snapshot: {e}"))?;
+    let _ = late
+        .0
+        .set(egress_mirror::Mirror::from_store(Arc::new(store)));
+    let url = Url::parse(&registry).map_err(|e| e.to_string())?;
+    Ok((url, Box::new(served)))
+}
+
+/// The lab's npm packages for a peer: `(filename, bytes)` of every tarball
+/// of the canary's snapshot packages, and their names.
+pub fn npm_lab(canary: &NpmCanary) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
+    let tarballs = canary.tarballs(false);
+    let packages = tarballs
+        .iter()
+        .map(|(_, _, t)| (t.filename.clone(), t.bytes.clone()))
+        .collect();
+    let mut names: Vec<String> = tarballs.iter().map(|(n, _, _)| n.clone()).collect();
+    names.dedup();
+    (packages, names)
+}
+
+/// [`run_variant`] for an npm variant, the reference when `cfg` is `None`:
+/// a fresh npm canary, the npm suite.
+fn run_npm_variant(
+    name: &str,
+    cfg: Option<&PeerConfig>,
+    peers_dir: &Path,
+) -> Result<(Report, Duration), String> {
+    let canary = builtin::start_npm_canary().map_err(|f| f.message)?;
+    let started = Instant::now();
+    let ready;
+    let report = match cfg {
+        Some(cfg) => {
+            let (packages, names) = npm_lab(&canary);
+            let ctx = egress_testbed::Context {
+                peers_dir,
+                canary_index: &canary.registry_url(),
+                canary_url: &canary.base_url(),
+                packages: &packages,
+                projects: &names,
+            };
+            let peer = egress_testbed::start(cfg, &ctx)?;
+            ready = started.elapsed();
+            let r = builtin::run_npm_against(name, &peer.index_url, &canary);
+            peer.stop();
+            r.map_err(|f| f.message)?
+        }
+        None => {
+            let (registry, guard) = start_npm_reference(&canary)?;
+            ready = started.elapsed();
+            let r = builtin::run_npm_against(name, &registry, &canary);
+            drop(guard);
+            r.map_err(|f| f.message)?
+        }
+    };
+    canary.stop();
+    Ok((report, ready))
+}
+
 /// Runs the suite against one variant in front of its own fresh canary and
 /// stops everything again; returns the report and how long the variant took
 /// to start (set-up steps, a sync or a warm-up included). `Err` names why
 /// the variant could not run.
 pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
+    match v {
+        Variant::NpmReference => run_npm_variant(v.name(), None, peers_dir),
+        Variant::Peer(cfg) if cfg.protocol == Protocol::Npm => {
+            run_npm_variant(v.name(), Some(cfg), peers_dir)
+        }
+        _ => run_pypi_variant(v, peers_dir),
+    }
+}
+
+/// [`run_variant`] for a PyPI variant: a fresh canary (one file slow), the
+/// PyPI suite.
+fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
     let canary = builtin::start_canary().map_err(|f| f.message)?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
     let started = Instant::now();
     let ready;
     let report = match v {
-        Variant::Reference => {
+        // The PyPI reference (run_variant sends the npm one elsewhere).
+        Variant::Reference | Variant::NpmReference => {
             let (index, guard) = start_reference(&canary)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
@@ -191,13 +332,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The reference's column is all PASS (when it was run) and every
+    /// The references' columns are all PASS (when they were run) and every
     /// variant ran.
     pub fn ok(&self) -> bool {
         let reference_passes = self
             .reports
             .iter()
-            .filter(|r| r.target_name == REFERENCE)
+            .filter(|r| Variant::is_reference(&r.target_name))
             .all(|r| {
                 r.probes.iter().all(|p| p.status == Status::Pass)
                     && r.predicates.iter().all(|p| p.status == Status::Pass)
@@ -242,16 +383,51 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
     out
 }
 
-/// The Markdown matrix with the legend of its columns and the variants
-/// that did not run. Nothing in it changes from run to run but verdicts.
+/// The reports that ran, one group per protocol (PyPI first), each in run
+/// order: the columns of one matrix.
+pub fn by_protocol(reports: &[Report]) -> Vec<(&'static str, Vec<&Report>)> {
+    [("PyPI", "pypi"), ("npm", "npm")]
+        .into_iter()
+        .map(|(title, p)| {
+            let group = reports.iter().filter(|r| r.plan.protocol == p).collect();
+            (title, group)
+        })
+        .filter(|(_, g): &(_, Vec<&Report>)| !g.is_empty())
+        .collect()
+}
+
+/// One text matrix per protocol that ran, each under its title when
+/// there is more than one.
+pub fn matrix_text(reports: &[Report]) -> String {
+    let groups = by_protocol(reports);
+    let titled = groups.len() > 1;
+    let mut text = String::new();
+    for (i, (title, refs)) in groups.iter().enumerate() {
+        if titled {
+            text.push_str(&format!("{}{title}\n", if i > 0 { "\n" } else { "" }));
+        }
+        text.push_str(&egress_suite::render::matrix_text(refs));
+    }
+    text
+}
+
+/// The Markdown matrices (one per protocol: their sub-probes differ) with
+/// the legend of their columns and the variants that did not run. Nothing
+/// in it changes from run to run but verdicts.
 pub fn matrix_markdown(variants: &[Variant], out: &Outcome) -> String {
     let mut md = String::new();
     for v in variants {
         md.push_str(&format!("- `{}`: {}\n", v.name(), v.about()));
     }
-    md.push('\n');
-    let refs: Vec<&Report> = out.reports.iter().collect();
-    md.push_str(&egress_suite::render::matrix_markdown(&refs));
+    let groups = by_protocol(&out.reports);
+    let titled = groups.len() > 1;
+    for (title, refs) in &groups {
+        md.push('\n');
+        if titled {
+            md.push_str(&format!("### {title}\n\n"));
+        }
+        md.push_str(&egress_suite::render::matrix_markdown(refs));
+    }
     for (n, e) in &out.not_run {
         md.push_str(&format!(
             "\n**not run**: `{n}`: {}\n",
@@ -277,13 +453,9 @@ pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Fail
             let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", output::slug(name))));
         }
     }
-    let refs: Vec<&Report> = out.reports.iter().collect();
     for (name, body) in [
         ("matrix.md", matrix_markdown(variants, out)),
-        (
-            "matrix.txt",
-            egress_suite::render::matrix_text(&refs) + &out.notes(),
-        ),
+        ("matrix.txt", matrix_text(&out.reports) + &out.notes()),
     ] {
         let p = dir.join(name);
         output::write_atomic(&p, body.as_bytes())
@@ -307,12 +479,11 @@ pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
     }
     let started = Instant::now();
     let out = run(&all, &paths.peers, |line| eprintln!("testbed: {line}"));
-    let refs: Vec<&Report> = out.reports.iter().collect();
-    if refs.is_empty() {
+    if out.reports.is_empty() {
         // A matrix without columns says nothing; the notes say why.
         println!("no peer ran");
     } else {
-        print!("{}", egress_suite::render::matrix_text(&refs));
+        print!("{}", matrix_text(&out.reports));
     }
     print!("{}", out.notes());
     write(&args.out, &all, &out)?;

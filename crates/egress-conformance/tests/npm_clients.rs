@@ -5,6 +5,11 @@
 //! the snapshot from it, the canary is stopped, and the real `egress-mirror`
 //! binary serves the snapshot on the canary's port to `npm ci` and
 //! `npm install`. Skipped when npm is not installed.
+//!
+//! The snapshot replays the canary's registry signatures and keys, and real
+//! `npm audit signatures` verifies them against the mirror, offline (see
+//! [`audit_signatures`] for the one thing npm would fetch from the internet
+//! and what stands in for it).
 
 use egress_fixtures::npm_canary::{self, NpmCanary};
 use serde_json::Value;
@@ -25,6 +30,13 @@ fn npm_available() -> bool {
 /// npm with nothing from this machine's environment or npmrc files, a
 /// private cache (which also holds an empty global npmrc) and `registry`.
 fn npm(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Output {
+    npm_command(project, cache, registry, args)
+        .output()
+        .expect("run npm")
+}
+
+/// The command [`npm`] runs.
+fn npm_command(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Command {
     std::fs::create_dir_all(cache).expect("cache dir");
     // npm refuses to load one file as both user and global config.
     let empty_rc = cache.join("empty-globalconfig");
@@ -44,7 +56,7 @@ fn npm(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Output {
             cmd.env_remove(&key);
         }
     }
-    cmd.output().expect("run npm")
+    cmd
 }
 
 fn installed_version(project: &Path, name: &str) -> Option<String> {
@@ -437,5 +449,368 @@ fn pypi_and_npm_side_by_side_in_one_snapshot() {
         s(&dir.join("signing-key.allowed_signers")),
     ]);
     ok(&o, "snapshot verify");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------ registry signatures
+
+/// Loaded into npm with `NODE_OPTIONS=--require`. `npm audit signatures`
+/// first refreshes the Sigstore TUF repository from
+/// https://tuf-repo-cdn.sigstore.dev (npm >= 9.5; @sigstore/tuf `initTUF`)
+/// to look for `<registry host>/keys.json`, and only if TUF has no such
+/// target (TUF_FIND_TARGET_ERROR, which is what the real repository answers
+/// for any registry but registry.npmjs.org) asks the registry's own
+/// `/-/npm/v1/keys`. The refresh needs the internet, which these tests do
+/// not use (and a lab sandbox does not have), so this answers for TUF
+/// exactly what the real repository would say about a loopback registry.
+/// Everything else (the keys route, the packuments, the ECDSA verification,
+/// the verdict) is npm's own code.
+const NO_TUF_SHIM: &str = r#"'use strict';
+const Module = require('module');
+const load = Module._load;
+Module._load = function (request) {
+  const m = load.apply(this, arguments);
+  if (request === '@sigstore/tuf' && m && !m.egressNoTuf) {
+    m.egressNoTuf = true;
+    m.initTUF = async () => ({
+      getTarget: async (target) => {
+        process.stderr.write(`egress-test: no Sigstore TUF target ${target}\n`);
+        throw Object.assign(new Error(`target ${target} not found`), { code: 'TUF_FIND_TARGET_ERROR' });
+      },
+    });
+  }
+  return m;
+};
+"#;
+
+/// Real `npm audit signatures` in `project` against `registry`, offline:
+/// the Sigstore TUF step answered by [`NO_TUF_SHIM`], and every proxy
+/// variable pointing at a loopback listener that must see no connection
+/// (loopback itself is exempt), so nothing leaves this machine unnoticed.
+fn audit_signatures(project: &Path, cache: &Path, registry: &str, dir: &Path) -> Output {
+    let shim = dir.join("no-tuf.js");
+    std::fs::write(&shim, NO_TUF_SHIM).expect("shim");
+    let tripwire = std::net::TcpListener::bind("127.0.0.1:0").expect("tripwire");
+    tripwire.set_nonblocking(true).expect("nonblocking");
+    let proxy = format!("http://{}", tripwire.local_addr().expect("addr"));
+    let mut cmd = npm_command(project, cache, registry, &["audit", "signatures"]);
+    cmd.env("NODE_OPTIONS", format!("--require {}", s(&shim)));
+    for var in ["https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"] {
+        cmd.env(var, &proxy);
+    }
+    for var in ["no_proxy", "NO_PROXY"] {
+        cmd.env(var, "127.0.0.1,localhost");
+    }
+    let o = cmd.output().expect("run npm audit signatures");
+    assert!(
+        matches!(tripwire.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "npm audit signatures tried to reach beyond loopback"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("egress-test: no Sigstore TUF target 127.0.0.1:"),
+        "the TUF shim was not used (has npm changed how it loads @sigstore/tuf?):\n{err}"
+    );
+    o
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Builds the snapshot of [`locked_project`] from `canary`, stops the
+/// canary and serves the snapshot on its port with the real mirror, then
+/// `npm ci` from it. Returns the mirror, the installed project and the
+/// build's stderr.
+fn installed_from_mirror(
+    dir: &Path,
+    canary: NpmCanary,
+) -> (MirrorProcess, PathBuf, String, String) {
+    let port = port_of(&canary);
+    let registry = format!("http://127.0.0.1:{port}/");
+    let project = locked_project(dir, &canary);
+    let snap = dir.join("snap");
+    let o = build(dir, &project.join("package-lock.json"), &registry, &snap);
+    ok(&o, "snapshot build --npm-lock");
+    let built = String::from_utf8_lossy(&o.stderr).into_owned();
+    canary.stop();
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let ci = fresh_copy(&project, &dir.join("ci"));
+    ok(
+        &npm(&ci, &dir.join("ci-cache"), &registry, &["ci"]),
+        "npm ci",
+    );
+    assert_eq!(
+        installed_version(&ci, "ec-present").as_deref(),
+        Some("1.1.0")
+    );
+    (mirror, ci, registry, built)
+}
+
+#[test]
+fn npm_audit_signatures_verifies_the_replayed_signatures_offline() {
+    // scripts/test installs npm; a test that skips would prove nothing.
+    assert!(
+        npm_available(),
+        "npm is not installed (Debian: apt-get install nodejs npm)"
+    );
+    let dir = tmpdir("egress-npm-clients-signatures");
+    let canary = NpmCanary::start().expect("canary");
+    let keys = canary.keys_document().to_string();
+    let keyid = canary.keyid();
+    let (mirror, ci, registry, built) = installed_from_mirror(&dir, canary);
+    assert!(
+        built.contains("npm registry signatures: replaying those of all 2 pinned versions"),
+        "{built}"
+    );
+    assert!(!built.contains("note: npm registry"), "{built}");
+
+    // The snapshot serves the keys document verbatim, and the signatures.
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("snap/SNAPSHOT.json")).expect("SNAPSHOT.json"),
+    )
+    .expect("json");
+    let blob_at = |path: &str, ct: &str| {
+        let hex = doc["served"]
+            .as_array()
+            .expect("served")
+            .iter()
+            .find(|e| e["path"] == path && e["content_type"] == ct)
+            .and_then(|e| e["sha256"].as_str())
+            .unwrap_or_else(|| panic!("{path} {ct} not served"))
+            .to_string();
+        std::fs::read(dir.join(format!("snap/blobs/sha256/{hex}"))).expect("blob")
+    };
+    assert_eq!(
+        blob_at("/-/npm/v1/keys", "application/json"),
+        keys.as_bytes()
+    );
+    for ct in ["application/json", "application/vnd.npm.install-v1+json"] {
+        let p: Value = serde_json::from_slice(&blob_at("/@ec%2fscoped", ct)).expect("json");
+        let sigs = &p["versions"]["1.0.0"]["dist"]["signatures"];
+        assert_eq!(sigs[0]["keyid"], keyid.as_str(), "{ct}: {p}");
+    }
+
+    let o = audit_signatures(&ci, &dir.join("audit-cache"), &registry, &dir);
+    let out = text(&o);
+    assert!(o.status.success(), "npm audit signatures failed:\n{out}");
+    assert!(out.contains("audited 2 packages"), "{out}");
+    assert!(
+        out.contains("2 packages have verified registry signatures"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("missing") && !out.contains("invalid"),
+        "{out}"
+    );
+    let lines = mirror.lines();
+    for want in [
+        "method=GET target=/-/npm/v1/keys status=200",
+        "method=GET target=/ec-present status=200",
+        "method=GET target=/@ec%2fscoped status=200",
+    ] {
+        assert!(lines.iter().any(|l| l.contains(want)), "{want}: {lines:#?}");
+    }
+
+    // npm's vulnerability audit POSTs to the registry; the mirror has no
+    // control channel: 405, and npm says the audit failed.
+    let o = npm_command(&ci, &dir.join("audit-cache"), &registry, &["audit"])
+        .output()
+        .expect("run npm audit");
+    assert!(
+        !o.status.success(),
+        "npm audit passed against a mirror:\n{}",
+        text(&o)
+    );
+    let lines = mirror.lines();
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "method=POST target=/-/npm/v1/security/advisories/bulk status=405"
+        )),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.contains("method=POST"))
+            .all(|l| l.contains("status=405")),
+        "{lines:#?}"
+    );
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_forged_registry_signature_fails_npm_audit_signatures() {
+    // scripts/test installs npm; a test that skips would prove nothing.
+    assert!(
+        npm_available(),
+        "npm is not installed (Debian: apt-get install nodejs npm)"
+    );
+    let dir = tmpdir("egress-npm-clients-forged-signature");
+    let canary = NpmCanary::start().expect("canary");
+    // Well-formed, by the registry's key, over another integrity: the build
+    // replays it as it is; it never verifies or mends a signature.
+    canary
+        .forge_signature(npm_canary::PRESENT, "1.1.0")
+        .expect("forge");
+    let (mirror, ci, registry, built) = installed_from_mirror(&dir, canary);
+    assert!(
+        built.contains("npm registry signatures: replaying those of all 2 pinned versions"),
+        "{built}"
+    );
+    let o = audit_signatures(&ci, &dir.join("audit-cache"), &registry, &dir);
+    let out = text(&o);
+    assert!(!o.status.success(), "npm audit signatures passed:\n{out}");
+    assert!(
+        out.contains("1 package has an invalid registry signature"),
+        "{out}"
+    );
+    assert!(out.contains("ec-present@1.1.0"), "{out}");
+    assert!(!out.contains("@ec/scoped@1.0.0"), "{out}");
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A package-lock.json v3 pinning `(name, resolved, integrity)` at 1.0.0
+/// or as given.
+fn hand_lock(pins: &[(&str, &str, &str, &str)]) -> String {
+    let mut packages = serde_json::Map::new();
+    let deps: serde_json::Map<String, Value> = pins
+        .iter()
+        .map(|(n, v, _, _)| (n.to_string(), Value::from(*v)))
+        .collect();
+    packages.insert(
+        String::new(),
+        serde_json::json!({"name": "hand", "version": "0.0.0", "dependencies": deps}),
+    );
+    for (name, version, resolved, integrity) in pins {
+        packages.insert(
+            format!("node_modules/{name}"),
+            serde_json::json!({"version": version, "resolved": resolved, "integrity": integrity}),
+        );
+    }
+    serde_json::json!({
+        "name": "hand",
+        "version": "0.0.0",
+        "lockfileVersion": 3,
+        "requires": true,
+        "packages": packages,
+    })
+    .to_string()
+}
+
+#[test]
+fn signatures_that_cannot_be_replayed_are_left_out_with_one_line() {
+    let dir = tmpdir("egress-npm-clients-unsigned");
+    let canary = NpmCanary::start().expect("canary");
+    let tarballs = canary.tarballs(true);
+    let integrity = |name: &str, version: &str| {
+        tarballs
+            .iter()
+            .find(|(n, v, _)| n == name && v == version)
+            .map(|(_, _, t)| t.integrity.clone())
+            .expect("served")
+    };
+    let url = |name: &str, version: &str| canary.tarball_url(name, version).expect("url");
+    let present = (npm_canary::PRESENT, "1.1.0");
+    let bad = (npm_canary::BAD_INTEGRITY, "1.0.0");
+    let none = (npm_canary::NO_INTEGRITY, "1.0.0");
+    let [p, b, n] =
+        [present, bad, none].map(|(name, v)| (name, v, url(name, v), integrity(name, v)));
+    let lock = dir.join("package-lock.json");
+    std::fs::write(
+        &lock,
+        hand_lock(&[
+            (p.0, p.1, &p.2, &p.3),
+            (b.0, b.1, &b.2, &b.3),
+            (n.0, n.1, &n.2, &n.3),
+        ]),
+    )
+    .expect("lock");
+    let registry = "http://127.0.0.1:9/";
+    let snap = dir.join("snap");
+    let o = build(&dir, &lock, registry, &snap);
+    ok(&o, "snapshot build");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("npm registry")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    let note = notes[0];
+    assert!(
+        note.starts_with("note: npm registry signatures: replayed for 1 of 3 pinned versions"),
+        "{note}"
+    );
+    assert!(
+        note.contains("ec-no-integrity@1.0.0 (the upstream lists no signatures)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("ec-bad-integrity@1.0.0 (the upstream lists integrity sha512-")
+            && note.contains(&b.3),
+        "{note}"
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(snap.join("SNAPSHOT.json")).expect("SNAPSHOT.json"))
+            .expect("json");
+    let packument = |path: &str| -> Value {
+        let hex = doc["served"]
+            .as_array()
+            .expect("served")
+            .iter()
+            .find(|e| e["path"] == path && e["content_type"] == "application/json")
+            .and_then(|e| e["sha256"].as_str())
+            .expect("served")
+            .to_string();
+        serde_json::from_slice(
+            &std::fs::read(snap.join(format!("blobs/sha256/{hex}"))).expect("blob"),
+        )
+        .expect("json")
+    };
+    assert!(packument("/ec-present")["versions"]["1.1.0"]["dist"]["signatures"].is_array());
+    for (name, v) in [bad, none] {
+        let dist = &packument(&format!("/{name}"))["versions"][v]["dist"];
+        assert!(dist.get("signatures").is_none(), "{name}: {dist}");
+        // The snapshot lists the lock's integrity, whatever upstream said.
+        assert_eq!(dist["integrity"], integrity(name, v).as_str());
+    }
+    assert!(doc["served"]
+        .as_array()
+        .expect("served")
+        .iter()
+        .any(|e| e["path"] == "/-/npm/v1/keys"));
+
+    // A registry without a keys route (the canary's CDN origin): no keys,
+    // no signatures, one line, and the snapshot is built all the same.
+    let offsite = (npm_canary::OFFSITE, "1.0.0");
+    let lock = dir.join("offsite-lock.json");
+    let o_url = url(offsite.0, offsite.1);
+    assert!(o_url.starts_with(&canary.offsite_origin()));
+    let o_int = integrity(offsite.0, offsite.1);
+    std::fs::write(&lock, hand_lock(&[(offsite.0, offsite.1, &o_url, &o_int)])).expect("lock");
+    let snap = dir.join("snap-offsite");
+    let o = build(&dir, &lock, registry, &snap);
+    ok(&o, "snapshot build (no keys route)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("npm registry")).collect();
+    assert_eq!(
+        notes,
+        [format!(
+            "note: npm registry signatures: {}/-/npm/v1/keys answered 404; the snapshot serves no /-/npm/v1/keys and replays no dist.signatures",
+            canary.offsite_origin()
+        )],
+        "{err}"
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(snap.join("SNAPSHOT.json")).expect("SNAPSHOT.json"))
+            .expect("json");
+    assert!(!doc["served"]
+        .as_array()
+        .expect("served")
+        .iter()
+        .any(|e| e["path"] == "/-/npm/v1/keys"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -112,6 +112,7 @@ fn plan(index: &Url) -> Plan {
         upstream: None,
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
+        npm: None,
     }
 }
 

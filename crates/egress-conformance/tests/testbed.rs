@@ -2,7 +2,7 @@
 //! scripts/setup-peers, which scripts/test runs first), the reference
 //! mirror, and fixture peers whose violations are known.
 
-use egress_conformance::testbed::{self, Guard, Outcome, Paths, Variant, REFERENCE};
+use egress_conformance::testbed::{self, Guard, Outcome, Paths, Variant, NPM_REFERENCE, REFERENCE};
 use egress_fixtures::canary::Canary;
 use egress_model::{Status, Url};
 use egress_suite::Report;
@@ -94,6 +94,9 @@ fn every_peer_runs_and_its_report_reverifies() {
         "pypiserver-fallback",
         "pypiserver-no-fallback",
         "pypiserver-open",
+        NPM_REFERENCE,
+        "verdaccio",
+        "verdaccio-hardened",
     ];
     let reports: Vec<Report> = names
         .iter()
@@ -104,20 +107,31 @@ fn every_peer_runs_and_its_report_reverifies() {
         })
         .collect();
     let matrix = std::fs::read_to_string(dir.join("matrix.md")).expect("matrix.md");
+    // One matrix per protocol: their sub-probes differ.
+    let (pypi_table, npm_table) = matrix.split_once("### npm").expect("an npm matrix");
+    assert!(pypi_table.contains("### PyPI"), "{matrix}");
     for r in &reports {
-        assert!(
-            matrix.contains(&format!(" {} |", r.target_name)),
-            "{matrix}"
-        );
+        let npm = r.plan.protocol == "npm";
+        let table = if npm { npm_table } else { pypi_table };
+        assert!(table.contains(&format!(" {} |", r.target_name)), "{matrix}");
         // The peer really served: every sub-probe below has a meaning.
-        for c in ["C.index", "C.project-html", "C.file"] {
+        let controls: &[&str] = if npm {
+            &["C.packument", "C.abbreviated", "C.scoped", "C.tarball"]
+        } else {
+            &["C.index", "C.project-html", "C.file"]
+        };
+        for c in controls {
             assert_eq!(status(r, c), Status::Pass, "{} {c}", r.target_name);
         }
-        // Nothing here builds an sdist or renders package text.
+        // Nothing here builds an sdist, runs an install script or renders
+        // package text.
         assert_eq!(status(r, "P4"), Status::Pass, "{}", r.target_name);
-        if r.target_name != REFERENCE {
-            // No peer publishes a signed manifest or addresses files by digest.
+        if !Variant::is_reference(&r.target_name) {
+            // No peer publishes a signed manifest.
             assert_eq!(status(r, "P5.manifest"), Status::Fail, "{}", r.target_name);
+        }
+        if !npm && r.target_name != REFERENCE {
+            // No PyPI peer addresses files by digest.
             assert_eq!(
                 status(r, "P1.altered-digest"),
                 Status::Fail,
@@ -174,6 +188,11 @@ fn every_peer_runs_and_its_report_reverifies() {
         ("pypiserver-open", "P6.legacy-upload", Fail),
         ("pypiserver-open", "P6.effect", Fail),
         ("pypiserver-no-fallback", "P6", Pass),
+        // Verdaccio, see verdaccio_in_both_configurations_under_the_npm_suite.
+        ("verdaccio", "P2.upstream-contact", Fail),
+        ("verdaccio", "P6.adduser", Fail),
+        ("verdaccio-hardened", "P2", Pass),
+        ("verdaccio-hardened", "P6.adduser", Pass),
     ] {
         assert_eq!(status(get(peer), row), want, "{peer} {row}");
     }
@@ -401,4 +420,86 @@ fn an_unknown_peer_is_a_usage_error() {
         e.contains("--peer nonesuch: no such peer (known: reference, bandersnatch, devpi"),
         "{e}"
     );
+}
+
+/// The npm suite against Verdaccio in its default and its hardened
+/// configuration, beside the npm reference: every verdict is recorded in a
+/// report that re-verifies, two runs agree, and the verdicts below are the
+/// ones docs/results.md explains.
+#[test]
+fn verdaccio_in_both_configurations_under_the_npm_suite() {
+    let _one = serial();
+    let peers = Paths::find().peers;
+    let vs = only(&[NPM_REFERENCE, "verdaccio", "verdaccio-hardened"]);
+    let a = testbed::run(&vs, &peers, |_| {});
+    assert!(a.not_run.is_empty(), "{}", a.notes());
+    assert!(a.ok(), "the npm reference column is all PASS");
+    let dir = tmpdir("egress-testbed-test-verdaccio");
+    if let Err(f) = testbed::write(&dir, &vs, &a) {
+        panic!("write: {}", f.message);
+    }
+    let v = conformance(&["report", "verify", dir.to_str().expect("utf-8")]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v));
+    let md = std::fs::read_to_string(dir.join("matrix.md")).expect("matrix.md");
+    assert!(
+        md.contains("| sub-probe / predicate | reference-npm | verdaccio | verdaccio-hardened | discriminates |"),
+        "{md}"
+    );
+    // The npm table alone: no PyPI column, no PyPI sub-probe.
+    assert!(
+        !md.contains("### PyPI") && !md.contains("`C.index`"),
+        "{md}"
+    );
+
+    let get = |n: &str| {
+        a.reports
+            .iter()
+            .find(|r| r.target_name == n)
+            .unwrap_or_else(|| panic!("no report for {n}"))
+    };
+    use Status::{Fail, Pass};
+    for (peer, row, want) in [
+        // As shipped: a pull-through cache. What the lab never chose is
+        // fetched from the uplink and served, tarballs included, and what
+        // the uplink lists without integrity, or with integrity its bytes
+        // do not match, is passed on.
+        ("verdaccio", "P2.upstream-contact", Fail),
+        ("verdaccio", "P2.absent-packument", Fail),
+        ("verdaccio", "P2.absent-tarball", Fail),
+        ("verdaccio", "P1.upstream-no-integrity", Fail),
+        ("verdaccio", "P1.upstream-bad-integrity", Fail),
+        // Anyone may register (max_users unlimited), 201, and the token it
+        // hands out publishes (publish: $authenticated): the new package
+        // is then served.
+        ("verdaccio", "P6.adduser", Fail),
+        ("verdaccio", "P6.publish", Fail),
+        ("verdaccio", "P6.effect", Fail),
+        // Hardened: no uplink, so nothing absent is served or fetched, and
+        // every integrity it serves is the one its storage holds.
+        ("verdaccio-hardened", "P2", Pass),
+        ("verdaccio-hardened", "P2.upstream-contact", Pass),
+        ("verdaccio-hardened", "P1", Pass),
+        // max_users: -1 and publish/unpublish for no one.
+        ("verdaccio-hardened", "P6.adduser", Pass),
+        ("verdaccio-hardened", "P6.publish", Pass),
+        ("verdaccio-hardened", "P6.unpublish", Pass),
+        ("verdaccio-hardened", "P6.effect", Pass),
+        // What hardening does not change: the tarball URLs are built from
+        // the request's Host header, /-/all is answered, and a token
+        // DELETE is answered 200.
+        ("verdaccio", "P3.host-headers", Fail),
+        ("verdaccio-hardened", "P3.host-headers", Fail),
+        ("verdaccio-hardened", "P3.registry-routes", Fail),
+        ("verdaccio-hardened", "P6.login-tokens", Fail),
+        // Neither runs the tripwire's postinstall nor renders README text.
+        ("verdaccio", "P4", Pass),
+        ("verdaccio-hardened", "P4", Pass),
+    ] {
+        assert_eq!(status(get(peer), row), want, "{peer} {row}");
+    }
+
+    let b = testbed::run(&vs, &peers, |_| {});
+    assert!(b.not_run.is_empty(), "{}", b.notes());
+    assert_eq!(statuses(&a), statuses(&b));
+    let _ = std::fs::remove_dir_all(&dir);
 }

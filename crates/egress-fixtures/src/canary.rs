@@ -369,6 +369,7 @@ impl Upstream for Canary {
             template: name(TEMPLATE),
             no_digest: Some(name(NO_DIGEST)),
             bad_digest: Some(name(BAD_DIGEST)),
+            offsite: None,
         }
     }
 

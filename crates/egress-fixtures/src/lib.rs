@@ -6,6 +6,8 @@
 //! - [`proxy`]: fixture (B), a conventional pull-through caching proxy built the
 //!   way labs deploy them. It is the *non-conformant* reference: it violates
 //!   P1-P6 on purpose, so that the suite can show it tells the two apart.
+//! - [`npm_proxy`]: fixture (B) for npm, a pull-through caching npm registry
+//!   in front of [`npm_canary`], non-conformant in the same way.
 //! - [`hostile`]: servers that misbehave at the HTTP or TCP level, for the
 //!   suite's robustness tests.
 //!
@@ -18,8 +20,11 @@
 pub mod canary;
 pub mod hostile;
 pub mod npm_canary;
+pub mod npm_proxy;
 pub mod proxy;
+mod relay;
 mod request_log;
+mod tgz;
 
 pub use canary::Canary;
 pub use hostile::{Hostile, HostileServer};

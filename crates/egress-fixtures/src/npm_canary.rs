@@ -11,21 +11,40 @@
 //!   names `application/vnd.npm.install-v1+json`, with `Vary: Accept`;
 //! - one version's manifest at `/<name>/<version-or-dist-tag>`;
 //! - tarballs at `/<name>/-/<name>-<version>.tgz`, and for scoped names
-//!   `/@scope/name/-/name-<version>.tgz` (the encoded spelling too).
+//!   `/@scope/name/-/name-<version>.tgz` (the encoded spelling too);
+//! - the registry's signing keys at [`KEYS_PATH`] (`/-/npm/v1/keys`).
 //!
-//! Every version carries `dist.integrity` (sha512 SRI) and an absolute
-//! `dist.tarball` URL on the canary's own origin. `dist.shasum` (sha1) is
-//! left out: npm checks `integrity` when it is there.
+//! Every version but those of [`NO_INTEGRITY`] and [`BAD_INTEGRITY`] carries
+//! the `dist.integrity` (sha512 SRI) of its served bytes, and every one but
+//! those of [`OFFSITE`] an absolute `dist.tarball` URL on the canary's own
+//! origin. `dist.shasum` (sha1) is left out: npm checks `integrity` when it
+//! is there.
+//!
+//! Like registry.npmjs.org, the canary signs every version that lists an
+//! integrity: `dist.signatures` (full and abbreviated packuments alike) is
+//! `[{"keyid": "SHA256:...", "sig": "<base64 DER>"}]`, an ECDSA P-256 /
+//! SHA-256 signature over `<name>@<version>:<listed integrity>` by a key made
+//! at start, published at [`KEYS_PATH`] as `{"keys": [{"expires": null,
+//! "keyid", "keytype": "ecdsa-sha2-nistp256", "scheme":
+//! "ecdsa-sha2-nistp256", "key": "<base64 SPKI DER>"}]}`, what
+//! `npm audit signatures` reads. [`NpmCanary::forge_signature`] replaces one
+//! version's signature with a well-formed one over another message.
+//!
+//! A second listener, the canary's "CDN origin" ([`NpmCanary::offsite_origin`],
+//! another loopback port), serves only the tarballs of [`OFFSITE`], at the
+//! same paths; the main origin does not serve them. It logs every request
+//! into the same log, so any contact with it shows.
 //!
 //! Every request, whatever its answer, goes into the same log as the PyPI
 //! canary's, read through [`Upstream`]; requests below [`TRIPWIRE_PATH`] are
 //! answered `200 tripped` and flagged. The canary is an upstream, never a
 //! place to publish: every method but GET and HEAD (publish, unpublish,
 //! dist-tag changes, adduser, login...) is logged and answered `405`, and
-//! other `/-/` routes `404`.
+//! `/-/` routes other than [`KEYS_PATH`] `404`.
 //!
 //! Content, all real tarballs built by `egress-artifacts`, reproducible
-//! except for the port baked into the tripwire's `postinstall`:
+//! except for the port baked into the tripwire's `postinstall` (and the
+//! signatures, by a key made at start):
 //!
 //! | package | versions | role |
 //! |---|---|---|
@@ -34,6 +53,9 @@
 //! | `ec-upstream-only` | 1.0.0 | upstream only |
 //! | `ec-tripwire` | 0.1.0, whose `postinstall` calls the tripwire | in the snapshot |
 //! | `ec-template-text` | 1.0.0, every [`TEMPLATE_MARKERS`] raw text in description and README | in the snapshot |
+//! | `ec-no-integrity` | 1.0.0, no `dist.integrity` (nor `dist.shasum`) | upstream only |
+//! | `ec-bad-integrity` | 1.0.0, a well-formed sha512 `dist.integrity` of other bytes | upstream only |
+//! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
 
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
@@ -42,6 +64,9 @@ use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
 use egress_model::{
     Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest,
 };
+use ring::digest;
+use ring::rand::SystemRandom;
+use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Ipv4Addr;
@@ -57,9 +82,78 @@ pub const UPSTREAM_ONLY: &str = "ec-upstream-only";
 pub const TRIPWIRE: &str = "ec-tripwire";
 /// Its description and README carry every raw [`TEMPLATE_MARKERS`] expression.
 pub const TEMPLATE: &str = "ec-template-text";
+/// Upstream only; its versions list no `dist.integrity` and no `dist.shasum`.
+pub const NO_INTEGRITY: &str = "ec-no-integrity";
+/// Upstream only; its `dist.integrity` is a well-formed sha512 SRI of other
+/// bytes than the served tarball's.
+pub const BAD_INTEGRITY: &str = "ec-bad-integrity";
+/// Upstream only; its `dist.tarball` is on the canary's CDN origin
+/// ([`NpmCanary::offsite_origin`]), which alone serves it.
+pub const OFFSITE: &str = "ec-offsite";
 
 /// The media type of abbreviated packuments.
 pub const ABBREVIATED: &str = "application/vnd.npm.install-v1+json";
+/// Where a registry publishes the keys its `dist.signatures` verify with.
+pub const KEYS_PATH: &str = "/-/npm/v1/keys";
+/// `keytype` and `scheme` of the canary's registry key, as npm names them.
+pub const KEY_SCHEME: &str = "ecdsa-sha2-nistp256";
+
+/// The DER prefix of a P-256 SubjectPublicKeyInfo (id-ecPublicKey,
+/// prime256v1), followed by the 65-byte uncompressed point.
+const P256_SPKI_PREFIX: [u8; 26] = [
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+];
+
+/// The canary's registry signing key, made at start.
+struct RegistryKey {
+    pair: EcdsaKeyPair,
+    rng: SystemRandom,
+    /// `SHA256:<unpadded base64 of the sha256 of the SPKI DER>`.
+    keyid: String,
+    /// The SPKI DER, base64.
+    key: String,
+}
+
+impl RegistryKey {
+    fn generate() -> io::Result<Self> {
+        let err = |what: &str| io::Error::other(format!("npm canary registry key: {what}"));
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
+            .map_err(|_| err("cannot generate"))?;
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
+            .map_err(|_| err("cannot load"))?;
+        let mut spki = P256_SPKI_PREFIX.to_vec();
+        spki.extend_from_slice(pair.public_key().as_ref());
+        let fingerprint =
+            egress_model::base64::encode(digest::digest(&digest::SHA256, &spki).as_ref());
+        Ok(Self {
+            keyid: format!("SHA256:{}", fingerprint.trim_end_matches('=')),
+            key: egress_model::base64::encode(&spki),
+            pair,
+            rng,
+        })
+    }
+
+    /// A base64 DER signature over `message`; `None` only if the system
+    /// random source fails.
+    fn sign(&self, message: &str) -> Option<String> {
+        let sig = self.pair.sign(&self.rng, message.as_bytes()).ok()?;
+        Some(egress_model::base64::encode(sig.as_ref()))
+    }
+
+    fn keys_document(&self) -> serde_json::Value {
+        serde_json::json!({
+            "keys": [{
+                "expires": null,
+                "keyid": self.keyid,
+                "keytype": KEY_SCHEME,
+                "scheme": KEY_SCHEME,
+                "key": self.key,
+            }]
+        })
+    }
+}
 
 /// Whether a snapshot built from the canary holds the package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,20 +162,53 @@ enum Role {
     UpstreamOnly,
 }
 
+/// What a version's `dist` lists as the digest of its tarball.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Listed {
+    /// The integrity of the served bytes.
+    Served,
+    /// Nothing: no `dist.integrity`, no `dist.shasum`.
+    Nothing,
+    /// This integrity, a well-formed sha512 SRI of other bytes.
+    Other(String),
+}
+
 struct PackageVersion {
     spec: NpmPackageSpec,
     tarball: NpmTarball,
     /// Event number of the publish (see [`iso_time`]).
     published: u64,
+    listed: Listed,
+    /// `dist.signatures[0].sig`: the registry signature over
+    /// `<name>@<version>:<listed integrity>`; none without an integrity.
+    signature: Option<String>,
 }
 
 impl PackageVersion {
-    fn build(spec: NpmPackageSpec, published: u64) -> Self {
+    /// Builds the tarball, lists its digest as [`listed_for`] says, and
+    /// signs what is listed.
+    fn build(spec: NpmPackageSpec, published: u64, key: &RegistryKey) -> Self {
         let tarball = build_npm_tarball(&spec);
-        Self {
+        let mut v = Self {
             spec,
             tarball,
             published,
+            listed: Listed::Served,
+            signature: None,
+        };
+        v.listed = listed_for(&v.spec.name, &v);
+        v.signature = v.listed_integrity().and_then(|integrity| {
+            key.sign(&signed_message(&v.spec.name, &v.spec.version, integrity))
+        });
+        v
+    }
+
+    /// The `dist.integrity` the packuments list, if any.
+    fn listed_integrity(&self) -> Option<&str> {
+        match &self.listed {
+            Listed::Served => Some(&self.tarball.integrity),
+            Listed::Nothing => None,
+            Listed::Other(integrity) => Some(integrity),
         }
     }
 }
@@ -93,6 +220,8 @@ struct Package {
     dist_tags: BTreeMap<String, String>,
     /// Event number of the latest change.
     modified: u64,
+    /// Whether its tarballs are served by the CDN origin (and only there).
+    offsite: bool,
 }
 
 impl Package {
@@ -120,6 +249,8 @@ struct Content {
     events: u64,
     published: u32,
     replaced: u32,
+    /// Tarballs (by file name) sent only after a delay.
+    slow: std::collections::HashMap<String, std::time::Duration>,
 }
 
 impl Content {
@@ -150,8 +281,11 @@ fn iso_time(event: u64) -> String {
 }
 
 struct State {
+    key: RegistryKey,
     /// `http://127.0.0.1:PORT`, set right after binding.
     origin: OnceLock<String>,
+    /// The CDN origin, `http://127.0.0.1:PORT2`, set right after binding.
+    cdn_origin: OnceLock<String>,
     content: Mutex<Content>,
     log: RequestLog,
 }
@@ -160,21 +294,26 @@ struct State {
 /// [`NpmCanary::stop`] or drop.
 pub struct NpmCanary {
     server: ServerHandle,
+    /// The CDN origin's listener, which serves only [`OFFSITE`]'s tarballs.
+    cdn: ServerHandle,
     state: Arc<State>,
     origin: String,
 }
 
 impl NpmCanary {
-    /// Binds 127.0.0.1 on a free port, then builds the content (the
-    /// tripwire's `postinstall` needs the port).
+    /// Binds 127.0.0.1 on two free ports (the registry and its CDN origin),
+    /// then builds the content (the tripwire's `postinstall` needs the port).
     pub fn start() -> io::Result<NpmCanary> {
         let state = Arc::new(State {
+            key: RegistryKey::generate()?,
             origin: OnceLock::new(),
+            cdn_origin: OnceLock::new(),
             content: Mutex::new(Content {
                 packages: Vec::new(),
                 events: 0,
                 published: 0,
                 replaced: 0,
+                slow: Default::default(),
             }),
             log: RequestLog::default(),
         });
@@ -184,18 +323,33 @@ impl NpmCanary {
             move |req: Request| handler_state.handle(&req),
             Limits::default(),
         )?;
+        let cdn_state = Arc::clone(&state);
+        let cdn = Server::bind(
+            (Ipv4Addr::LOCALHOST, 0),
+            move |req: Request| cdn_state.handle_cdn(&req),
+            Limits::default(),
+        )?;
         let origin = server.base_url();
         let _ = state.origin.set(origin.clone());
+        let _ = state.cdn_origin.set(cdn.base_url());
         {
             let mut content = lock(&state.content);
-            let packages = initial_packages(&origin, &mut content);
+            let packages = initial_packages(&origin, &mut content, &state.key);
             content.packages = packages;
         }
         Ok(NpmCanary {
             server,
+            cdn,
             state,
             origin,
         })
+    }
+
+    /// The CDN origin, `http://127.0.0.1:PORT2`: another listener, on
+    /// another port, that serves only [`OFFSITE`]'s tarballs and logs into
+    /// the same request log.
+    pub fn offsite_origin(&self) -> String {
+        self.state.cdn_origin().to_string()
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -210,6 +364,7 @@ impl NpmCanary {
 
     pub fn stop(self) {
         self.server.stop();
+        self.cdn.stop();
     }
 
     /// The whole request log.
@@ -234,13 +389,51 @@ impl NpmCanary {
             .collect()
     }
 
-    /// The absolute URL of a served tarball, if the canary serves that version.
+    /// The absolute URL of a served tarball (on the CDN origin for
+    /// [`OFFSITE`]), if the canary serves that version.
     pub fn tarball_url(&self, name: &str, version: &str) -> Option<String> {
         let content = lock(&self.state.content);
-        content
-            .package(name)?
-            .version(version)
-            .map(|_| format!("{}{}", self.origin, tarball_path(name, version)))
+        let p = content.package(name)?;
+        p.version(version)
+            .map(|_| tarball_url(self.state.package_origin(p), name, version))
+    }
+
+    /// `SHA256:<base64>`, the id of the key that signs every version.
+    pub fn keyid(&self) -> String {
+        self.state.key.keyid.clone()
+    }
+
+    /// The document served at [`KEYS_PATH`].
+    pub fn keys_document(&self) -> serde_json::Value {
+        self.state.key.keys_document()
+    }
+
+    /// Replaces the registry signature of `name@version` with a well-formed
+    /// signature, by the same key, over another message (as if the listed
+    /// integrity had been changed after signing): `npm audit signatures`
+    /// must call it invalid. Nothing else changes.
+    pub fn forge_signature(&self, name: &str, version: &str) -> Result<(), String> {
+        let mut content = lock(&self.state.content);
+        let v = content
+            .package_mut(name)
+            .and_then(|p| p.versions.iter_mut().find(|v| v.spec.version == version))
+            .ok_or_else(|| format!("the npm canary serves no {name} {version}"))?;
+        let other = egress_artifacts::sri_sha512(b"bytes that were never published\n");
+        v.signature = Some(
+            self.state
+                .key
+                .sign(&signed_message(name, version, &other))
+                .ok_or("the system random source failed")?,
+        );
+        Ok(())
+    }
+
+    /// From now on, the tarball named `filename` (`<name>-<version>.tgz`)
+    /// is sent only after `delay`.
+    pub fn set_slow(&self, filename: &str, delay: std::time::Duration) {
+        lock(&self.state.content)
+            .slow
+            .insert(filename.to_string(), delay);
     }
 
     /// The version `tag` of `name` points at now.
@@ -267,7 +460,7 @@ impl NpmCanary {
             "Published at the canary during the run",
             &index_js(&version),
         );
-        let new = PackageVersion::build(spec, event);
+        let new = PackageVersion::build(spec, event, &self.state.key);
         let observation = Observation::UpstreamMutation {
             description: format!("published {name} {version} at the npm canary (now latest)"),
             filename: new.tarball.filename.clone(),
@@ -339,8 +532,9 @@ impl Upstream for NpmCanary {
             upstream_only_paths,
             tripwire: name(TRIPWIRE),
             template: name(TEMPLATE),
-            no_digest: None,
-            bad_digest: None,
+            no_digest: Some(name(NO_INTEGRITY)),
+            bad_digest: Some(name(BAD_INTEGRITY)),
+            offsite: Some(name(OFFSITE)),
         }
     }
 
@@ -354,6 +548,10 @@ impl Upstream for NpmCanary {
 
     fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
         self.publish(project.as_str())
+    }
+
+    fn move_tag(&self, project: &str, tag: &str, version: &str) -> Result<Observation, String> {
+        self.move_dist_tag(project, tag, version)
     }
 
     /// Rebuilds the tarball named `filename` (the bare `<name>-<version>.tgz`)
@@ -380,7 +578,7 @@ impl Upstream for NpmCanary {
             format!("replaced at the canary during the run ({n})\n").into_bytes(),
         ));
         let published = old.published;
-        let new = PackageVersion::build(spec, published);
+        let new = PackageVersion::build(spec, published, &self.state.key);
         let after = Sha256Digest::of(&new.tarball.bytes);
         debug_assert_eq!(new.tarball.filename, filename);
         package.versions[v] = new;
@@ -409,7 +607,7 @@ fn spec(name: &str, version: &str, description: &str) -> NpmPackageSpec {
     s
 }
 
-fn initial_packages(origin: &str, content: &mut Content) -> Vec<Package> {
+fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<Package> {
     let tripwire_url = format!("{origin}{TRIPWIRE_PATH}{TRIPWIRE}-0.1.0");
     let mut tripwire = spec(
         TRIPWIRE,
@@ -457,13 +655,32 @@ fn initial_packages(origin: &str, content: &mut Content) -> Vec<Package> {
         ),
         (TRIPWIRE, Role::Snapshot, vec![tripwire]),
         (TEMPLATE, Role::Snapshot, vec![template]),
+        (
+            NO_INTEGRITY,
+            Role::UpstreamOnly,
+            vec![spec(NO_INTEGRITY, "1.0.0", "Listed with no integrity")],
+        ),
+        (
+            BAD_INTEGRITY,
+            Role::UpstreamOnly,
+            vec![spec(
+                BAD_INTEGRITY,
+                "1.0.0",
+                "Listed with the integrity of other bytes",
+            )],
+        ),
+        (
+            OFFSITE,
+            Role::UpstreamOnly,
+            vec![spec(OFFSITE, "1.0.0", "Its tarball is on another origin")],
+        ),
     ];
     table
         .into_iter()
         .map(|(name, role, specs)| {
             let versions: Vec<PackageVersion> = specs
                 .into_iter()
-                .map(|s| PackageVersion::build(s, content.next_event()))
+                .map(|s| PackageVersion::build(s, content.next_event(), key))
                 .collect();
             // The last version listed is `latest`, as after publishing in order.
             let latest = versions
@@ -477,23 +694,71 @@ fn initial_packages(origin: &str, content: &mut Content) -> Vec<Package> {
                 versions,
                 dist_tags: BTreeMap::from([("latest".to_string(), latest)]),
                 modified,
+                offsite: name == OFFSITE,
             }
         })
         .collect()
 }
 
+/// What a registry signature covers: `<name>@<version>:<integrity>`.
+pub fn signed_message(name: &str, version: &str, integrity: &str) -> String {
+    format!("{name}@{version}:{integrity}")
+}
+
+/// What the packuments list as the digest of a version of `name`.
+fn listed_for(name: &str, v: &PackageVersion) -> Listed {
+    match name {
+        NO_INTEGRITY => Listed::Nothing,
+        // Well-formed (sha512, 64 bytes in base64), but of other bytes.
+        BAD_INTEGRITY => Listed::Other(egress_artifacts::sri_sha512(
+            format!("not the tarball of {} {}\n", name, v.spec.version).as_bytes(),
+        )),
+        _ => Listed::Served,
+    }
+}
+
 // ------------------------------------------------------------------ documents
 
-fn dist(origin: &str, p: &Package, v: &PackageVersion) -> serde_json::Value {
-    serde_json::json!({
-        "tarball": format!("{origin}{}", tarball_path(&p.name, &v.spec.version)),
-        "integrity": v.tarball.integrity,
-    })
+/// The absolute URL of a tarball at `origin`.
+fn tarball_url(origin: &str, name: &str, version: &str) -> String {
+    format!("{origin}{}", tarball_path(name, version))
+}
+
+/// What the documents name besides the content: the registry's own
+/// origin, the CDN's, and the signing key's id.
+#[derive(Clone, Copy)]
+struct Docs<'a> {
+    main: &'a str,
+    cdn: &'a str,
+    keyid: &'a str,
+}
+
+impl<'a> Docs<'a> {
+    fn of(&self, p: &Package) -> &'a str {
+        if p.offsite {
+            self.cdn
+        } else {
+            self.main
+        }
+    }
+}
+
+fn dist(docs: Docs<'_>, p: &Package, v: &PackageVersion) -> serde_json::Value {
+    let mut dist = serde_json::json!({
+        "tarball": tarball_url(docs.of(p), &p.name, &v.spec.version),
+    });
+    if let Some(integrity) = v.listed_integrity() {
+        dist["integrity"] = integrity.into();
+    }
+    if let Some(sig) = &v.signature {
+        dist["signatures"] = serde_json::json!([{ "keyid": docs.keyid, "sig": sig }]);
+    }
+    dist
 }
 
 /// A version as the full packument (and `/<name>/<version>`) gives it: its
 /// package.json plus `_id`, `dist` and the readme.
-fn full_version(origin: &str, p: &Package, v: &PackageVersion) -> serde_json::Value {
+fn full_version(origin: Docs<'_>, p: &Package, v: &PackageVersion) -> serde_json::Value {
     let mut doc = v.spec.package_json();
     doc["_id"] = format!("{}@{}", p.name, v.spec.version).into();
     doc["dist"] = dist(origin, p, v);
@@ -504,7 +769,7 @@ fn full_version(origin: &str, p: &Package, v: &PackageVersion) -> serde_json::Va
     doc
 }
 
-fn full_packument(origin: &str, p: &Package) -> serde_json::Value {
+fn full_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
     let versions: serde_json::Map<String, serde_json::Value> = p
         .versions
         .iter()
@@ -538,7 +803,7 @@ fn full_packument(origin: &str, p: &Package) -> serde_json::Value {
 }
 
 /// npm's abbreviated metadata: per version only what installing needs.
-fn abbreviated_packument(origin: &str, p: &Package) -> serde_json::Value {
+fn abbreviated_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
     let versions: serde_json::Map<String, serde_json::Value> = p
         .versions
         .iter()
@@ -620,6 +885,13 @@ fn route(path: &str) -> Option<Route<'_>> {
     }
 }
 
+fn tarball_reply(v: &PackageVersion) -> Reply {
+    Response::new(200)
+        .with_header("Content-Type", "application/octet-stream")
+        .with_body(v.tarball.bytes.clone())
+        .into()
+}
+
 fn not_found() -> Reply {
     Response::new(404)
         .with_header("Content-Type", "application/json")
@@ -658,6 +930,48 @@ impl State {
         self.origin.get().map_or("", String::as_str)
     }
 
+    fn cdn_origin(&self) -> &str {
+        self.cdn_origin.get().map_or("", String::as_str)
+    }
+
+    fn docs(&self) -> Docs<'_> {
+        Docs {
+            main: self.origin(),
+            cdn: self.cdn_origin(),
+            keyid: &self.key.keyid,
+        }
+    }
+
+    /// The origin that serves `p`'s tarballs.
+    fn package_origin(&self, p: &Package) -> &str {
+        self.docs().of(p)
+    }
+
+    /// The CDN origin: only [`OFFSITE`]'s tarballs; every request logged.
+    fn handle_cdn(&self, req: &Request) -> Reply {
+        if self.log.record(req) {
+            return Response::text(200, "tripped\n").into();
+        }
+        if req.method != "GET" && req.method != "HEAD" {
+            return Response::new(405)
+                .with_header("Allow", "GET, HEAD")
+                .with_body("")
+                .into();
+        }
+        let content = lock(&self.content);
+        let found = match route(req.path()) {
+            Some(Route::Tarball(name, file)) => content
+                .package(&name)
+                .filter(|p| p.offsite)
+                .and_then(|p| p.versions.iter().find(|v| v.tarball.filename == file)),
+            _ => None,
+        };
+        match found {
+            Some(v) => tarball_reply(v),
+            None => not_found(),
+        }
+    }
+
     fn handle(&self, req: &Request) -> Reply {
         let tripwire = self.log.record(req);
         if tripwire {
@@ -672,11 +986,17 @@ impl State {
                 .into();
         }
         let path = req.path();
+        if path == KEYS_PATH {
+            return Response::new(200)
+                .with_header("Content-Type", "application/json")
+                .with_body(self.key.keys_document().to_string())
+                .into();
+        }
         if path.starts_with("/-/") {
             return not_found();
         }
         let content = lock(&self.content);
-        let origin = self.origin();
+        let origin = self.docs();
         match route(path) {
             Some(Route::Packument(name)) => match content.package(&name) {
                 Some(p) if wants_abbreviated(req.header("accept")) => {
@@ -696,16 +1016,22 @@ impl State {
                 }
             }
             Some(Route::Tarball(name, file)) => {
+                // The CDN origin alone serves offsite tarballs.
                 let found = content
                     .package(&name)
+                    .filter(|p| !p.offsite)
                     .and_then(|p| p.versions.iter().find(|v| v.tarball.filename == file));
-                match found {
-                    Some(v) => Response::new(200)
-                        .with_header("Content-Type", "application/octet-stream")
-                        .with_body(v.tarball.bytes.clone())
-                        .into(),
-                    None => not_found(),
+                let Some(v) = found else {
+                    return not_found();
+                };
+                let reply = tarball_reply(v);
+                // The delay is served with the lock released, so that a slow
+                // tarball slows nothing else.
+                if let Some(delay) = content.slow.get(file).copied() {
+                    drop(content);
+                    std::thread::sleep(delay);
                 }
+                reply
             }
             None => not_found(),
         }

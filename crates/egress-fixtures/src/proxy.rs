@@ -24,8 +24,9 @@ mod template;
 
 pub use template::render_template;
 
+use crate::is_loopback_url;
+use crate::relay::{absolute, connect, limits, outbound, relay, text};
 use crate::request_log::lock;
-use crate::{is_loopback_url, loopback_addrs};
 use build::build_sdist_metadata;
 use egress_artifacts::{read_sdist_pkg_info, read_wheel_metadata};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
@@ -34,9 +35,8 @@ use egress_simple::{FileEntry, Format, ProjectPage};
 use egress_transcript::Client;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::{Ipv4Addr, Shutdown, TcpStream};
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
 /// How long a file fetch may take before the proxy redirects to upstream.
@@ -44,19 +44,6 @@ pub const SLOW_FETCH: Duration = Duration::from_millis(150);
 /// What the proxy asks upstream for: JSON preferred, HTML accepted.
 const UPSTREAM_ACCEPT: &str =
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
-/// Request and response fields that describe one hop, never relayed.
-const HOP_FIELDS: [&str; 9] = [
-    "host",
-    "connection",
-    "content-length",
-    "transfer-encoding",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "upgrade",
-    "expect",
-];
-
 /// The caching proxy; see the module docs. Stops on [`CachingProxy::stop`] or drop.
 pub struct CachingProxy {
     server: ServerHandle,
@@ -108,17 +95,6 @@ impl CachingProxy {
     }
 }
 
-fn limits(deadline: Duration) -> egress_transcript::Limits {
-    egress_transcript::Limits {
-        connect_timeout: deadline.min(Duration::from_secs(2)),
-        idle_timeout: deadline.min(Duration::from_secs(5)),
-        deadline,
-        max_head_bytes: 64 * 1024,
-        max_body_bytes: 64 * 1024 * 1024,
-        record_bytes: 64 * 1024 * 1024,
-    }
-}
-
 struct Upload {
     project: ProjectName,
     version: String,
@@ -135,10 +111,6 @@ struct State {
     /// Upstream URL of each file path the proxy has listed.
     sources: Mutex<HashMap<String, Url>>,
     uploads: Mutex<Vec<Upload>>,
-}
-
-fn text(status: u16, body: &str) -> Reply {
-    Response::text(status, body).into()
 }
 
 /// No empty, `.` or `..` segment, no percent-encoding, no backslash: a path
@@ -527,16 +499,6 @@ impl State {
     }
 }
 
-fn outbound(req: &Request, target: &str) -> egress_transcript::Request {
-    let mut out = egress_transcript::Request::new(&req.method, target).body(req.body.clone());
-    for (name, value) in &req.headers {
-        if !HOP_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
-            out = out.header(name, value);
-        }
-    }
-    out
-}
-
 fn page_body(ex: &Exchange) -> (bool, &[u8]) {
     let resp = ex.response.as_ref();
     let is_json = resp
@@ -557,82 +519,6 @@ fn render(req: &Request, serial: Option<&str>, body: impl FnOnce(Format) -> Stri
         resp = resp.with_header("X-PyPI-Last-Serial", serial);
     }
     resp.with_body(body(format)).into()
-}
-
-/// An upstream answer, relayed: status, end-to-end fields and body.
-fn relay(ex: Exchange) -> Reply {
-    let Some(resp) = ex.response else {
-        let why = ex.error.unwrap_or_default();
-        return text(502, &format!("upstream failed: {why}\n"));
-    };
-    let Some(status @ 200..=599) = resp.status else {
-        return text(502, "upstream sent an invalid status\n");
-    };
-    let mut out = Response::new(status);
-    for (name, value) in &resp.headers {
-        if !HOP_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
-            out = out.with_header(name, value);
-        }
-    }
-    out.with_body(resp.body_prefix.0).into()
-}
-
-/// `GET http://host:port/path`: forwarded to that host if it is loopback.
-fn absolute(req: &Request) -> Reply {
-    let Ok(url) = Url::parse(&req.target) else {
-        return text(400, "bad absolute-form target\n");
-    };
-    if !is_loopback_url(&url) {
-        return text(502, "refusing to connect to a non-loopback host\n");
-    }
-    match Client::new(url.clone(), limits(Duration::from_secs(15)), None) {
-        Ok(client) => {
-            relay(client.send("proxy: absolute-form", &outbound(req, url.path_and_query())))
-        }
-        Err(e) => text(502, &format!("{e}\n")),
-    }
-}
-
-/// `CONNECT host:port`: a tunnel, to loopback only.
-fn connect(authority: &str) -> Reply {
-    let Some((host, port)) = authority
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-    else {
-        return text(400, "bad CONNECT target\n");
-    };
-    let Some(addrs) = loopback_addrs(host, port) else {
-        return text(502, "refusing to tunnel to a non-loopback host\n");
-    };
-    let Some(upstream) = addrs
-        .iter()
-        .find_map(|a| TcpStream::connect_timeout(a, Duration::from_secs(2)).ok())
-    else {
-        return text(502, "cannot connect\n");
-    };
-    Reply::Takeover(
-        Response::new(200),
-        Box::new(move |client| splice(client, upstream)),
-    )
-}
-
-/// Copies both ways until each side ends or stays idle for 10 s.
-fn splice(client: TcpStream, upstream: TcpStream) {
-    let idle = Some(Duration::from_secs(10));
-    for s in [&client, &upstream] {
-        let _ = s.set_read_timeout(idle);
-        let _ = s.set_write_timeout(idle);
-    }
-    let pipe = |mut from: TcpStream, mut to: TcpStream| {
-        let _ = io::copy(&mut from, &mut to);
-        let _ = to.shutdown(Shutdown::Write);
-    };
-    let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
-        return;
-    };
-    let up = thread::spawn(move || pipe(c2, u2));
-    pipe(upstream, client.try_clone().unwrap_or(client));
-    let _ = up.join();
 }
 
 // ------------------------------------------------------------------ helpers

@@ -5,8 +5,9 @@
 use egress_fixtures::npm_canary::{self, NpmCanary, ABBREVIATED};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, Url, TEMPLATE_MARKERS};
 use egress_transcript::{Client, Request};
+use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1};
 use serde_json::Value;
-use sha2::{Digest, Sha512};
+use sha2::{Digest, Sha256, Sha512};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -241,7 +242,7 @@ fn every_request_is_logged_and_writes_are_refused() {
         "/-/whoami",
         "/-/all",
         "/-/v1/search?text=ec",
-        "/-/npm/v1/keys",
+        "/-/npm/v1/keys/other",
     ];
     for target in reads {
         assert_eq!(c.get("read", target, None).status(), Some(404), "{target}");
@@ -363,6 +364,267 @@ fn mutations_show_at_the_canary() {
     assert!(canary
         .move_dist_tag(npm_canary::PRESENT, "latest", "7.0.0")
         .is_err());
+    // The same through the Upstream interface.
+    let up: &dyn Upstream = &canary;
+    up.move_tag(npm_canary::PRESENT, "beta", "1.0.0").unwrap();
+    assert_eq!(
+        canary.dist_tag(npm_canary::PRESENT, "beta").as_deref(),
+        Some("1.0.0")
+    );
+    assert!(up.move_tag("ec-absent", "latest", "1.0.0").is_err());
+}
+
+/// The `dist` of version 1.0.0 of `name` in the full and the abbreviated
+/// packument, and in the version manifest.
+fn dists(c: &Client, name: &str) -> Vec<Value> {
+    let (full, _) = packument(c, name, false);
+    let (abbr, _) = packument(c, name, true);
+    let ex = c.get("version", &format!("/{name}/1.0.0"), None);
+    assert_eq!(ex.status(), Some(200), "{}", ex.summary());
+    let manifest: Value = serde_json::from_slice(&body(&ex)).unwrap();
+    vec![
+        full["versions"]["1.0.0"]["dist"].clone(),
+        abbr["versions"]["1.0.0"]["dist"].clone(),
+        manifest["dist"].clone(),
+    ]
+}
+
+#[test]
+fn no_integrity_lists_no_digest() {
+    let canary = NpmCanary::start().unwrap();
+    let c = client(&canary.base_url());
+    for dist in dists(&c, npm_canary::NO_INTEGRITY) {
+        assert!(dist.get("integrity").is_none(), "{dist}");
+        assert!(dist.get("shasum").is_none(), "{dist}");
+        let tarball = dist["tarball"].as_str().unwrap();
+        assert_eq!(
+            Some(tarball.to_string()),
+            canary.tarball_url(npm_canary::NO_INTEGRITY, "1.0.0")
+        );
+        // The tarball itself is served, on the canary's own origin.
+        assert!(!fetch(&c, tarball).is_empty());
+    }
+}
+
+#[test]
+fn bad_integrity_is_well_formed_but_not_of_the_served_bytes() {
+    let canary = NpmCanary::start().unwrap();
+    let c = client(&canary.base_url());
+    for dist in dists(&c, npm_canary::BAD_INTEGRITY) {
+        let integrity = dist["integrity"].as_str().unwrap();
+        let b64 = integrity.strip_prefix("sha512-").unwrap();
+        assert_eq!(egress_model::base64::decode(b64).unwrap().len(), 64);
+        let bytes = fetch(&c, dist["tarball"].as_str().unwrap());
+        assert_ne!(integrity, sri(&bytes), "the integrity matches the bytes");
+        assert!(dist.get("shasum").is_none());
+    }
+}
+
+#[test]
+fn offsite_tarball_is_served_only_by_the_cdn_origin_and_logged() {
+    let canary = NpmCanary::start().unwrap();
+    let c = client(&canary.base_url());
+    let cdn_origin = canary.offsite_origin();
+    assert_ne!(cdn_origin, canary.base_url());
+    let cdn = client(&cdn_origin);
+    let path = npm_canary::tarball_path(npm_canary::OFFSITE, "1.0.0");
+    let want_url = format!("{cdn_origin}{path}");
+    assert_eq!(
+        canary.tarball_url(npm_canary::OFFSITE, "1.0.0"),
+        Some(want_url.clone())
+    );
+    for dist in dists(&c, npm_canary::OFFSITE) {
+        assert_eq!(dist["tarball"], want_url.as_str());
+        // Served by the CDN origin, with the listed integrity.
+        let ex = cdn.get("offsite", &path, None);
+        assert_eq!(ex.status(), Some(200), "{}", ex.summary());
+        assert_eq!(dist["integrity"], sri(&body(&ex)));
+    }
+    // Not by the main origin.
+    let mark = canary.mark();
+    assert_eq!(c.get("main", &path, None).status(), Some(404));
+    // The CDN serves nothing else: no packument, no other tarball.
+    let present = npm_canary::tarball_path(npm_canary::PRESENT, "1.0.0");
+    for target in [
+        "/ec-offsite",
+        present.as_str(),
+        "/-/npm/v1/keys",
+        "/ec-offsite/-/ec-offsite-9.9.9.tgz",
+    ] {
+        assert_eq!(cdn.get("cdn", target, None).status(), Some(404), "{target}");
+    }
+    let put = Request::new("PUT", &path).body(b"x".to_vec());
+    assert_eq!(cdn.send("put", &put).status(), Some(405));
+    // Every request to either origin is in the one log, in order.
+    let seen: Vec<(String, String)> = canary
+        .requests_since(mark)
+        .into_iter()
+        .map(|r| (r.method, r.target))
+        .collect();
+    let get = |t: &str| ("GET".to_string(), t.to_string());
+    assert_eq!(
+        seen,
+        [
+            get(&path),
+            get("/ec-offsite"),
+            get(&present),
+            get("/-/npm/v1/keys"),
+            get("/ec-offsite/-/ec-offsite-9.9.9.tgz"),
+            ("PUT".to_string(), path.clone()),
+        ]
+    );
+    // The CDN origin's requests earlier in the run are logged too.
+    let all = canary.requests();
+    assert_eq!(all.iter().filter(|r| r.target == path).count(), 3 + 1 + 1);
+}
+
+#[test]
+fn the_three_digest_probes_are_upstream_only_and_in_the_plan() {
+    let canary = NpmCanary::start().unwrap();
+    let plan = canary.plan();
+    let name = |p: &Option<ProjectName>| p.as_ref().map(|p| p.as_str().to_string());
+    assert_eq!(
+        name(&plan.no_digest).as_deref(),
+        Some(npm_canary::NO_INTEGRITY)
+    );
+    assert_eq!(
+        name(&plan.bad_digest).as_deref(),
+        Some(npm_canary::BAD_INTEGRITY)
+    );
+    assert_eq!(name(&plan.offsite).as_deref(), Some(npm_canary::OFFSITE));
+    let snapshot: Vec<String> = canary
+        .tarballs(false)
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    let everything: Vec<String> = canary
+        .tarballs(true)
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    for n in [
+        npm_canary::NO_INTEGRITY,
+        npm_canary::BAD_INTEGRITY,
+        npm_canary::OFFSITE,
+    ] {
+        assert!(!snapshot.iter().any(|s| s == n), "{n} in a snapshot");
+        assert!(everything.iter().any(|s| s == n), "{n} not served");
+    }
+    // Only ec-upstream-only's own files are listed as upstream-only paths.
+    assert_eq!(
+        plan.upstream_only_paths,
+        ["/ec-upstream-only/-/ec-upstream-only-1.0.0.tgz"]
+    );
+}
+
+/// Whether `dist.signatures` holds exactly one signature by the canary's
+/// key, and whether it verifies over `<name>@<version>:<dist.integrity>`.
+fn signature_verifies(canary: &NpmCanary, name: &str, version: &str, dist: &Value) -> bool {
+    let sigs = dist["signatures"].as_array().expect("dist.signatures");
+    assert_eq!(sigs.len(), 1, "{dist}");
+    assert_eq!(sigs[0]["keyid"], canary.keyid().as_str());
+    let keys = canary.keys_document();
+    let spki = egress_model::base64::decode(keys["keys"][0]["key"].as_str().unwrap()).unwrap();
+    let sig = egress_model::base64::decode(sigs[0]["sig"].as_str().unwrap()).unwrap();
+    let message = npm_canary::signed_message(name, version, dist["integrity"].as_str().unwrap());
+    // The point follows the 26-byte P-256 SubjectPublicKeyInfo prefix.
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &spki[26..])
+        .verify(message.as_bytes(), &sig)
+        .is_ok()
+}
+
+#[test]
+fn every_listed_integrity_is_signed_with_the_published_key() {
+    let canary = NpmCanary::start().unwrap();
+    let c = client(&canary.base_url());
+    let ex = c.get("keys", npm_canary::KEYS_PATH, None);
+    assert_eq!(ex.status(), Some(200), "{}", ex.summary());
+    let keys: Value = serde_json::from_slice(&body(&ex)).unwrap();
+    assert_eq!(keys, canary.keys_document());
+    let key = &keys["keys"][0];
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 1);
+    assert_eq!(key["expires"], Value::Null);
+    assert_eq!(key["keytype"], "ecdsa-sha2-nistp256");
+    assert_eq!(key["scheme"], "ecdsa-sha2-nistp256");
+    let spki = egress_model::base64::decode(key["key"].as_str().unwrap()).unwrap();
+    assert_eq!(spki.len(), 91);
+    let fingerprint = egress_model::base64::encode(&Sha256::digest(&spki));
+    assert_eq!(
+        key["keyid"],
+        format!("SHA256:{}", fingerprint.trim_end_matches('='))
+    );
+    // openssl reads the key as a P-256 public key, as node does.
+    let dir = common::TempDir::new("npm-keys");
+    let pem = dir.0.join("key.pem");
+    std::fs::write(
+        &pem,
+        format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            key["key"].as_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("openssl")
+        .args(["pkey", "-pubin", "-noout", "-text", "-in"])
+        .arg(&pem)
+        .output()
+        .expect("openssl must be installed to run these tests");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("prime256v1"));
+
+    let mut signed = ALL.to_vec();
+    signed.extend([npm_canary::BAD_INTEGRITY, npm_canary::OFFSITE]);
+    for name in signed {
+        for abbreviated in [false, true] {
+            let (doc, _) = packument(&c, name, abbreviated);
+            for (version, v) in doc["versions"].as_object().unwrap() {
+                let ok = signature_verifies(&canary, name, version, &v["dist"]);
+                // The registry signs what it lists, right or wrong.
+                assert!(ok, "{name} {version} abbreviated={abbreviated}");
+            }
+        }
+    }
+    for dist in dists(&c, npm_canary::NO_INTEGRITY) {
+        assert!(dist.get("signatures").is_none(), "{dist}");
+    }
+
+    // Published and replaced versions are signed as they change.
+    let present = ProjectName::new(npm_canary::PRESENT).unwrap();
+    canary.publish_new_version(&present).unwrap();
+    canary.replace_file_bytes("ec-present-1.0.0.tgz").unwrap();
+    let (doc, _) = packument(&c, npm_canary::PRESENT, true);
+    for version in ["1.0.0", "1.1.0", "9.9.9"] {
+        let dist = &doc["versions"][version]["dist"];
+        assert!(signature_verifies(
+            &canary,
+            npm_canary::PRESENT,
+            version,
+            dist
+        ));
+    }
+
+    // A forged signature: well-formed, same key id, another message.
+    let (before, _) = packument(&c, npm_canary::PRESENT, false);
+    canary
+        .forge_signature(npm_canary::PRESENT, "1.1.0")
+        .unwrap();
+    let (after, _) = packument(&c, npm_canary::PRESENT, false);
+    for abbreviated in [false, true] {
+        let (doc, _) = packument(&c, npm_canary::PRESENT, abbreviated);
+        let dist = &doc["versions"]["1.1.0"]["dist"];
+        assert!(!signature_verifies(
+            &canary,
+            npm_canary::PRESENT,
+            "1.1.0",
+            dist
+        ));
+        assert_eq!(
+            dist["integrity"],
+            before["versions"]["1.1.0"]["dist"]["integrity"]
+        );
+    }
+    assert_eq!(after["versions"]["1.0.0"], before["versions"]["1.0.0"]);
+    assert!(canary.forge_signature("ec-absent", "1.0.0").is_err());
 }
 
 // ------------------------------------------------------------------ real npm

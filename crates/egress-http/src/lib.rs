@@ -14,12 +14,18 @@
 //!   its first byte, and an idle keep-alive connection is closed after the same
 //!   time, which bounds slowloris-style clients;
 //! - responses always carry `Content-Length`, never chunked framing;
+//! - file bodies are copied to the socket ([`Body::File`]), except files
+//!   the kernel keeps immutable ([`Body::Sealed`]), which go out zero-copy
+//!   with `sendfile(2)`;
 //! - a panicking handler produces a `500`, not a dead server.
 
 #![forbid(unsafe_code)]
 
 mod parse;
+mod sealed;
 mod write;
+
+pub use sealed::SealedFile;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -102,6 +108,14 @@ pub enum Body {
     /// truncated response, never a complete one. Clones share the file and
     /// its position: send a file body once.
     File(Arc<File>, u64),
+    /// A whole file whose bytes the kernel will never let change (see
+    /// [`SealedFile`]), sent zero-copy with `sendfile(2)`. `Content-Length`
+    /// is its length; it is only read when the body is sent (not for HEAD
+    /// or 304). Nothing is asked of [`Handler::vouch_for_file`]: the bytes
+    /// vouched for when the file was sealed are the only bytes it can ever
+    /// hold. Clones share the file; any number of responses may send it at
+    /// once.
+    Sealed(SealedFile),
 }
 
 impl From<Vec<u8>> for Body {
@@ -619,6 +633,9 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                 let written = match &resp.body {
                     Body::File(file, len) => write_all(stream, &[&head])
                         .and_then(|()| send_file(stream, file, *len, |_| true)),
+                    Body::Sealed(sealed) => {
+                        write_all(stream, &[&head]).and_then(|()| send_sealed(stream, sealed))
+                    }
                     body => write_all(stream, &[&head, body.as_bytes()]),
                 };
                 if written.is_err() {
@@ -653,8 +670,9 @@ fn write_all(mut stream: &TcpStream, parts: &[&[u8]]) -> io::Result<()> {
 
 /// Writes the head of `resp` and, unless it is bodiless, its body. A
 /// [`Body::File`] is sent with [`send_file`], and `handler` (if any) is asked
-/// to vouch for it before its last byte. An error means the response may be
-/// incomplete and the connection must be closed.
+/// to vouch for it before its last byte; a [`Body::Sealed`] with
+/// `sendfile(2)`. An error means the response may be incomplete and the
+/// connection must be closed.
 fn send(
     stream: &TcpStream,
     resp: &Response,
@@ -670,6 +688,10 @@ fn send(
                 handler.is_none_or(|h| h.vouch_for_file(resp, f))
             })
         }
+        Body::Sealed(sealed) if with_body => {
+            write_all(stream, &[&head])?;
+            send_sealed(stream, sealed)
+        }
         body if with_body => write_all(stream, &[&head, body.as_bytes()]),
         _ => write_all(stream, &[&head]),
     }
@@ -678,11 +700,13 @@ fn send(
 /// Copies exactly `len` bytes of `file`, from its current position, to
 /// `stream`, in chunks of [`FILE_CHUNK`] bytes.
 ///
-/// Not `sendfile(2)`, on purpose. std's `io::copy` specialises File -> pipe
-/// and socket -> anything to `splice`/`sendfile`, but deliberately not File
-/// -> TcpStream: with `sendfile` the socket may still reference page-cache
-/// pages after the call returns, so a later write to the file can change
-/// bytes already "sent". A plain copy puts the bytes in the socket buffer
+/// Not `sendfile(2)`, on purpose (a file the kernel keeps immutable is a
+/// [`Body::Sealed`], and that one is sent with `sendfile`). std's
+/// `io::copy` specialises File -> pipe and socket -> anything to
+/// `splice`/`sendfile`, but deliberately not File -> TcpStream: with
+/// `sendfile` the socket may still reference page-cache pages after the
+/// call returns, so a later write to the file can change bytes already
+/// "sent". A plain copy puts the bytes in the socket buffer
 /// when `write` returns, and that is what makes the check below sound: the
 /// bytes vouched for are the bytes on the wire. The cost is one pass through
 /// user space, in bounded chunks; the socket's write timeout bounds each
@@ -723,6 +747,20 @@ fn send_file(
         return Err(short());
     }
     stream.flush()
+}
+
+/// Sends a sealed file body zero-copy. The socket is blocking with a write
+/// timeout, so a client that stops reading makes `sendfile` fail with
+/// `WouldBlock` after `read_timeout`, as a stalled `write` would.
+#[cfg(unix)]
+fn send_sealed(stream: &TcpStream, sealed: &SealedFile) -> io::Result<()> {
+    sealed.send_to(stream)
+}
+
+/// Sealed files cannot be made off Unix (see [`SealedFile::new`]).
+#[cfg(not(unix))]
+fn send_sealed(_stream: &TcpStream, _sealed: &SealedFile) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// Answers a request that could not be read, then closes.

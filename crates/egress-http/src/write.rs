@@ -69,6 +69,7 @@ impl Body {
     pub fn content_length(&self) -> u64 {
         match self {
             Body::File(_, len) => *len,
+            Body::Sealed(sealed) => sealed.len(),
             // usize -> u64 never truncates on supported targets.
             other => other.as_bytes().len() as u64,
         }
@@ -78,11 +79,12 @@ impl Body {
         self.content_length() == 0
     }
 
-    /// The bytes of an in-memory body; empty for [`Body::File`], whose bytes
-    /// are only ever read by the kernel while the body is sent.
+    /// The bytes of an in-memory body; empty for [`Body::File`] and
+    /// [`Body::Sealed`], whose bytes are only ever read while the body is
+    /// sent.
     pub fn as_bytes(&self) -> &[u8] {
         match self {
-            Body::Empty | Body::File(..) => &[],
+            Body::Empty | Body::File(..) | Body::Sealed(_) => &[],
             Body::Bytes(b) => b,
             Body::Shared(b) => b,
         }

@@ -12,6 +12,9 @@
 //!   bytes); on disk through the open file handle before it is served, and
 //!   again whenever the file changes (see [`StoredSnapshot`]). A blob that
 //!   fails is a 500 and a log line naming it, never a 200 with other bytes.
+//!   Blobs over 256 KiB are served zero-copy (`sendfile`) only from sealed
+//!   copies whose bytes the kernel will never let change (see
+//!   [`Mirror::zero_copy_budget`]); never from the store's files.
 //!   Files live at `/files/<sha256>/<name>` and every page carries hashes;
 //!   npm tarballs at `/<name>/-/<file>`, each listed with its sha512
 //!   `dist.integrity` in pre-rendered packuments (full or abbreviated by
@@ -31,19 +34,21 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(unix)]
+use egress_http::SealedFile;
 use egress_http::{Body, Handler, Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::Sha256Digest;
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
-#[cfg(unix)]
-use egress_snapshot::StoredSnapshot;
 use egress_snapshot::{
     well_known, ServedEntry, Snapshot, FILES_PREFIX, NPM_ABBREVIATED, NPM_JSON, TEXT_PLAIN,
 };
+#[cfg(unix)]
+use egress_snapshot::{BlobProblem, StoredSnapshot};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::ToSocketAddrs;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const PAGE: &str = "public, max-age=600";
@@ -111,6 +116,10 @@ pub struct Mirror {
     routes: HashMap<String, Route>,
     log_requests: bool,
     log: LogSink,
+    /// Whether this process can serve sealed copies zero-copy: probed once,
+    /// on the first stored blob too large for memory (or by
+    /// [`Mirror::zero_copy`]).
+    zero_copy: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for Mirror {
@@ -261,6 +270,52 @@ impl Mirror {
             routes,
             log_requests: false,
             log: stderr_sink(),
+            zero_copy: OnceLock::new(),
+        }
+    }
+
+    /// The memory budget, in bytes, for sealed copies of stored blobs over
+    /// 256 KiB (default [`egress_snapshot::DEFAULT_ZERO_COPY_BUDGET`], 1 GiB;
+    /// 0 turns zero-copy off). A blob is read from its file once, hashed
+    /// while it is copied into an anonymous memfd, and the memfd is sealed
+    /// against any change only if the digest matches; from then on the blob
+    /// is served from that memfd with `sendfile(2)`, while its file is still
+    /// `lstat`ed on every request and re-verified when it changes. Copies
+    /// are dropped least recently used first to stay within the budget; a
+    /// blob that does not fit is copied from its verified file in 64 KiB
+    /// chunks, as it is when zero-copy is off or unavailable. No effect on
+    /// a mirror serving from memory.
+    pub fn zero_copy_budget(self, bytes: u64) -> Self {
+        #[cfg(unix)]
+        if let Backend::Stored(store) = &self.backend {
+            store.set_zero_copy_budget(bytes);
+        }
+        let _ = bytes;
+        self
+    }
+
+    /// Whether stored blobs over 256 KiB are served zero-copy from sealed
+    /// copies: the budget is not 0, and this process can make sealed memfds
+    /// and `sendfile` from them (checked once; if it cannot, e.g. under a
+    /// seccomp filter or off Linux, one line says why and the budget is set
+    /// to 0).
+    pub fn zero_copy(&self) -> bool {
+        match &self.backend {
+            #[cfg(unix)]
+            Backend::Stored(store) => {
+                store.zero_copy_usage().budget > 0
+                    && *self.zero_copy.get_or_init(|| match probe_zero_copy() {
+                        Ok(()) => true,
+                        Err(why) => {
+                            store.set_zero_copy_budget(0);
+                            (self.log)(&format!(
+                                "egress-mirror: zero-copy serving unavailable ({why}); blobs over 256 KiB are copied from their verified files instead"
+                            ));
+                            false
+                        }
+                    })
+            }
+            Backend::Memory(_) => false,
         }
     }
 
@@ -306,10 +361,7 @@ impl Mirror {
             (Source::Stored, Backend::Stored(store)) => {
                 match store.small_blob(&rep.digest).and_then(|small| match small {
                     Some(bytes) => Ok(Body::Shared(bytes)),
-                    None => store.open_blob(&rep.digest).map(|blob| {
-                        let (file, len) = blob.into_parts();
-                        Body::File(Arc::new(file), len)
-                    }),
+                    None => self.large_body(store, &rep.digest),
                 }) {
                     Ok(body) => Ok(body),
                     Err(problem) => {
@@ -330,6 +382,30 @@ impl Mirror {
             // Routes of a memory backend are all `Source::Memory`.
             (Source::Stored, _) => Err(Response::text(500, "blob unavailable\n")),
         }
+    }
+
+    /// The body of a stored blob too large for memory: its sealed copy,
+    /// sent zero-copy, when there is one; else a copy from its verified
+    /// file, vouched for again before its last byte.
+    #[cfg(unix)]
+    fn large_body(
+        &self,
+        store: &StoredSnapshot,
+        digest: &Sha256Digest,
+    ) -> Result<Body, BlobProblem> {
+        if self.zero_copy() {
+            if let Some(blob) = store.sealed_blob(digest)? {
+                // `sealed_blob` only returns sealed memfds, which `SealedFile`
+                // accepts; should it not, the copy path below is still sound.
+                if let Ok(sealed) = SealedFile::new(blob) {
+                    return Ok(Body::Sealed(sealed));
+                }
+            }
+        }
+        store.open_blob(digest).map(|blob| {
+            let (file, len) = blob.into_parts();
+            Body::File(Arc::new(file), len)
+        })
     }
 
     /// The response and, for the request log, the digest of the
@@ -462,6 +538,29 @@ impl Handler for Mirror {
         let _ = (response, file);
         true
     }
+}
+
+/// Makes a sealed memfd, checks that it refuses writes, and sends it with
+/// `sendfile` through a socket pair: everything zero-copy serving needs,
+/// none of which needs filesystem access (so Landlock does not stand in its
+/// way), though a seccomp filter might.
+#[cfg(unix)]
+fn probe_zero_copy() -> Result<(), String> {
+    use std::io::Read;
+    let blob = egress_snapshot::probe_sealed_copies().map_err(|e| format!("sealed memfd: {e}"))?;
+    let blob = Arc::new(blob);
+    let sealed = SealedFile::new(Arc::clone(&blob) as _).map_err(|e| format!("seals: {e}"))?;
+    let (tx, mut rx) =
+        std::os::unix::net::UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    sealed.send_to(&tx).map_err(|e| format!("sendfile: {e}"))?;
+    drop(tx);
+    let mut got = Vec::new();
+    rx.read_to_end(&mut got)
+        .map_err(|e| format!("socketpair: {e}"))?;
+    if Sha256Digest::of(&got) != blob.digest() {
+        return Err("sendfile delivered other bytes".into());
+    }
+    Ok(())
 }
 
 /// Checks the snapshot, then serves it from memory on `addr` (e.g.

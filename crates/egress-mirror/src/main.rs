@@ -1,12 +1,13 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
-//! [--require-confinement] [--log-requests]`: serves one snapshot directory
-//! as a sandbox's only egress, until killed.
+//! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]`:
+//! serves one snapshot directory as a sandbox's only egress, until killed.
 //!
 //! Start-up, in this order (each step can only narrow what the process can
 //! do next):
 //! 1. flags, then the TOML config file if `--config` is given (keys
-//!    `snapshot`, `listen`, `require_confinement`, `log_requests`; a
-//!    relative `snapshot` is relative to the file; flags override the file);
+//!    `snapshot`, `listen`, `require_confinement`, `log_requests`,
+//!    `zero_copy_budget`; a relative `snapshot` is relative to the file;
+//!    flags override the file);
 //! 2. the listen address is resolved (no name lookups after confinement);
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
 //!    documents checked, no blob read (blobs are verified as they are
@@ -14,8 +15,12 @@
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
-//! 5. the listener is bound and one line is printed on stdout: snapshot ID,
-//!    blob count, confinement status and the address.
+//! 5. zero-copy serving is probed from inside the confinement (a sealed
+//!    memfd sent with `sendfile`; see [`Mirror::zero_copy_budget`]), and
+//!    the soft limit on open files is raised to the hard one, since every
+//!    cached sealed copy holds a descriptor;
+//! 6. the listener is bound and one line is printed on stdout: snapshot ID,
+//!    blob count, confinement status, zero-copy status and the address.
 //!
 //! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
 //! 6 confinement required but not available, 7 bad config file. Every error
@@ -32,7 +37,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests]   (default ADDR 127.0.0.1:8080)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -64,6 +69,7 @@ struct Flags {
     config: Option<PathBuf>,
     require_confinement: bool,
     log_requests: bool,
+    zero_copy_budget: Option<u64>,
     self_test_connect: Vec<String>,
     self_test_read: Vec<PathBuf>,
 }
@@ -85,6 +91,10 @@ fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, Stri
             "-h" | "--help" => return Ok(None),
             "--listen" => f.listen = Some(value("an address, e.g. 127.0.0.1:8080")?),
             "--config" => f.config = Some(PathBuf::from(value("a file")?)),
+            "--zero-copy-budget" => {
+                let v = value("a size, e.g. 1GiB or 0")?;
+                f.zero_copy_budget = Some(parse_size(&v).map_err(|e| format!("{name} {e}"))?);
+            }
             "--self-test-connect" => f.self_test_connect.push(value("an address")?),
             "--self-test-read" => f.self_test_read.push(PathBuf::from(value("a path")?)),
             "--require-confinement" if inline.is_none() => f.require_confinement = true,
@@ -103,6 +113,27 @@ fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, Stri
     Ok(Some(f))
 }
 
+/// A size in bytes: digits, optionally followed by `KiB`, `MiB` or `GiB`
+/// (no space, e.g. `512MiB`).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => return Err(format!("{text:?}: the units are KiB, MiB and GiB")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("{text:?} is not a size such as 1GiB, 512MiB or 0"))
+}
+
 /// The config file's settings; every key is optional.
 #[derive(Debug, Default, PartialEq)]
 struct FileConfig {
@@ -110,6 +141,7 @@ struct FileConfig {
     listen: Option<String>,
     require_confinement: Option<bool>,
     log_requests: Option<bool>,
+    zero_copy_budget: Option<u64>,
 }
 
 /// Reads and parses a config file. Unknown keys and wrong types are errors
@@ -167,9 +199,20 @@ fn parse_config(text: &str) -> Result<FileConfig, String> {
             "listen" => config.listen = Some(string()?),
             "require_confinement" => config.require_confinement = Some(boolean()?),
             "log_requests" => config.log_requests = Some(boolean()?),
+            // Bytes as an integer, or a string with a unit ("512MiB").
+            "zero_copy_budget" => {
+                let bytes = match value {
+                    toml::Value::Integer(n) => u64::try_from(*n).ok(),
+                    toml::Value::String(s) => parse_size(s).ok(),
+                    _ => None,
+                };
+                config.zero_copy_budget = Some(bytes.ok_or_else(|| {
+                    format!("{key} must be a number of bytes or a size such as \"1GiB\"")
+                })?);
+            }
             _ => {
                 return Err(format!(
-                    "unknown key {key:?}; the keys are snapshot, listen, require_confinement, log_requests"
+                    "unknown key {key:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget"
                 ))
             }
         }
@@ -186,6 +229,7 @@ struct Settings {
     listen_from_file: Option<PathBuf>,
     require_confinement: bool,
     log_requests: bool,
+    zero_copy_budget: u64,
 }
 
 fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, String> {
@@ -208,6 +252,10 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, String> {
         listen_from_file,
         require_confinement: flags.require_confinement || file.require_confinement == Some(true),
         log_requests: flags.log_requests || file.log_requests == Some(true),
+        zero_copy_budget: flags
+            .zero_copy_budget
+            .or(file.zero_copy_budget)
+            .unwrap_or(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET),
     })
 }
 
@@ -285,7 +333,18 @@ fn main() -> ExitCode {
 
     let blobs = store.blob_count();
     let id = store.id();
-    let mirror = Mirror::from_store(Arc::new(store)).log_requests(s.log_requests);
+    let mirror = Mirror::from_store(Arc::new(store))
+        .log_requests(s.log_requests)
+        .zero_copy_budget(s.zero_copy_budget);
+    let zero_copy = if mirror.zero_copy() {
+        raise_open_file_limit();
+        format!(
+            "sealed copies sent with sendfile, budget {} MiB",
+            s.zero_copy_budget >> 20
+        )
+    } else {
+        "off".to_string()
+    };
     let paths = mirror.path_count();
     let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
         Ok(server) => server,
@@ -302,7 +361,7 @@ fn main() -> ExitCode {
     say(
         std::io::stdout(),
         &format!(
-            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}) at {}/",
+            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {}/",
             id.to_hex(),
             confinement.summary,
             server.base_url()
@@ -313,6 +372,28 @@ fn main() -> ExitCode {
         std::thread::park();
     }
 }
+
+/// Raises the soft limit on open files to the hard limit: every cached
+/// sealed copy holds a descriptor (at most
+/// [`egress_snapshot::MAX_SEALED_COPIES`]), on top of two per connection.
+/// Best effort: if it cannot, copies that find no descriptor are served the
+/// slower way.
+#[cfg(target_os = "linux")]
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    // Plenty for MAX_SEALED_COPIES and every connection; `None` is
+    // unlimited.
+    const ENOUGH: u64 = 65_536;
+    let mut limit = getrlimit(Resource::Nofile);
+    let target = limit.maximum.map_or(ENOUGH, |max| max.min(ENOUGH));
+    if limit.current.is_some_and(|current| current < target) {
+        limit.current = Some(target);
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raise_open_file_limit() {}
 
 /// Runs the hidden self-tests from inside the (possibly) confined process:
 /// one stdout line each, `blocked` or `allowed`, then exit 0.
@@ -383,6 +464,9 @@ mod tests {
             &["d", "e"],
             &["d", "--bogus"],
             &["d", "--log-requests=yes"],
+            &["d", "--zero-copy-budget"],
+            &["d", "--zero-copy-budget=1GB"],
+            &["d", "--zero-copy-budget=-1"],
             &["--config"],
         ] {
             assert!(flags(bad).is_err(), "{bad:?}");
@@ -390,9 +474,29 @@ mod tests {
     }
 
     #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        for bad in [
+            "",
+            "1GB",
+            "1 GiB",
+            "GiB",
+            "-1",
+            "99999999999999999999",
+            "17179869184GiB",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn config_keys_and_errors() {
         let c = parse_config(
-            "snapshot = \"/srv/snap\"\nlisten = \"0.0.0.0:80\"\nrequire_confinement = true\nlog_requests = false\n",
+            "snapshot = \"/srv/snap\"\nlisten = \"0.0.0.0:80\"\nrequire_confinement = true\nlog_requests = false\nzero_copy_budget = \"512MiB\"\n",
         )
         .unwrap();
         assert_eq!(
@@ -402,13 +506,23 @@ mod tests {
                 listen: Some("0.0.0.0:80".into()),
                 require_confinement: Some(true),
                 log_requests: Some(false),
+                zero_copy_budget: Some(512 << 20),
             }
+        );
+        assert_eq!(
+            parse_config("zero_copy_budget = 0\n")
+                .unwrap()
+                .zero_copy_budget,
+            Some(0)
         );
         assert_eq!(parse_config("").unwrap(), FileConfig::default());
         for (bad, want) in [
             ("require_confinment = true\n", "unknown key"),
             ("require_confinement = \"yes\"\n", "true or false"),
             ("listen = 80\n", "must be a string"),
+            ("zero_copy_budget = -1\n", "number of bytes"),
+            ("zero_copy_budget = \"1 GB\"\n", "number of bytes"),
+            ("zero_copy_budget = true\n", "number of bytes"),
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
             ("[oops\n", "line 1"),
         ] {
@@ -427,12 +541,17 @@ mod tests {
             listen: Some("127.0.0.1:2".into()),
             require_confinement: Some(true),
             log_requests: None,
+            zero_copy_budget: Some(7),
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.dir, PathBuf::from("flagdir"));
         assert_eq!(s.listen, "127.0.0.1:1");
         assert!(s.listen_from_file.is_none());
         assert!(s.require_confinement && !s.log_requests);
+        assert_eq!(s.zero_copy_budget, 7);
+        let f = flags(&["d", "--zero-copy-budget", "0"]).unwrap().unwrap();
+        let s = settings(&f, FileConfig::default()).unwrap();
+        assert_eq!(s.zero_copy_budget, 0);
         let none = flags(&[]).unwrap().unwrap();
         assert!(settings(&none, FileConfig::default()).is_err());
     }

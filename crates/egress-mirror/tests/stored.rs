@@ -225,7 +225,11 @@ fn a_blob_changed_while_being_sent_is_not_vouched_for() {
     let big = Sha256Digest::of(&big_bytes());
     let log = Log::default();
     let store = StoredSnapshot::open(&dir).unwrap();
-    let mirror = Mirror::from_store(Arc::new(store)).log_to(log.sink());
+    // Budget 0: no sealed copies, so the blob is copied from its file, the
+    // path that zero-copy serving falls back to.
+    let mirror = Mirror::from_store(Arc::new(store))
+        .zero_copy_budget(0)
+        .log_to(log.sink());
     let req = Request {
         method: "GET".into(),
         target: format!("/files/{big}/{BIG_SDIST}"),
@@ -616,4 +620,239 @@ fn a_cached_small_blob_changed_on_disk_is_refused() {
     let r = get(server.addr(), &file_url(&w));
     assert_eq!(r.status, 200);
     assert_eq!(r.body, w.bytes);
+}
+
+// ------------------------------------------------------------- zero-copy
+
+const HUGE_SDIST: &str = "ec_disk-2.0.0.tar.gz";
+
+fn huge_bytes() -> Vec<u8> {
+    (0..3 * 1024 * 1024 + 5)
+        .map(|i: usize| (i * 17 % 241) as u8)
+        .collect()
+}
+
+/// A signed snapshot with one 3 MiB sdist, written to `<tmp>/snap`; its
+/// digest and URL.
+fn written_huge(tag: &str) -> (TempDir, PathBuf, Sha256Digest, String) {
+    let mut b = SnapshotBuilder::new("/simple/");
+    b.add_dist(HUGE_SDIST, huge_bytes(), None).unwrap();
+    let key = SigningKey::from_seed([9; 32], "test");
+    let snapshot = b
+        .build("2026-01-01T00:00:00Z", Some(&key), "mirror@egress.test")
+        .unwrap();
+    let tmp = TempDir::new(&format!("egress-mirror-huge-{tag}"));
+    let dir = tmp.0.join("snap");
+    snapshot.write_dir(&dir).unwrap();
+    let digest = Sha256Digest::of(&huge_bytes());
+    let url = format!("/files/{digest}/{HUGE_SDIST}");
+    (tmp, dir, digest, url)
+}
+
+/// A blob over the small-blob threshold is served from a sealed copy with
+/// `sendfile`: byte for byte, with its length, again and again; after a
+/// byte is flipped in its file (same size) it is a 500 and a log line, as
+/// on the copy path, until the file is restored.
+#[test]
+fn a_large_blob_is_sent_zero_copy_and_refused_once_flipped() {
+    let (_tmp, dir, digest, url) = written_huge("zc");
+    let log = Log::default();
+    let store = Arc::new(StoredSnapshot::open(&dir).unwrap());
+    let mirror = Mirror::from_store(Arc::clone(&store)).log_to(log.sink());
+    assert!(mirror.zero_copy(), "{:?}", log.lines());
+    let req = Request {
+        method: "GET".into(),
+        target: url.clone(),
+        version: "HTTP/1.1".into(),
+        headers: vec![("Host".into(), "m".into())],
+        body: Vec::new(),
+        peer: "127.0.0.1:1".parse().unwrap(),
+    };
+    let Reply::Response(resp) = mirror.handle(req) else {
+        panic!("a plain response");
+    };
+    let Body::Sealed(sealed) = &resp.body else {
+        panic!("a sealed body, not {:?}", resp.body);
+    };
+    assert_eq!(sealed.len(), huge_bytes().len() as u64);
+    drop(resp);
+
+    let server = Server::bind_loopback(mirror).unwrap();
+    for _ in 0..2 {
+        let r = get(server.addr(), &url);
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("Content-Length"),
+            Some(huge_bytes().len().to_string().as_str())
+        );
+        assert!(r.body == huge_bytes(), "served bytes differ");
+    }
+    let r = request(server.addr(), "HEAD", &url, &[]);
+    assert_eq!((r.status, r.body.len()), (200, 0));
+    assert_eq!(
+        r.header("Content-Length"),
+        Some(huge_bytes().len().to_string().as_str())
+    );
+    assert!(log.lines().is_empty(), "{:?}", log.lines());
+
+    let path = dir.join(blob_path(&digest));
+    let original = flip_last_byte(&path);
+    for _ in 0..2 {
+        let r = get(server.addr(), &url);
+        assert_eq!(r.status, 500);
+        assert_eq!(r.header("ETag"), None);
+    }
+    let lines = log.lines();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert!(
+            line.contains(&digest.to_hex())
+                && line.contains("NOT served")
+                && line.contains("corrupt"),
+            "{line}"
+        );
+    }
+    // Nothing of the corrupt file was kept.
+    assert_eq!(store.zero_copy_usage().charged_bytes, 0);
+
+    std::fs::write(&path, &original).unwrap();
+    let r = get(server.addr(), &url);
+    assert_eq!(r.status, 200);
+    assert!(r.body == huge_bytes());
+}
+
+/// The deployed binary, confined as far as the kernel allows: zero-copy
+/// needs no filesystem access (a memfd has no path), so it works under
+/// Landlock; the startup line says so, and the blob is served byte for
+/// byte, then refused once flipped. With `--zero-copy-budget 0` the same
+/// blob is copied from its file instead.
+#[test]
+fn binary_serves_large_blobs_zero_copy_under_confinement() {
+    let (_tmp, dir, digest, url) = written_huge("bin-zc");
+    let running = Running::start(bin().arg(&dir).arg("--listen=127.0.0.1:0"));
+    let banner = running.banner.clone();
+    assert!(
+        banner.contains("zero-copy: sealed copies sent with sendfile, budget 1024 MiB"),
+        "{banner}"
+    );
+    let r = get(running.addr, &url);
+    assert_eq!(r.status, 200);
+    assert!(r.body == huge_bytes(), "served bytes differ");
+    flip_last_byte(&dir.join(blob_path(&digest)));
+    assert_eq!(get(running.addr, &url).status, 500);
+    let stderr = running.stop();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&digest.to_hex()) && l.contains("NOT served")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("zero-copy serving unavailable"),
+        "{stderr}"
+    );
+    eprintln!("{}", banner.trim());
+
+    // Off: the same bytes, copied.
+    flip_last_byte(&dir.join(blob_path(&digest)));
+    let running =
+        Running::start(
+            bin()
+                .arg(&dir)
+                .args(["--listen=127.0.0.1:0", "--zero-copy-budget", "0"]),
+        );
+    assert!(
+        running.banner.contains("zero-copy: off"),
+        "{}",
+        running.banner
+    );
+    let r = get(running.addr, &url);
+    assert_eq!(r.status, 200);
+    assert!(r.body == huge_bytes(), "served bytes differ");
+}
+
+/// Real pip against the confined binary, with a wheel over the small-blob
+/// threshold, so the wheel goes out zero-copy from its sealed copy: pip
+/// checks the hash that the requirement pins, installs it, and the module
+/// holds the wheel's bytes.
+#[test]
+fn binary_pip_installs_a_large_wheel_sent_zero_copy() {
+    // Incompressible, so the wheel stays larger than the threshold.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..2 * 1024 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let w = egress_artifacts::build_wheel(&egress_artifacts::WheelSpec {
+        name: egress_model::ProjectName::new("ec-big").unwrap(),
+        version: egress_model::Version::new("1.0.0").unwrap(),
+        summary: "ec-big 1.0.0".into(),
+        description: "large\n".into(),
+        requires_python: Some(">=3.7".into()),
+        files: vec![
+            ("ec_big/__init__.py".into(), b"VERSION = '1.0.0'\n".to_vec()),
+            ("ec_big/noise.bin".into(), noise.clone()),
+        ],
+    });
+    assert!(w.bytes.len() as u64 > egress_snapshot::SMALL_BLOB_MAX);
+    let mut b = SnapshotBuilder::new("/simple/");
+    b.add_dist(&w.filename, w.bytes.clone(), None).unwrap();
+    let key = SigningKey::from_seed([9; 32], "test");
+    let snapshot = b
+        .build("2026-01-01T00:00:00Z", Some(&key), "mirror@egress.test")
+        .unwrap();
+    let tmp = TempDir::new("egress-mirror-stored-bigpip");
+    let dir = tmp.0.join("snap");
+    snapshot.write_dir(&dir).unwrap();
+
+    let running =
+        Running::start(
+            bin()
+                .arg(&dir)
+                .args(["--listen", "127.0.0.1:0", "--log-requests"]),
+        );
+    assert!(
+        running.banner.contains("zero-copy: sealed copies"),
+        "{}",
+        running.banner
+    );
+    std::fs::write(
+        tmp.0.join("requirements.txt"),
+        format!("ec-big==1.0.0 --hash=sha256:{}\n", w.sha256.to_hex()),
+    )
+    .unwrap();
+    let index = format!("http://{}/simple/", running.addr);
+    let out = pip(
+        &[
+            "install",
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--target",
+            "site",
+            "--index-url",
+            &index,
+            "-r",
+            "requirements.txt",
+        ],
+        &tmp.0,
+    );
+    let stderr = running.stop();
+    assert!(out.status.success(), "{}\n{stderr}", show(&out));
+    assert!(
+        std::fs::read(tmp.0.join("site/ec_big/noise.bin")).unwrap() == noise,
+        "installed bytes differ"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&format!("target={} ", file_url(&w)))
+                && l.contains("status=200")
+                && l.contains(&format!("bytes={}", w.bytes.len()))),
+        "{stderr}"
+    );
 }

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod name;
+pub mod npm_name;
 pub mod upstream;
 pub mod url;
 pub mod version;
@@ -20,6 +21,7 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use name::ProjectName;
+pub use npm_name::NpmName;
 pub use upstream::{Upstream, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};
 pub use url::Url;
 pub use version::Version;

@@ -27,6 +27,9 @@ pub struct UpstreamPlan {
     /// A project the upstream lists with a sha256 its bytes do not have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bad_digest: Option<ProjectName>,
+    /// A project whose files the upstream serves from another origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offsite: Option<ProjectName>,
 }
 
 /// An upstream the suite controls: it sees every request the target makes
@@ -42,6 +45,12 @@ pub trait Upstream: Send + Sync {
     /// Replaces the bytes of an existing file, keeping its name (and updating
     /// the digest the upstream's pages list); returns what changed.
     fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String>;
+    /// Points the tag `tag` of `project` (an npm dist-tag such as `latest`)
+    /// at `version`; returns what changed. Upstreams without tags refuse.
+    fn move_tag(&self, project: &str, tag: &str, version: &str) -> Result<Observation, String> {
+        let _ = (project, tag, version);
+        Err("this upstream has no dist-tags".to_string())
+    }
 }
 
 /// Template expressions planted in package text, each with the text it turns

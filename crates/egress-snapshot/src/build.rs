@@ -51,6 +51,8 @@ pub struct SnapshotBuilder {
     npm: BTreeMap<String, Vec<NpmDist>>,
     /// The mirror's base URL for npm tarball links, without a trailing `/`.
     npm_registry: Option<String>,
+    /// The upstream registry's keys document, served at `/-/npm/v1/keys`.
+    npm_keys: Option<Sha256Digest>,
 }
 
 impl SnapshotBuilder {
@@ -65,6 +67,7 @@ impl SnapshotBuilder {
             blobs: BlobStore::new(),
             npm: BTreeMap::new(),
             npm_registry: None,
+            npm_keys: None,
         }
     }
 
@@ -159,7 +162,68 @@ impl SnapshotBuilder {
             sha256,
             integrity: integrity.to_string(),
             meta,
+            signatures: None,
         });
+        Ok(())
+    }
+
+    /// Attaches the upstream registry's `dist.signatures` to an npm version
+    /// already added, to be replayed verbatim in both packuments.
+    /// `listed_integrity` is the `dist.integrity` the upstream listed beside
+    /// them (what they sign, with `<name>@<version>:`): it must be the very
+    /// integrity the snapshot serves, or nothing is attached. The
+    /// signatures are not verified here; clients verify them against
+    /// [`SnapshotBuilder::npm_registry_keys`].
+    pub fn add_npm_signatures(
+        &mut self,
+        name: &str,
+        version: &str,
+        listed_integrity: &str,
+        signatures: serde_json::Value,
+    ) -> Result<(), SnapshotError> {
+        let bad = |why: String| Err(SnapshotError::Npm(format!("{name}@{version}: {why}")));
+        let Some(dist) = self
+            .npm
+            .get_mut(name)
+            .and_then(|ds| ds.iter_mut().find(|d| d.version == version))
+        else {
+            return bad("signatures for a version that was not added".into());
+        };
+        if dist.integrity != listed_integrity {
+            return bad(format!(
+                "the upstream's signatures are over integrity {listed_integrity}, the snapshot serves {}; not attached",
+                dist.integrity
+            ));
+        }
+        if !npm::is_signatures_shape(&signatures) {
+            return bad(
+                "dist.signatures is not a non-empty array of objects with string keyid and sig"
+                    .into(),
+            );
+        }
+        if dist.signatures.is_some() {
+            return bad("signatures added twice".into());
+        }
+        dist.signatures = Some(signatures);
+        Ok(())
+    }
+
+    /// Serves `bytes`, the upstream registry's keys document (`{"keys":
+    /// [...]}`), verbatim at [`npm::NPM_KEYS_PATH`] as `application/json`.
+    pub fn npm_registry_keys(&mut self, bytes: Vec<u8>) -> Result<(), SnapshotError> {
+        if !npm::is_keys_document(&bytes) {
+            return Err(SnapshotError::Npm(format!(
+                "{}: not a JSON object with a keys array of objects",
+                npm::NPM_KEYS_PATH
+            )));
+        }
+        if self.npm_keys.is_some() {
+            return Err(SnapshotError::Npm(format!(
+                "{}: given twice",
+                npm::NPM_KEYS_PATH
+            )));
+        }
+        self.npm_keys = Some(self.blobs.insert(bytes));
         Ok(())
     }
 
@@ -377,6 +441,9 @@ impl SnapshotBuilder {
                     serve(path, NPM_ABBREVIATED, abbreviated);
                 }
             }
+        }
+        if let Some(keys) = self.npm_keys {
+            serve(npm::NPM_KEYS_PATH.to_string(), NPM_JSON, keys);
         }
 
         let allowed_signers = key.map(|k| {

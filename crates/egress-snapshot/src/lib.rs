@@ -20,6 +20,8 @@ mod dir;
 mod error;
 pub mod manifest;
 pub mod npm;
+#[cfg(unix)]
+mod sealed;
 mod snapshot;
 #[cfg(unix)]
 mod store;
@@ -29,7 +31,12 @@ pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
 pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
-pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
+pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
+#[cfg(unix)]
+pub use sealed::{
+    probe as probe_sealed_copies, SealedBlob, ZeroCopyUsage, DEFAULT_ZERO_COPY_BUDGET,
+    MAX_SEALED_COPIES,
+};
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
 pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS, SMALL_BLOB_MAX};

@@ -4,12 +4,16 @@
 //! - `/<name>` (and for scoped names both `/@scope%2fname` and
 //!   `/@scope/name`): the packument, full ([`NPM_JSON`]) and abbreviated
 //!   ([`NPM_ABBREVIATED`]), negotiated by `Accept`;
-//! - `/<name>/-/<name without scope>-<version>.tgz`: the tarball.
+//! - `/<name>/-/<name without scope>-<version>.tgz`: the tarball;
+//! - [`NPM_KEYS_PATH`] (`/-/npm/v1/keys`), when the builder was given the
+//!   upstream registry's keys document: those bytes, verbatim.
 //!
 //! Every version in a packument carries `dist.integrity` (the sha512 the
 //! tarball was verified against when it entered the snapshot) and an absolute
-//! `dist.tarball` URL on the mirror. Packuments are rendered by serde from
-//! plain strings; nothing a package supplies is evaluated (P4).
+//! `dist.tarball` URL on the mirror, and, where the upstream registry signed
+//! that very integrity, its `dist.signatures` as the upstream listed them
+//! (replayed, never made here). Packuments are rendered by serde from plain
+//! strings; nothing a package supplies is evaluated (P4).
 
 use egress_model::Sha256Digest;
 use serde_json::{json, Map, Value};
@@ -20,6 +24,9 @@ use std::collections::BTreeMap;
 pub const NPM_JSON: &str = "application/json";
 /// The abbreviated ("corgi") packument's content type.
 pub const NPM_ABBREVIATED: &str = "application/vnd.npm.install-v1+json";
+/// Where an npm registry publishes the public keys its `dist.signatures`
+/// verify with (`npm audit signatures` reads it), served as [`NPM_JSON`].
+pub const NPM_KEYS_PATH: &str = "/-/npm/v1/keys";
 
 /// What a packument says about one version besides its dist, as the lock
 /// records it.
@@ -38,6 +45,31 @@ pub(crate) struct NpmDist {
     pub sha256: Sha256Digest,
     pub integrity: String,
     pub meta: NpmVersionMeta,
+    /// The upstream's `dist.signatures` for exactly `integrity`, verbatim.
+    pub signatures: Option<Value>,
+}
+
+/// Whether `signatures` has the shape of a registry's `dist.signatures`: a
+/// non-empty array of objects, each with a string `keyid` and `sig` (other
+/// members are kept as they are).
+pub fn is_signatures_shape(signatures: &Value) -> bool {
+    signatures.as_array().is_some_and(|a| {
+        !a.is_empty()
+            && a.iter().all(|s| {
+                s.get("keyid").is_some_and(Value::is_string)
+                    && s.get("sig").is_some_and(Value::is_string)
+            })
+    })
+}
+
+/// Whether `bytes` is a registry keys document: a JSON object whose `keys`
+/// is an array of objects.
+pub fn is_keys_document(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(bytes).is_ok_and(|doc| {
+        doc.get("keys")
+            .and_then(Value::as_array)
+            .is_some_and(|keys| keys.iter().all(Value::is_object))
+    })
 }
 
 /// An npm name that is safe as a URL path as it stands: `name` or
@@ -84,7 +116,7 @@ pub fn tarball_path(name: &str, filename: &str) -> String {
 
 /// Semver precedence (build metadata ignored); versions that do not parse
 /// sort below those that do, then by text.
-pub(crate) fn semver_cmp(a: &str, b: &str) -> Ordering {
+pub fn semver_cmp(a: &str, b: &str) -> Ordering {
     type Parsed<'a> = ([u64; 3], Option<&'a str>);
     fn parse(v: &str) -> Option<Parsed<'_>> {
         let v = v.split('+').next()?;
@@ -151,13 +183,14 @@ fn version_doc(name: &str, d: &NpmDist, registry: &str, abbreviated: bool) -> Va
     if !abbreviated {
         doc.insert("_id".into(), json!(format!("{name}@{}", d.version)));
     }
-    doc.insert(
-        "dist".into(),
-        json!({
-            "integrity": d.integrity,
-            "tarball": format!("{registry}{}", tarball_path(name, &d.filename)),
-        }),
-    );
+    let mut dist = json!({
+        "integrity": d.integrity,
+        "tarball": format!("{registry}{}", tarball_path(name, &d.filename)),
+    });
+    if let Some(signatures) = &d.signatures {
+        dist["signatures"] = signatures.clone();
+    }
+    doc.insert("dist".into(), dist);
     Value::Object(doc)
 }
 

@@ -40,7 +40,24 @@
 //! recorded is not trusted: the file is hashed again on every request until
 //! its ctime is older than that.
 //!
-//! # The residual window
+//! # Three ways to serve a verified blob
+//!
+//! - **Small blobs** (at most [`SMALL_BLOB_MAX`]): the verified bytes are
+//!   kept in memory; see [`StoredSnapshot::small_blob`].
+//! - **Larger blobs, zero-copy** (Linux, within the memory budget): the file
+//!   is read once, hashed while it is copied into an anonymous memfd, and
+//!   the memfd is sealed against any change only if the digest matches; the
+//!   server then sends that memfd with `sendfile(2)`. No time-of-check to
+//!   time-of-use window exists there: the bytes sent are the bytes hashed,
+//!   enforced by the kernel (see [`StoredSnapshot::sealed_blob`] and the
+//!   `sealed` module). The file is still watched per request, so a change
+//!   on disk is re-verified and a corrupt file refused.
+//! - **Larger blobs, copied** (zero-copy off, unavailable, or the blob does
+//!   not fit the budget): the verified handle from
+//!   [`StoredSnapshot::open_blob`] is copied to the socket in chunks, with
+//!   the residual window below.
+//!
+//! # The residual window of the copy path
 //!
 //! Verification and sending are two steps. A file rewritten in place after
 //! it was verified and before (or while) its bytes are copied to the client
@@ -55,9 +72,10 @@
 //! was written before the check is what the client gets.) What remains is
 //! a rewrite that leaves the fingerprint unchanged (impossible without
 //! privileges, short of the coarse-timestamp case above within one tick),
-//! and whatever a client does with a body it receives truncated. Blobs replaced by `rename` (as
-//! [`Snapshot::write_dir`](crate::Snapshot::write_dir) does with whole
-//! snapshots) are never affected: the open handle keeps the old inode.
+//! and whatever a client does with a body it receives truncated. Blobs
+//! replaced by `rename` (as [`Snapshot::write_dir`](crate::Snapshot::write_dir)
+//! does with whole snapshots) are never affected: the open handle keeps the
+//! old inode.
 //!
 //! Directory swaps (a `blobs/` directory replaced by a symlink between the
 //! per-request directory check and the open) cannot make wrong bytes pass
@@ -69,6 +87,7 @@
 use crate::consistency::check_structure;
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::sealed::{self, CopyError, SealedBlob, SealedCache, ZeroCopyUsage};
 use crate::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
@@ -94,7 +113,7 @@ const BLOB_DIRS: [&str; 2] = ["blobs", "blobs/sha256"];
 /// changes go. Two equal fingerprints of one path mean the same, unmodified
 /// file (see the module documentation for why ctime makes this hold).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint {
+pub(crate) struct Fingerprint {
     dev: u64,
     ino: u64,
     size: u64,
@@ -161,6 +180,8 @@ pub struct StoredSnapshot {
     /// Verified bytes of small blobs (pages, metadata), with the fingerprint
     /// of the file they were read from; see [`StoredSnapshot::small_blob`].
     small: RwLock<SmallCache>,
+    /// Sealed copies of larger blobs; see [`StoredSnapshot::sealed_blob`].
+    sealed: SealedCache,
 }
 
 /// Blobs up to this size are kept in memory once verified.
@@ -282,6 +303,7 @@ impl StoredSnapshot {
             listed,
             verdicts: Mutex::new(HashMap::new()),
             small: RwLock::new(SmallCache::default()),
+            sealed: SealedCache::new(sealed::DEFAULT_ZERO_COPY_BUDGET),
         })
     }
 
@@ -345,6 +367,46 @@ impl StoredSnapshot {
     /// while being hashed) is an error naming the blob, and nothing of it
     /// may be served.
     pub fn open_blob(&self, digest: &Sha256Digest) -> Result<VerifiedBlob, BlobProblem> {
+        let problem = |kind| BlobProblem {
+            path: blob_path(digest),
+            kind,
+        };
+        let (mut file, fingerprint) = self.open_checked(digest)?;
+        if let Some(v) = self.verdicts().get(digest) {
+            if v.trusted && v.fingerprint == fingerprint {
+                return match v.outcome {
+                    Ok(()) => Ok(VerifiedBlob {
+                        file,
+                        len: fingerprint.size,
+                        digest: *digest,
+                        hashed: false,
+                    }),
+                    Err(actual) => Err(problem(BlobProblemKind::Corrupt { actual })),
+                };
+            }
+        }
+
+        // Step 3: hash the whole file through the handle. The lock is not
+        // held meanwhile; two requests may hash one blob concurrently, and
+        // both record the same verdict.
+        let actual = hash_file(&mut file)
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        self.record(digest, &file, fingerprint, actual)?;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+        Ok(VerifiedBlob {
+            file,
+            len: fingerprint.size,
+            digest: *digest,
+            hashed: true,
+        })
+    }
+
+    /// Steps 1 and 2 of the module documentation: the blob's file opened
+    /// without following symlinks, below the very directories `open` saw,
+    /// and `fstat`ed through the handle: a regular file, and its
+    /// fingerprint.
+    fn open_checked(&self, digest: &Sha256Digest) -> Result<(File, Fingerprint), BlobProblem> {
         let rel = blob_path(digest);
         let problem = |kind| BlobProblem {
             path: rel.clone(),
@@ -377,7 +439,7 @@ impl StoredSnapshot {
             }
         }
         let path = self.root.join(&rel);
-        let mut file = open_no_follow(&path).map_err(problem)?;
+        let file = open_no_follow(&path).map_err(problem)?;
 
         // Step 2: fstat the handle we will serve from.
         let meta = file
@@ -386,26 +448,24 @@ impl StoredSnapshot {
         if !meta.is_file() {
             return Err(problem(BlobProblemKind::NotAFile));
         }
-        let fingerprint = Fingerprint::of(&meta);
-        if let Some(v) = self.verdicts().get(digest) {
-            if v.trusted && v.fingerprint == fingerprint {
-                return match v.outcome {
-                    Ok(()) => Ok(VerifiedBlob {
-                        file,
-                        len: fingerprint.size,
-                        digest: *digest,
-                        hashed: false,
-                    }),
-                    Err(actual) => Err(problem(BlobProblemKind::Corrupt { actual })),
-                };
-            }
-        }
+        Ok((file, Fingerprint::of(&meta)))
+    }
 
-        // Step 3: hash the whole file through the handle. The lock is not
-        // held meanwhile; two requests may hash one blob concurrently, and
-        // both record the same verdict.
-        let actual = hash_file(&mut file)
-            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+    /// Records the outcome of hashing `file` (opened with `fingerprint`) to
+    /// `actual`: the file is `fstat`ed again (a change while it was read
+    /// fails the request, and records nothing), then the verdict is kept
+    /// for later requests. `Err` unless `actual` is `digest`.
+    fn record(
+        &self,
+        digest: &Sha256Digest,
+        file: &File,
+        fingerprint: Fingerprint,
+        actual: Sha256Digest,
+    ) -> Result<(), BlobProblem> {
+        let problem = |kind| BlobProblem {
+            path: blob_path(digest),
+            kind,
+        };
         let after = file
             .metadata()
             .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
@@ -427,17 +487,85 @@ impl StoredSnapshot {
                 trusted: fingerprint.settled_at(unix_now()),
             },
         );
-        if let Err(actual) = outcome {
-            return Err(problem(BlobProblemKind::Corrupt { actual }));
+        outcome.map_err(|actual| problem(BlobProblemKind::Corrupt { actual }))
+    }
+
+    /// A sealed copy of the blob `digest`, to be served zero-copy, or
+    /// `Ok(None)` when there is none to be had: zero-copy is off (a budget
+    /// of 0, or not Linux), the blob does not fit the budget now, or the
+    /// memfd could not be made. Then serve it with
+    /// [`StoredSnapshot::open_blob`] instead. Meant for blobs larger than
+    /// [`SMALL_BLOB_MAX`].
+    ///
+    /// Invariant: a returned copy holds bytes that hashed to `digest` and
+    /// that the kernel will never let change (see the `sealed` module).
+    /// The file on disk is still watched: each call `lstat`s the blob's
+    /// path, and a copy is reused only while the file has the (settled)
+    /// fingerprint it was verified under. Otherwise the file is opened and
+    /// checked as in [`StoredSnapshot::open_blob`] and read **once**, hashed
+    /// while it is copied into a fresh memfd; a file that does not hash to
+    /// `digest` is an error ([`BlobProblemKind::Corrupt`]), exactly as from
+    /// `open_blob`, and nothing of it is served. A copy made from a file
+    /// whose fingerprint is not settled yet (see [`RACY_SECS`]) serves this
+    /// request only and is not cached.
+    pub fn sealed_blob(
+        &self,
+        digest: &Sha256Digest,
+    ) -> Result<Option<Arc<SealedBlob>>, BlobProblem> {
+        if !cfg!(target_os = "linux") || self.sealed.budget() == 0 {
+            return Ok(None);
         }
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
-        Ok(VerifiedBlob {
-            file,
-            len: fingerprint.size,
-            digest: *digest,
-            hashed: true,
-        })
+        if let Ok(meta) = fs::symlink_metadata(self.root.join(blob_path(digest))) {
+            if meta.is_file() {
+                if let Some(blob) = self.sealed.get(digest, &Fingerprint::of(&meta)) {
+                    return Ok(Some(blob));
+                }
+            }
+        }
+        let (mut file, fingerprint) = self.open_checked(digest)?;
+        let Some(charge) = self.sealed.charge(fingerprint.size) else {
+            return Ok(None);
+        };
+        let problem = |kind| BlobProblem {
+            path: blob_path(digest),
+            kind,
+        };
+        let (memfd, actual) = match sealed::copy(&mut file, fingerprint.size, digest) {
+            Ok(copied) => copied,
+            Err(CopyError::Source(e)) => {
+                return Err(problem(BlobProblemKind::Unreadable(e.to_string())))
+            }
+            Err(CopyError::Length(_)) => {
+                return Err(problem(BlobProblemKind::Unreadable(
+                    "the file changed while it was being verified".into(),
+                )))
+            }
+            Err(CopyError::Memory(_)) => return Ok(None),
+        };
+        // Sealed only if the bytes written are the blob: a corrupt file is
+        // refused here, before any copy of it can be served.
+        self.record(digest, &file, fingerprint, actual)?;
+        let Ok(blob) = sealed::seal(memfd, fingerprint.size, *digest, Some(charge)) else {
+            return Ok(None);
+        };
+        let blob = Arc::new(blob);
+        if fingerprint.settled_at(unix_now()) {
+            self.sealed.insert(*digest, fingerprint, Arc::clone(&blob));
+        }
+        Ok(Some(blob))
+    }
+
+    /// Sets the memory budget for sealed copies (see
+    /// [`StoredSnapshot::sealed_blob`]); 0 turns zero-copy serving off.
+    /// Cached copies over the new budget are dropped at once; copies still
+    /// being sent are released when they are done.
+    pub fn set_zero_copy_budget(&self, bytes: u64) {
+        self.sealed.set_budget(bytes);
+    }
+
+    /// The budget for sealed copies and what they hold now.
+    pub fn zero_copy_usage(&self) -> ZeroCopyUsage {
+        self.sealed.usage()
     }
 
     /// The verified bytes of a small blob (at most [`SMALL_BLOB_MAX`]), or

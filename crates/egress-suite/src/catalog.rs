@@ -280,6 +280,20 @@ pub const CATALOG: &[SubProbe] = &[
     ),
 ];
 
+/// The PyPI catalog's entry `id`.
 pub fn find(id: &str) -> Option<&'static SubProbe> {
     CATALOG.iter().find(|s| s.id == id)
+}
+
+/// The catalog of a registry protocol (`pypi` or `npm`): each protocol
+/// states the six predicates in its own terms.
+pub fn for_protocol(protocol: &str) -> &'static [SubProbe] {
+    match protocol {
+        "npm" => crate::npm::catalog::CATALOG,
+        _ => CATALOG,
+    }
+}
+
+pub fn find_in(protocol: &str, id: &str) -> Option<&'static SubProbe> {
+    for_protocol(protocol).iter().find(|s| s.id == id)
 }

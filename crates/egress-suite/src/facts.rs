@@ -47,6 +47,8 @@ pub struct Facts {
     pub files: Vec<ListedFile>,
     /// The file the file control fetched, and the digest of its bytes.
     pub control_file: Option<(Url, Sha256Digest)>,
+    /// What the npm controls established, in an npm run.
+    pub npm: Option<crate::npm::facts::NpmFacts>,
 }
 
 pub fn find<'a>(record: &'a ProbeRecord, label: &str) -> Option<&'a Exchange> {
@@ -87,6 +89,9 @@ impl Facts {
 
     /// Builds facts from already-judged control records.
     pub fn derive(plan: &Plan, records: &[ProbeRecord]) -> Self {
+        if plan.is_npm() {
+            return crate::npm::facts::derive(plan, records);
+        }
         let mut f = Facts {
             index: plan.index().ok(),
             ..Facts::default()

@@ -1,4 +1,4 @@
-//! The egress conformance suite for PyPI mirrors.
+//! The egress conformance suite for PyPI and npm mirrors.
 //!
 //! A run collects evidence for each sub-probe of the six predicates (see
 //! [`catalog::CATALOG`]) and then derives every verdict from that evidence
@@ -10,12 +10,13 @@ pub mod classify;
 pub mod collect;
 pub mod facts;
 pub mod judge;
+pub mod npm;
 pub mod plan;
 pub mod probes;
 pub mod render;
 pub mod report;
 pub mod run;
 
-pub use plan::{ManifestSource, Plan, PresentSpec, Upstream, UpstreamPlan};
+pub use plan::{ManifestSource, NpmPlan, Plan, PresentSpec, Upstream, UpstreamPlan};
 pub use report::{judge_all, verify, Disagreement, Report};
 pub use run::{run, Target};

@@ -1,7 +1,7 @@
 //! What a run is about: the target, the projects it probes, and what the
 //! suite controls. The plan is recorded in the report, because judges read it.
 
-use egress_model::{ProjectName, Url, Version};
+use egress_model::{NpmName, ProjectName, Url, Version};
 pub use egress_model::{Upstream, UpstreamPlan};
 use serde::{Deserialize, Serialize};
 
@@ -57,9 +57,37 @@ pub struct Plan {
     pub manifest: ManifestSource,
     /// Whether `--allowed-signers` was given (its bytes are recorded as input).
     pub allowed_signers: bool,
+    /// The packages an npm run probes (`protocol` is `npm`); the PyPI name
+    /// lists above stay empty then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npm: Option<NpmPlan>,
+}
+
+/// What an npm run is about. `Plan::index_url` is then the registry URL
+/// (ending in `/`), under which packuments and tarballs live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NpmPlan {
+    /// Packages the snapshot holds; the first is the one the controls fetch.
+    pub present: Vec<NpmName>,
+    /// A scoped package the snapshot holds, when one is known: the positive
+    /// control for scoped-name encodings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoped: Option<NpmName>,
+    /// Packages that exist upstream but must not be in the snapshot.
+    pub absent: Vec<NpmName>,
+    /// A package whose install script calls the controlled upstream's tripwire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tripwire: Option<NpmName>,
+    /// A package whose description and README carry template expressions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<NpmName>,
 }
 
 impl Plan {
+    pub fn is_npm(&self) -> bool {
+        self.protocol == "npm"
+    }
+
     pub fn index(&self) -> Result<Url, String> {
         Url::parse(&self.index_url).map_err(|e| e.to_string())
     }
@@ -70,6 +98,11 @@ impl Plan {
             .map_err(|e| e.to_string())
     }
 }
+
+/// Default absent npm packages when nothing better is known: names that
+/// exist on the public registry and are very unlikely to be in a lab's
+/// snapshot under test.
+pub const DEFAULT_NPM_ABSENT: &[&str] = &["egress-conformance-absent-probe", "left-pad", "is-odd"];
 
 /// Default absent projects when nothing better is known: names that exist on
 /// the public index and are very unlikely to be in a lab's snapshot under test.

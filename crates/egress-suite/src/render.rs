@@ -2,7 +2,7 @@
 //! (the full report with transcripts), JUnit XML (one test case per
 //! sub-probe), and the discrimination matrix across targets.
 
-use crate::catalog::{CATALOG, PREDICATES};
+use crate::catalog::{for_protocol, PREDICATES};
 use crate::report::Report;
 use egress_model::{ProbeRecord, Status};
 use std::fmt::Write;
@@ -28,16 +28,28 @@ fn key_exchange(rec: &ProbeRecord) -> Option<String> {
 pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "== {} — {}", report.target_name, report.plan.index_url);
-    let present: Vec<String> = report
-        .plan
-        .present
-        .iter()
-        .map(|p| match &p.version {
-            Some(v) => format!("{}=={v}", p.name),
-            None => p.name.to_string(),
-        })
-        .collect();
-    let absent: Vec<&str> = report.plan.absent.iter().map(|a| a.as_str()).collect();
+    let (present, absent): (Vec<String>, Vec<&str>) = match &report.plan.npm {
+        Some(npm) => (
+            npm.present
+                .iter()
+                .chain(&npm.scoped)
+                .map(|n| n.to_string())
+                .collect(),
+            npm.absent.iter().map(|a| a.as_str()).collect(),
+        ),
+        None => (
+            report
+                .plan
+                .present
+                .iter()
+                .map(|p| match &p.version {
+                    Some(v) => format!("{}=={v}", p.name),
+                    None => p.name.to_string(),
+                })
+                .collect(),
+            report.plan.absent.iter().map(|a| a.as_str()).collect(),
+        ),
+    };
     let _ = writeln!(
         out,
         "   present: {} ({}); absent: {}; upstream: {}",
@@ -206,7 +218,8 @@ pub fn discriminates(statuses: &[Status]) -> bool {
 /// Rows of (row id, statuses per report), sub-probes first then predicates.
 pub fn matrix_rows(reports: &[&Report]) -> Vec<(String, Vec<Status>)> {
     let mut rows = Vec::new();
-    for sp in CATALOG {
+    let protocol = reports.first().map_or("pypi", |r| r.plan.protocol.as_str());
+    for sp in for_protocol(protocol) {
         rows.push((
             sp.id.to_string(),
             reports

@@ -76,7 +76,7 @@ fn judge_one(
     records: &[ProbeRecord],
     rec: &ProbeRecord,
 ) -> (Status, String) {
-    match catalog::find(&rec.id) {
+    match catalog::find_in(&plan.protocol, &rec.id) {
         Some(sp) => (sp.judge)(
             &Judge {
                 plan,
@@ -229,7 +229,10 @@ pub fn verify(report: &Report) -> Vec<Disagreement> {
             derived: (outcome, String::new()),
         });
     }
-    let known: Vec<&str> = catalog::CATALOG.iter().map(|s| s.id).collect();
+    let known: Vec<&str> = catalog::for_protocol(&report.plan.protocol)
+        .iter()
+        .map(|s| s.id)
+        .collect();
     for id in known {
         if report.probe(id).is_none() {
             out.push(Disagreement {

@@ -21,7 +21,17 @@ pub struct Target<'a> {
     pub allowed_signers: Option<Vec<u8>>,
 }
 
-fn record(id: &str, ev: Evidence) -> ProbeRecord {
+/// Records every catalog entry that has no record yet, without evidence:
+/// they judge as inconclusive.
+pub(crate) fn fill_unrun(plan: &Plan, records: &mut Vec<ProbeRecord>) {
+    for sp in crate::catalog::for_protocol(&plan.protocol) {
+        if !records.iter().any(|r| r.id == sp.id) {
+            records.push(record(sp.id, Evidence::default()));
+        }
+    }
+}
+
+pub(crate) fn record(id: &str, ev: Evidence) -> ProbeRecord {
     ProbeRecord {
         id: id.to_string(),
         status: Status::Inconclusive,
@@ -58,6 +68,9 @@ fn discover(plan: &mut Plan, index_record: &ProbeRecord) {
 }
 
 pub fn run(target: Target) -> Report {
+    if target.plan.is_npm() {
+        return crate::npm::run::run(target);
+    }
     let started_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -102,11 +115,7 @@ pub fn run(target: Target) -> Report {
     // against a dead or hostile server. The remaining sub-probes are recorded
     // without evidence and judge as inconclusive.
     if f.status("C.index") != Status::Pass && f.status("C.project-html") != Status::Pass {
-        for sp in crate::catalog::CATALOG {
-            if !records.iter().any(|r| r.id == sp.id) {
-                records.push(record(sp.id, Evidence::default()));
-            }
-        }
+        fill_unrun(&plan, &mut records);
         return finish(
             target.name,
             plan,
@@ -205,7 +214,7 @@ pub fn run(target: Target) -> Report {
     )
 }
 
-fn finish(
+pub(crate) fn finish(
     name: String,
     plan: Plan,
     limits: &egress_transcript::Limits,
@@ -213,8 +222,9 @@ fn finish(
     started_unix: u64,
 ) -> Report {
     // Report order is catalog order, whatever the collection order was.
+    let catalog = crate::catalog::for_protocol(&plan.protocol);
     records.sort_by_key(|r| {
-        crate::catalog::CATALOG
+        catalog
             .iter()
             .position(|s| s.id == r.id)
             .unwrap_or(usize::MAX)

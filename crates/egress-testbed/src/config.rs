@@ -3,12 +3,34 @@
 
 use std::path::{Path, PathBuf};
 
+/// The registry protocol a peer speaks, and so which canary it is started
+/// in front of and which suite runs against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// The PyPI simple API, in front of the PyPI canary.
+    #[default]
+    Pypi,
+    /// The npm registry protocol, in front of the npm canary.
+    Npm,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Pypi => "pypi",
+            Protocol::Npm => "npm",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerConfig {
     /// The variant's name: the file's stem (`devpi-offline`).
     pub name: String,
     pub about: String,
-    /// The venv under the peers directory that the commands run from.
+    pub protocol: Protocol,
+    /// The directory under the peers directory that the commands run from:
+    /// a venv (PyPI peers), or an npm install with its `node_modules`.
     pub venv: String,
     /// A directory to fill with the lab's packages before anything runs.
     pub seed: Option<String>,
@@ -21,8 +43,12 @@ pub struct PeerConfig {
     pub run: Vec<String>,
     pub setup: Option<Setup>,
     pub warm_then_run: Option<Vec<String>>,
-    /// The index path on the peer, e.g. `/root/canary/+simple/`.
+    /// The index path on the peer, e.g. `/root/canary/+simple/`; for an npm
+    /// peer, the registry's path (`/`).
     pub index: String,
+    /// The path that must answer 200 before the peer counts as serving
+    /// (Verdaccio's `/-/ping`); the index when not given.
+    pub ready: Option<String>,
 }
 
 /// One `file = TEMPLATE DESTINATION [NAME=VALUE]...` line.
@@ -86,6 +112,7 @@ impl PeerConfig {
         let mut c = PeerConfig {
             name: name.to_string(),
             about: String::new(),
+            protocol: Protocol::Pypi,
             venv: String::new(),
             seed: None,
             files: Vec::new(),
@@ -96,6 +123,7 @@ impl PeerConfig {
             setup: None,
             warm_then_run: None,
             index: String::new(),
+            ready: None,
         };
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -109,6 +137,15 @@ impl PeerConfig {
                 .ok_or_else(|| at("expected key = value"))?;
             match key {
                 "about" => c.about = value.to_string(),
+                "protocol" => {
+                    c.protocol = match value {
+                        "pypi" => Protocol::Pypi,
+                        "npm" => Protocol::Npm,
+                        _ => return Err(at("protocol is `pypi` or `npm`")),
+                    }
+                }
+                "ready" if value.starts_with('/') => c.ready = Some(value.to_string()),
+                "ready" => return Err(at("ready wants a path that starts with /")),
                 "venv" => c.venv = value.to_string(),
                 "seed" => c.seed = Some(value.to_string()),
                 "init" => c.init.push(words(value)),
@@ -171,6 +208,11 @@ impl PeerConfig {
                 ));
             }
         }
+        if c.protocol == Protocol::Npm && c.setup.is_some() {
+            return Err(format!(
+                "{name}.conf: `setup = devpi-mirror` is for PyPI peers"
+            ));
+        }
         Ok(c)
     }
 
@@ -214,6 +256,7 @@ mod tests {
         )
         .expect("parses");
         assert_eq!(c.about, "a b");
+        assert_eq!((c.protocol, c.ready.as_deref()), (Protocol::Pypi, None));
         assert_eq!(
             c.files,
             vec![
@@ -253,6 +296,18 @@ mod tests {
     }
 
     #[test]
+    fn an_npm_peer() {
+        let c = PeerConfig::parse(
+            "x",
+            "protocol = npm\nvenv = verdaccio\nrun = {venv}/node_modules/.bin/verdaccio\nready = /-/ping\nindex = /\n",
+        )
+        .expect("parses");
+        assert_eq!(c.protocol, Protocol::Npm);
+        assert_eq!(c.ready.as_deref(), Some("/-/ping"));
+        assert_eq!(c.index, "/");
+    }
+
+    #[test]
     fn refuses_what_it_does_not_know() {
         for (text, want) in [
             ("venv = v\nrun = r\n", "`index` is missing"),
@@ -265,6 +320,18 @@ mod tests {
                 "only step",
             ),
             ("venv v\n", "line 1: expected key = value"),
+            (
+                "protocol = cargo\nvenv = v\nrun = r\nindex = /\n",
+                "line 1: protocol is `pypi` or `npm`",
+            ),
+            (
+                "venv = v\nrun = r\nindex = /\nready = -/ping\n",
+                "line 4: ready wants a path",
+            ),
+            (
+                "protocol = npm\nvenv = v\nrun = r\nindex = /\nsetup = devpi-mirror root/x\n",
+                "is for PyPI peers",
+            ),
             (
                 "venv = v\nrun = r\nindex = /s/\nfile = a {workdir}/a dir\n",
                 "`dir` is not NAME=VALUE",
@@ -279,7 +346,8 @@ mod tests {
     fn the_repo_configs_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/peers");
         let all = PeerConfig::load_dir(&dir).expect("testbed/peers parses");
-        assert!(all.len() >= 8, "{all:?}");
+        assert!(all.len() >= 10, "{all:?}");
+        assert!(all.iter().any(|c| c.protocol == Protocol::Npm), "{all:?}");
         // Every template a config names is there, relative to the config.
         for c in &all {
             assert_eq!(c.dir, dir, "{}", c.name);

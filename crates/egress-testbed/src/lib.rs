@@ -1,4 +1,4 @@
-//! The testbed's peers: the PyPI mirrors labs deploy, each described by a
+//! The testbed's peers: the PyPI and npm mirrors labs deploy, each described by a
 //! config file under `testbed/peers/`, started as a subprocess on loopback
 //! with the canary upstream as its only upstream, and stopped again.
 //!
@@ -11,5 +11,5 @@ pub mod config;
 pub mod peer;
 pub mod setup;
 
-pub use config::{FileSpec, PeerConfig, Setup};
+pub use config::{FileSpec, PeerConfig, Protocol, Setup};
 pub use peer::{fresh_dir, start, Context, Running};

@@ -3,7 +3,7 @@
 //! ready when its index answers; stopped, by its process group, when the
 //! [`Running`] is dropped.
 
-use crate::config::{PeerConfig, Setup, Vars};
+use crate::config::{PeerConfig, Protocol, Setup, Vars};
 use egress_model::Url;
 use egress_transcript::{Client, Limits};
 use std::fs::{self, File};
@@ -21,11 +21,14 @@ const INIT_WITHIN: Duration = Duration::from_secs(150);
 /// How long a stopped peer gets to exit before its group is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
-/// What the testbed knows when it starts a peer.
+/// What the testbed knows when it starts a peer. For an npm peer the
+/// canary is the npm canary, and the lab's packages and projects are its
+/// snapshot packages' tarballs and names.
 pub struct Context<'a> {
     /// Where `scripts/setup-peers` installed the venvs.
     pub peers_dir: &'a Path,
-    /// The canary's `/simple/` URL: the peer's only upstream.
+    /// The canary's `/simple/` URL (for an npm peer, its registry URL,
+    /// `http://127.0.0.1:PORT/`): the peer's only upstream.
     pub canary_index: &'a str,
     /// The canary's base URL, `http://127.0.0.1:PORT` (for peers that speak
     /// more of PyPI than the simple API: XML-RPC, the JSON API).
@@ -163,13 +166,16 @@ impl Starter<'_> {
         let err = log
             .try_clone()
             .map_err(|e| format!("cannot open its log: {e}"))?;
+        // An npm peer's programs are in node_modules/.bin; node itself is
+        // the system's.
+        let bins = match self.cfg.protocol {
+            Protocol::Pypi => format!("{}/bin", self.venv.display()),
+            Protocol::Npm => format!("{0}/node_modules/.bin:{0}/bin", self.venv.display()),
+        };
         let mut c = Command::new(program);
         c.args(args)
             .env_clear()
-            .env(
-                "PATH",
-                format!("{}/bin:/usr/local/bin:/usr/bin:/bin", self.venv.display()),
-            )
+            .env("PATH", format!("{bins}:/usr/local/bin:/usr/bin:/bin"))
             .env("HOME", self.workdir.join("home"))
             .env("TMPDIR", self.workdir.join("tmp"))
             .env("LC_ALL", "C.UTF-8")
@@ -289,6 +295,53 @@ impl Starter<'_> {
     }
 }
 
+/// How long the working directory must stay unchanged before a warmed
+/// peer is stopped, and how long that may take at most.
+const QUIET_FOR: Duration = Duration::from_millis(500);
+const SETTLE_WITHIN: Duration = Duration::from_secs(10);
+
+/// The newest modification time of anything under `dir` (directories too:
+/// a rename changes its directory), its own log aside.
+fn newest_change(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name() == "peer.log" {
+                continue;
+            }
+            let Ok(meta) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                todo.push(e.path());
+            }
+            if let Ok(t) = meta.modified() {
+                newest = newest.max(Some(t));
+            }
+        }
+    }
+    newest
+}
+
+/// Waits until nothing under `workdir` has changed for [`QUIET_FOR`], or
+/// [`SETTLE_WITHIN`] has passed.
+fn settle(workdir: &Path) {
+    let started = Instant::now();
+    while started.elapsed() < SETTLE_WITHIN {
+        let quiet = newest_change(workdir)
+            .and_then(|t| t.elapsed().ok())
+            .is_none_or(|age| age >= QUIET_FOR);
+        if quiet {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn limits() -> Limits {
     Limits {
         connect_timeout: Duration::from_secs(2),
@@ -305,7 +358,13 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
     // Absolute: the commands run in the working directory.
     let venv = std::path::absolute(ctx.peers_dir.join(&cfg.venv))
         .map_err(|e| format!("{}: {e}", ctx.peers_dir.display()))?;
-    if !venv.join("bin/python").is_file() {
+    // What setup-peers leaves once an install is complete: the venv's
+    // python, or the record `npm ci` writes of what it installed.
+    let installed = match cfg.protocol {
+        Protocol::Pypi => "bin/python",
+        Protocol::Npm => "node_modules/.package-lock.json",
+    };
+    if !venv.join(installed).is_file() {
         return Err(format!(
             "not installed in {}: run scripts/setup-peers {}",
             venv.display(),
@@ -346,13 +405,21 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
     if let Some(Setup::DevpiMirror { user, index }) = &cfg.setup {
         crate::setup::devpi_mirror(&client, user, index, ctx.canary_index)?;
     }
+    let ready = cfg.ready.as_deref().unwrap_or(&cfg.index);
     if let Some(words) = &cfg.warm_then_run {
-        s.wait(&mut p, &client, &cfg.index, |st| st == 200)?;
-        crate::setup::warm(&client, &cfg.index, ctx.projects)?;
+        s.wait(&mut p, &client, ready, |st| st == 200)?;
+        match cfg.protocol {
+            Protocol::Pypi => crate::setup::warm(&client, &cfg.index, ctx.projects)?,
+            Protocol::Npm => crate::setup::warm_npm(&client, &cfg.index, ctx.projects)?,
+        }
+        // A cache writes what it served after the response has gone out
+        // (Verdaccio renames a tarball into its storage once the uplink's
+        // stream ends); stopping it before then would lose the last one.
+        settle(&s.workdir);
         drop(p);
         (p, client) = s.serve(words)?;
     }
-    s.wait(&mut p, &client, &cfg.index, |st| st == 200)?;
+    s.wait(&mut p, &client, ready, |st| st == 200)?;
     let index_url = client.base().with_path(&cfg.index);
     Ok(Running {
         index_url,

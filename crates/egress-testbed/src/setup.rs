@@ -1,5 +1,6 @@
 //! What the testbed does to a peer over HTTP before the suite runs: create
-//! devpi's mirror index, and warm a cache with the lab's projects.
+//! devpi's mirror index, and warm a cache with the lab's projects (PyPI) or
+//! packages (npm).
 
 use egress_model::Url;
 use egress_transcript::{Client, Request};
@@ -78,6 +79,61 @@ pub fn warm(client: &Client, index: &str, projects: &[String]) -> Result<(), Str
             let ex = client.get("warm file", url.path_and_query(), None);
             if ex.status() != Some(200) {
                 return Err(format!("warming: {} answered {}", f.filename, answer(&ex)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A package's path below an npm registry: `/<name>`, a scoped name's `/`
+/// written `%2f`, as npm itself asks for it.
+pub fn npm_packument_path(registry_path: &str, name: &str) -> String {
+    format!("{registry_path}{}", name.replacen('/', "%2f", 1))
+}
+
+/// Fetches each package's packument and every version's tarball through
+/// an npm peer, as npm does when it installs them; each tarball must come
+/// from the peer itself with the bytes its `dist.integrity` names.
+pub fn warm_npm(client: &Client, registry_path: &str, packages: &[String]) -> Result<(), String> {
+    let base = client.base().clone();
+    for name in packages {
+        let path = npm_packument_path(registry_path, name);
+        let ex = client.get("warm packument", &path, Some("application/json"));
+        let doc = body_json(&ex)
+            .filter(|_| ex.status() == Some(200))
+            .ok_or_else(|| format!("warming: {path} answered {}", answer(&ex)))?;
+        let versions = doc["versions"]
+            .as_object()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("warming: {path} lists no versions"))?;
+        for (version, meta) in versions {
+            let what = format!("{name}@{version}");
+            let (Some(tarball), Some(integrity)) = (
+                meta["dist"]["tarball"].as_str(),
+                meta["dist"]["integrity"].as_str(),
+            ) else {
+                return Err(format!(
+                    "warming: {what} has no dist.tarball and dist.integrity"
+                ));
+            };
+            let url = base
+                .join(tarball)
+                .map_err(|e| format!("warming: {what}: {tarball}: {e}"))?;
+            if !url.same_origin(&base) {
+                return Err(format!("warming: {what} is served from {}", url.origin()));
+            }
+            let ex = client.get("warm tarball", url.path_and_query(), None);
+            let bytes = ex
+                .response
+                .as_ref()
+                .filter(|r| r.status == Some(200))
+                .and_then(|r| r.full_body())
+                .ok_or_else(|| format!("warming: {url} answered {}", answer(&ex)))?;
+            let actual = egress_artifacts::sri_sha512(bytes);
+            if actual != integrity {
+                return Err(format!(
+                    "warming: {url}: integrity {actual}, not the {integrity} its packument lists"
+                ));
             }
         }
     }

@@ -32,6 +32,50 @@ fn listed(body: &[u8]) -> Option<usize> {
         .map(|p| p.files.len())
 }
 
+/// How an absent name's listing documents were answered: one code per
+/// answer, or the failure for the first that served a listing with entries
+/// (`count` says how many; `None`: not a listing at all), tried to fetch it,
+/// or redirected off the origin. Shared by PyPI pages and npm packuments.
+pub fn absent_listings(
+    origin: &egress_model::Url,
+    rec: &ProbeRecord,
+    count: impl Fn(&[u8]) -> Option<usize>,
+    entries: &str,
+    listing: &str,
+) -> Result<Vec<String>, Verdict> {
+    let mut codes = Vec::new();
+    for ex in &rec.exchanges {
+        let what = format!("{} {}", ex.request_method(), short(&ex.request_target()));
+        match classify::classify(origin, ex) {
+            Answer::Served(s) => match success_body(ex).and_then(&count) {
+                Some(0) => codes.push(format!("{s} empty")),
+                Some(n) => {
+                    return Err(fail(format!(
+                        "{what} served a {listing} listing {n} {entries} absent from the snapshot"
+                    )))
+                }
+                None => {
+                    return Err(fail(format!(
+                        "{what} was answered {s} with content that is not an empty {listing}"
+                    )))
+                }
+            },
+            Answer::RedirectOffOrigin(loc) => {
+                return Err(fail(format!("{what} was redirected to {}", short(&loc))))
+            }
+            Answer::Gateway(s) => {
+                return Err(fail(format!(
+                    "{what} was answered {s}: the target tried to fetch it upstream"
+                )))
+            }
+            Answer::RedirectSameOrigin(_) => codes.push("3xx".into()),
+            Answer::Refused(s) => codes.push(s.to_string()),
+            Answer::NoAnswer => codes.push("no answer".into()),
+        }
+    }
+    Ok(codes)
+}
+
 pub fn judge_page(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.project-html") {
         return v;
@@ -42,36 +86,10 @@ pub fn judge_page(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if rec.exchanges.is_empty() {
         return inconclusive("no absent project to ask for");
     }
-    let mut codes = Vec::new();
-    for ex in &rec.exchanges {
-        let what = format!("{} {}", ex.request_method(), short(&ex.request_target()));
-        match classify::classify(&origin, ex) {
-            Answer::Served(s) => match success_body(ex).and_then(listed) {
-                Some(0) => codes.push(format!("{s} empty")),
-                Some(n) => {
-                    return fail(format!(
-                    "{what} served a page listing {n} files of a project absent from the snapshot"
-                ))
-                }
-                None => {
-                    return fail(format!(
-                        "{what} was answered {s} with content that is not an empty page"
-                    ))
-                }
-            },
-            Answer::RedirectOffOrigin(loc) => {
-                return fail(format!("{what} was redirected to {}", short(&loc)))
-            }
-            Answer::Gateway(s) => {
-                return fail(format!(
-                    "{what} was answered {s}: the target tried to fetch it upstream"
-                ))
-            }
-            Answer::RedirectSameOrigin(_) => codes.push("3xx".into()),
-            Answer::Refused(s) => codes.push(s.to_string()),
-            Answer::NoAnswer => codes.push("no answer".into()),
-        }
-    }
+    let codes = match absent_listings(&origin, rec, listed, "files of a project", "page") {
+        Ok(c) => c,
+        Err(v) => return v,
+    };
     pass(format!("absent projects not served ({})", tally(&codes)))
 }
 
@@ -156,12 +174,18 @@ pub fn judge_file(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 /// Collected last: the whole run's upstream log.
 pub fn judge_upstream_contact(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    upstream_contact_verdict(j, rec, "C.project-html")
+}
+
+/// P2.upstream-contact once `control` passed: any request in the whole
+/// run's upstream log (tripwire hits aside) fails. Shared by PyPI and npm.
+pub fn upstream_contact_verdict(j: &Judge, rec: &ProbeRecord, control: &str) -> Verdict {
     if !has_upstream_log(rec) {
         return skipped(
             "the upstream is not controlled by the suite, so contact cannot be observed",
         );
     }
-    if let Some(v) = j.require("C.project-html") {
+    if let Some(v) = j.require(control) {
         return v;
     }
     let log: Vec<_> = classify::upstream_log(rec)

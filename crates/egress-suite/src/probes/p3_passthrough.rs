@@ -287,6 +287,27 @@ pub fn collect_offsite(c: &Collector, f: &Facts) -> Evidence {
     ev
 }
 
+/// The number of same-origin redirects among the record's answers, or the
+/// failure for the first redirect that leaves `origin`.
+pub fn same_origin_redirects(origin: &Url, rec: &ProbeRecord) -> Result<usize, Verdict> {
+    let mut redirects = 0;
+    for ex in &rec.exchanges {
+        match classify::classify(origin, ex) {
+            Answer::RedirectOffOrigin(loc) => {
+                return Err(fail(format!(
+                    "{} {} was redirected off the mirror's origin to {}",
+                    ex.request_method(),
+                    short(&ex.request_target()),
+                    short(&loc)
+                )))
+            }
+            Answer::RedirectSameOrigin(_) => redirects += 1,
+            _ => {}
+        }
+    }
+    Ok(redirects)
+}
+
 pub fn judge_offsite(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.project-html") {
         return v;
@@ -314,21 +335,10 @@ pub fn judge_offsite(j: &Judge, rec: &ProbeRecord) -> Verdict {
             }
         }
     }
-    let mut redirects = 0;
-    for ex in &rec.exchanges {
-        match classify::classify(&origin, ex) {
-            Answer::RedirectOffOrigin(loc) => {
-                return fail(format!(
-                    "{} {} was redirected off the mirror's origin to {}",
-                    ex.request_method(),
-                    short(&ex.request_target()),
-                    short(&loc)
-                ))
-            }
-            Answer::RedirectSameOrigin(_) => redirects += 1,
-            _ => {}
-        }
-    }
+    let redirects = match same_origin_redirects(&origin, rec) {
+        Ok(n) => n,
+        Err(v) => return v,
+    };
     if rec.exchanges.len() < 2 {
         return inconclusive("too few requests were recorded");
     }

@@ -50,7 +50,7 @@ pub fn collect_metadata_sdist(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
-fn tripwire_hits(rec: &ProbeRecord) -> Vec<&egress_model::UpstreamRequest> {
+pub fn tripwire_hits(rec: &ProbeRecord) -> Vec<&egress_model::UpstreamRequest> {
     classify::upstream_log(rec).filter(|u| u.tripwire).collect()
 }
 
@@ -187,6 +187,37 @@ pub fn collect_template(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
+/// The number of served bodies that carry a raw template marker, or the
+/// failure for the first body in which a marker came back evaluated.
+pub fn template_scan(rec: &ProbeRecord) -> Result<usize, Verdict> {
+    let mut carrying = 0;
+    for ex in &rec.exchanges {
+        let Some(body) = success_body(ex) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(body);
+        for (raw, evaluated) in TEMPLATE_MARKERS {
+            if text.contains(evaluated) {
+                return Err(fail(format!(
+                    "GET {} evaluated package text: {raw:?} came back as {evaluated:?}",
+                    short(&ex.request_target())
+                )));
+            }
+        }
+        if carries_raw_marker(&text) {
+            carrying += 1;
+        }
+    }
+    Ok(carrying)
+}
+
+/// Whether `text` carries a raw (unevaluated) template marker in any form.
+pub fn carries_raw_marker(text: &str) -> bool {
+    TEMPLATE_MARKERS
+        .iter()
+        .any(|(raw, _)| raw_forms(raw).iter().any(|f| text.contains(f.as_str())))
+}
+
 /// Forms in which a raw marker may appear once escaped for HTML or JSON.
 fn raw_forms(raw: &str) -> [String; 3] {
     [
@@ -203,27 +234,10 @@ pub fn judge_template(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.project-html") {
         return v;
     }
-    let mut carrying = 0;
-    for ex in &rec.exchanges {
-        let Some(body) = success_body(ex) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(body);
-        for (raw, evaluated) in TEMPLATE_MARKERS {
-            if text.contains(evaluated) {
-                return fail(format!(
-                    "GET {} evaluated package text: {raw:?} came back as {evaluated:?}",
-                    short(&ex.request_target())
-                ));
-            }
-        }
-        if TEMPLATE_MARKERS
-            .iter()
-            .any(|(raw, _)| raw_forms(raw).iter().any(|f| text.contains(f.as_str())))
-        {
-            carrying += 1;
-        }
-    }
+    let carrying = match template_scan(rec) {
+        Ok(n) => n,
+        Err(v) => return v,
+    };
     if rec.exchanges.iter().all(|e| success_body(e).is_none()) {
         return inconclusive("the template project is not served at all");
     }

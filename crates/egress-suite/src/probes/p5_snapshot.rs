@@ -16,7 +16,7 @@ const MANIFEST: &str = "MANIFEST";
 const SIG: &str = "MANIFEST.sig";
 const SIGNERS: &str = "allowed_signers";
 
-fn input(name: &str, bytes: Vec<u8>) -> Observation {
+pub fn input(name: &str, bytes: Vec<u8>) -> Observation {
     Observation::Input {
         name: name.to_string(),
         bytes: WireBytes(bytes),
@@ -128,7 +128,13 @@ pub fn verified_manifest(
 }
 
 pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if let Some(v) = j.require("C.index") {
+    manifest_verdict(j, rec, "C.index")
+}
+
+/// P5.manifest once `control` (the route shape the manifest's path shares
+/// with content) has passed: a missing manifest is then a failure.
+pub fn manifest_verdict(j: &Judge, rec: &ProbeRecord, control: &str) -> Verdict {
+    if let Some(v) = j.require(control) {
         return v;
     }
     match verified_manifest(rec) {
@@ -212,6 +218,46 @@ pub fn collect_index_in_manifest(c: &Collector, f: &Facts) -> Evidence {
     ev
 }
 
+/// Checks one answer against SNAPSHOT.json and MANIFEST: `Ok(Some(path))`
+/// when it served its path's listed bytes whole, `Ok(None)` when it served
+/// nothing, the verdict otherwise. Shared by PyPI and npm.
+pub fn served_as_listed(
+    ex: &egress_model::Exchange,
+    doc: &SnapshotDoc,
+    manifest: &Manifest,
+) -> Result<Option<String>, Verdict> {
+    let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
+        return Ok(None);
+    };
+    if r.body_end != BodyEnd::Complete {
+        return Err(inconclusive(format!(
+            "{} did not arrive whole: {}",
+            ex.request_target(),
+            ex.summary()
+        )));
+    }
+    let target = ex.request_target();
+    let path = target.split('?').next().unwrap_or_default();
+    let entries: Vec<_> = doc.served.iter().filter(|e| e.path == path).collect();
+    if entries.is_empty() {
+        return Err(fail(format!(
+            "{path} is served but SNAPSHOT.json does not list it"
+        )));
+    }
+    if !entries.iter().any(|e| e.sha256 == r.body_sha256) {
+        return Err(fail(format!(
+            "{path} served bytes hashing to {}…, which SNAPSHOT.json does not list for it",
+            &r.body_sha256.to_hex()[..16]
+        )));
+    }
+    if !manifest.has_blob(&r.body_sha256) {
+        return Err(fail(format!(
+            "{path} served a blob the manifest does not list"
+        )));
+    }
+    Ok(Some(path.to_string()))
+}
+
 pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.project-html") {
         return v;
@@ -228,33 +274,12 @@ pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     };
     let mut served = 0;
     for ex in &rec.exchanges {
-        let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
-            continue;
+        let path = match served_as_listed(ex, &doc, &manifest) {
+            Ok(Some(path)) => path,
+            Ok(None) => continue,
+            Err(v) => return v,
         };
-        if r.body_end != BodyEnd::Complete {
-            return inconclusive(format!(
-                "{} did not arrive whole: {}",
-                ex.request_target(),
-                ex.summary()
-            ));
-        }
-        let target = ex.request_target();
-        let path = target.split('?').next().unwrap_or_default();
-        let entries: Vec<_> = doc.served.iter().filter(|e| e.path == path).collect();
-        if entries.is_empty() {
-            return fail(format!(
-                "{path} is served but SNAPSHOT.json does not list it"
-            ));
-        }
-        if !entries.iter().any(|e| e.sha256 == r.body_sha256) {
-            return fail(format!(
-                "{path} served bytes hashing to {}…, which SNAPSHOT.json does not list for it",
-                &r.body_sha256.to_hex()[..16]
-            ));
-        }
-        if !manifest.has_blob(&r.body_sha256) {
-            return fail(format!("{path} served a blob the manifest does not list"));
-        }
+        let path = path.as_str();
         served += 1;
         // Every file a served project page lists must be in the snapshot with the same digest.
         if let Some(body) = success_body(ex) {
@@ -318,7 +343,7 @@ pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
 
 /// The digest of a whole 2xx body at the end of a (same-origin) redirect
 /// chain; `None` when nothing whole was served.
-fn whole_digest(rec: &ProbeRecord, label: &str) -> Option<Sha256Digest> {
+pub fn whole_digest(rec: &ProbeRecord, label: &str) -> Option<Sha256Digest> {
     final_of(rec, label)
         .and_then(|e| e.response.as_ref())
         .filter(|r| r.is_success() && r.body_end == BodyEnd::Complete)
@@ -362,7 +387,7 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
 const BEFORE: &str = "before the upstream change";
 const AFTER: &str = "after the upstream change";
 
-fn mutation(rec: &ProbeRecord) -> Option<(&str, Option<Sha256Digest>, Sha256Digest)> {
+pub fn mutation(rec: &ProbeRecord) -> Option<(&str, Option<Sha256Digest>, Sha256Digest)> {
     rec.observations.iter().find_map(|o| match o {
         Observation::UpstreamMutation {
             filename,

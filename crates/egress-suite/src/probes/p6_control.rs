@@ -293,11 +293,35 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.index") {
         return v;
     }
+    let compared = match unchanged(
+        rec,
+        EFFECT_BEFORE,
+        EFFECT_AFTER,
+        &["index", "project page", "project page JSON", "file"],
+    ) {
+        Ok(n) => n,
+        Err(v) => return v,
+    };
+    if compared == 0 {
+        return inconclusive("nothing was fetched before and after the write attempts");
+    }
+    pass(format!("index, project pages and file are byte-identical before and after the write attempts ({compared} compared)"))
+}
+
+/// Compares each `"{before}: {what}"` exchange with its `"{after}: {what}"`
+/// twin by status and body digest: the number compared, or the verdict for
+/// the first that changed or did not arrive whole. Shared by PyPI and npm.
+pub fn unchanged(
+    rec: &ProbeRecord,
+    before: &str,
+    after: &str,
+    whats: &[&str],
+) -> Result<usize, Verdict> {
     let mut compared = 0;
-    for what in ["index", "project page", "project page JSON", "file"] {
+    for what in whats {
         let (Some(b), Some(a)) = (
-            find(rec, &format!("{EFFECT_BEFORE}: {what}")),
-            find(rec, &format!("{EFFECT_AFTER}: {what}")),
+            find(rec, &format!("{before}: {what}")),
+            find(rec, &format!("{after}: {what}")),
         ) else {
             continue;
         };
@@ -310,25 +334,22 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
             })
         };
         if !whole(b) || !whole(a) {
-            return inconclusive(format!(
+            return Err(inconclusive(format!(
                 "the {what} did not arrive whole before and after: {} then {}",
                 b.summary(),
                 a.summary()
-            ));
+            )));
         }
         let key =
             |e: &egress_model::Exchange| e.response.as_ref().map(|r| (r.status, r.body_sha256));
         if key(b) != key(a) {
-            return fail(format!(
+            return Err(fail(format!(
                 "the {what} changed after the write attempts: {} then {}",
                 b.summary(),
                 a.summary()
-            ));
+            )));
         }
         compared += 1;
     }
-    if compared == 0 {
-        return inconclusive("nothing was fetched before and after the write attempts");
-    }
-    pass(format!("index, project pages and file are byte-identical before and after the write attempts ({compared} compared)"))
+    Ok(compared)
 }

@@ -1,0 +1,247 @@
+//! The suite in npm's terms: the built-in npm references discriminate on
+//! every predicate, verdicts re-derive offline, and `check --protocol npm`
+//! behaves as `check` does for PyPI (exit codes, one-line errors, reports).
+
+mod common;
+
+use common::{run, s, tmpdir};
+use egress_conformance::builtin;
+use egress_model::Status;
+
+#[test]
+fn every_predicate_discriminates_between_the_npm_references() {
+    let (a, b) = builtin::run_npm_both().unwrap_or_else(|e| panic!("{}", e.message));
+    assert_eq!(a.plan.protocol, "npm");
+    for sp in egress_suite::npm::catalog::CATALOG {
+        let p = a
+            .probe(sp.id)
+            .unwrap_or_else(|| panic!("(A) lacks {}", sp.id));
+        assert_eq!(p.status, Status::Pass, "(A) {}: {}", p.id, p.reason);
+        if p.id != "P2.upstream-contact" {
+            assert!(
+                !p.exchanges.is_empty() || !p.observations.is_empty(),
+                "(A) {} has no evidence",
+                p.id
+            );
+        }
+    }
+    for (pid, _) in egress_suite::catalog::PREDICATES {
+        assert_eq!(
+            a.predicate(pid).map(|p| p.status),
+            Some(Status::Pass),
+            "(A) {pid}"
+        );
+        assert_eq!(
+            b.predicate(pid).map(|p| p.status),
+            Some(Status::Fail),
+            "(B) {pid}"
+        );
+    }
+    // (B)'s controls pass: its failures are failures, not inconclusive.
+    for c in ["C.packument", "C.abbreviated", "C.scoped", "C.tarball"] {
+        assert_eq!(b.probe(c).map(|p| p.status), Some(Status::Pass), "(B) {c}");
+    }
+    assert!(builtin::references_hold(&a, &b));
+    assert!(egress_suite::verify(&a).is_empty());
+    assert!(egress_suite::verify(&b).is_empty());
+}
+
+#[test]
+fn an_edited_npm_report_names_the_changed_verdict() {
+    let (_, b) = builtin::run_npm_both().unwrap_or_else(|e| panic!("{}", e.message));
+    // Claim that (B) refused every publish attempt: the evidence says otherwise.
+    let mut edited = b.clone();
+    let rec = edited
+        .probes
+        .iter_mut()
+        .find(|p| p.id == "P6.publish")
+        .expect("P6.publish");
+    assert_eq!(rec.status, Status::Fail);
+    rec.status = Status::Pass;
+    let d = egress_suite::verify(&edited);
+    assert!(d.iter().any(|d| d.id == "P6.publish"), "{d:?}");
+
+    // Edit the evidence instead: a publish answered 201 now reads 403.
+    let mut edited = b.clone();
+    let rec = edited
+        .probes
+        .iter_mut()
+        .find(|p| p.id == "P6.adduser")
+        .expect("P6.adduser");
+    for ex in &mut rec.exchanges {
+        if let Some(r) = &mut ex.response {
+            r.status = Some(403);
+        }
+    }
+    let d = egress_suite::verify(&edited);
+    assert!(d.iter().any(|d| d.id == "P6.adduser"), "{d:?}");
+}
+
+#[test]
+fn check_protocol_npm_from_the_command_line() {
+    let canary = builtin::start_npm_canary().unwrap_or_else(|e| panic!("{}", e.message));
+    let (mirror, registry) =
+        builtin::serve_npm_reference(&canary).unwrap_or_else(|e| panic!("{}", e.message));
+    let registry = registry.to_string();
+    let dir = tmpdir("npm-check");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let signers = dir.join("allowed_signers");
+    std::fs::write(&signers, builtin::demo_signers()).expect("write");
+    let out = dir.join("out");
+
+    // Packages are found in the mirror's SNAPSHOT.json. Every predicate
+    // passes but P4: without an upstream the suite controls, no lifecycle
+    // script or template can be observed, and P4 says so rather than pass.
+    let o = run(&[
+        "check",
+        &registry,
+        "--protocol",
+        "npm",
+        "--allowed-signers",
+        s(&signers),
+        "--absent",
+        "ec-upstream-only",
+        "--out",
+        s(&out),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    for p in ["P1", "P2", "P3", "P5", "P6"] {
+        assert!(
+            text.contains(&format!("{p} ")) && !text.contains(&format!("{p} FAIL")),
+            "{text}"
+        );
+    }
+    let json: egress_suite::Report =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report"))
+            .expect("json");
+    for (pid, _) in egress_suite::catalog::PREDICATES {
+        let want = if pid == "P4" {
+            Status::Inconclusive
+        } else {
+            Status::Pass
+        };
+        assert_eq!(
+            json.predicate(pid).map(|p| p.status),
+            Some(want),
+            "{pid}: {text}"
+        );
+    }
+    assert!(
+        text.contains("C.scoped") && text.contains("signed by"),
+        "{text}"
+    );
+    let report = out.join("report.json");
+    let o = run(&["report", "verify", s(&report)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // A scoped package given explicitly is the scoped control.
+    let o = run(&[
+        "check",
+        &registry,
+        "--protocol",
+        "npm",
+        "--present",
+        "ec-present",
+        "--present",
+        "@ec/scoped",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("present: ec-present, @ec/scoped (--present)"),
+        "{text}"
+    );
+    assert!(!text.contains("FAIL"), "{text}");
+
+    // A name npm would never send is a usage error on one line.
+    let o = run(&[
+        "check",
+        &registry,
+        "--protocol",
+        "npm",
+        "--present",
+        "../etc",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--present") && err.contains("npm package name"),
+        "{err}"
+    );
+
+    // A package the mirror does not serve: nothing to compare refusals with.
+    let o = run(&[
+        "check",
+        &registry,
+        "--protocol",
+        "npm",
+        "--present",
+        "not-in-the-snapshot",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    mirror.stop();
+
+    // The caching proxy fails.
+    let proxy = egress_fixtures::npm_proxy::NpmCachingProxy::start(
+        egress_model::Url::parse(&canary.registry_url()).expect("url"),
+    )
+    .expect("proxy");
+    let o = run(&[
+        "check",
+        &proxy.registry_url(),
+        "--protocol",
+        "npm",
+        "--present",
+        "ec-present",
+        "--absent",
+        "ec-upstream-only",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // Dead and refuse-everything targets are inconclusive, never conformant.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let dead = format!("http://127.0.0.1:{port}/");
+    let o = run(&[
+        "check",
+        &dead,
+        "--protocol",
+        "npm",
+        "--present",
+        "x",
+        "--timeout",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let h = egress_fixtures::hostile::start(egress_fixtures::hostile::Hostile::Everything404)
+        .expect("start");
+    let o = run(&[
+        "check",
+        &h.base_url(),
+        "--protocol",
+        "npm",
+        "--present",
+        "ec-present",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,381 @@
+//! P5 snapshot immutability, in npm's terms: the manifest (shared with the
+//! PyPI side: one snapshot, one manifest), everything served listed in it,
+//! bytes that never change, and upstream changes (a new version, replaced
+//! tarball bytes, a moved dist-tag) that never show through.
+
+use super::doc::Packument;
+use super::{packument_url, plan_of, ABBREVIATED, FULL};
+use crate::collect::{Collector, Evidence};
+use crate::facts::{final_of, find, success_body, Facts};
+use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
+use crate::probes::p5_snapshot::{
+    input, mutation, served_as_listed, verified_manifest, whole_digest,
+};
+use egress_model::{BodyEnd, NpmName, ProbeRecord, ProjectName};
+
+pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    crate::probes::p5_snapshot::manifest_verdict(j, rec, "C.packument")
+}
+
+const SERVED: &str = "served content";
+
+pub fn collect_served_in_manifest(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let Some(p) = plan_of(c) else { return ev };
+    let mut names: Vec<NpmName> = p.present.iter().take(3).cloned().collect();
+    names.extend(p.scoped.iter().cloned());
+    for name in &names {
+        let Some(u) = packument_url(c, name) else {
+            continue;
+        };
+        ev.push(c.get(SERVED, &u, Some(FULL)));
+        ev.push(c.get(SERVED, &u, Some(ABBREVIATED)));
+        // The raw spelling of a scoped name is a served path of its own.
+        if let (Some(_), Ok(registry)) = (name.scope(), c.plan.index()) {
+            let raw = super::at(&registry, &name.packument_path_raw());
+            ev.push(c.get(SERVED, &raw, Some(FULL)));
+        }
+    }
+    if let Some(t) = &f.npm().control_tarball {
+        ev.push(c.get(SERVED, &t.url, None));
+    }
+    ev
+}
+
+pub fn judge_served_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.packument") {
+        return v;
+    }
+    let Some(mrec) = j.record("P5.manifest") else {
+        return inconclusive("P5.manifest was not run");
+    };
+    let (manifest, doc, _) = match verified_manifest(mrec) {
+        Ok(m) => m,
+        Err(e) => return inconclusive(format!("no verified manifest to compare with: {e}")),
+    };
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's registry URL does not parse");
+    };
+    let mut served = 0;
+    for ex in &rec.exchanges {
+        let path = match served_as_listed(ex, &doc, &manifest) {
+            Ok(Some(path)) => path,
+            Ok(None) => continue,
+            Err(v) => return v,
+        };
+        let path = path.as_str();
+        served += 1;
+        // Every tarball a served packument lists on this origin is in the snapshot.
+        let Some(p) = success_body(ex).and_then(|b| Packument::parse(b).ok()) else {
+            continue;
+        };
+        let page = origin.with_path(path);
+        for v in &p.versions {
+            let Some(u) = v.tarball.as_deref().and_then(|t| page.join(t).ok()) else {
+                continue;
+            };
+            if u.same_origin(&origin) && !doc.served.iter().any(|e| e.path == u.path()) {
+                return fail(format!(
+                    "{path} lists the tarball of {} at {}, which SNAPSHOT.json does not serve",
+                    v.version,
+                    short(u.path())
+                ));
+            }
+        }
+    }
+    if served == 0 {
+        return inconclusive("nothing was served to compare with the manifest");
+    }
+    pass(format!(
+        "{served} responses, and every tarball they list, match SNAPSHOT.json and MANIFEST"
+    ))
+}
+
+const AGAIN: &str = "fetched again";
+
+pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let npm = f.npm();
+    for n in 1..=2 {
+        if let Some(t) = &npm.control_tarball {
+            c.get_following(&mut ev, &format!("{AGAIN} ({n}): tarball"), &t.url, None);
+        }
+        if let Some(u) = &npm.packument_url {
+            c.get_following(&mut ev, &format!("{AGAIN} ({n}): packument"), u, Some(FULL));
+        }
+    }
+    ev
+}
+
+pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.tarball") {
+        return v;
+    }
+    let npm = j.facts.npm();
+    let Some(want) = npm.control_tarball.as_ref().map(|t| t.sha256) else {
+        return inconclusive("the tarball control recorded no bytes");
+    };
+    let mut pages = Vec::new();
+    for n in 1..=2 {
+        let Some(got) = whole_digest(rec, &format!("{AGAIN} ({n}): tarball")) else {
+            return inconclusive(format!("fetch {n} of the tarball did not serve it whole"));
+        };
+        if got != want {
+            return fail(format!(
+                "the same tarball URL served other bytes on fetch {n} ({}… instead of {}…)",
+                &got.to_hex()[..12],
+                &want.to_hex()[..12]
+            ));
+        }
+        if let Some(p) = whole_digest(rec, &format!("{AGAIN} ({n}): packument")) {
+            pages.push(p);
+        }
+    }
+    if pages.len() == 2 && pages[0] != pages[1] {
+        return fail("the packument changed between two fetches in a row");
+    }
+    pass(format!(
+        "{} fetches of the same tarball and packument returned identical bytes",
+        2 + pages.len()
+    ))
+}
+
+const BEFORE: &str = "before the upstream change";
+const AFTER: &str = "after the upstream change";
+
+fn mutation_failed(e: String) -> egress_model::Observation {
+    input(&format!("mutation failed: {e}"), Vec::new())
+}
+
+/// The present package as the controlled upstream's trait names it.
+fn present_project(c: &Collector) -> Option<(NpmName, ProjectName)> {
+    let n = plan_of(c)?.present.first()?.clone();
+    let p = ProjectName::new(n.as_str()).ok()?;
+    Some((n, p))
+}
+
+fn fetch_packuments(c: &Collector, ev: &mut Evidence, name: &NpmName, when: &str) {
+    if let Some(u) = packument_url(c, name) {
+        ev.push(c.get(&format!("{when}: packument (full)"), &u, Some(FULL)));
+        ev.push(c.get(
+            &format!("{when}: packument (abbreviated)"),
+            &u,
+            Some(ABBREVIATED),
+        ));
+    }
+}
+
+pub fn collect_new_version(c: &Collector, _f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(up), Some((name, project))) = (c.upstream, present_project(c)) else {
+        return ev;
+    };
+    c.window("P5.upstream-new-version", &mut ev, |ev| {
+        fetch_packuments(c, ev, &name, BEFORE);
+        match up.publish_new_version(&project) {
+            Ok(obs) => ev.observations.push(obs),
+            Err(e) => ev.observations.push(mutation_failed(e)),
+        }
+        fetch_packuments(c, ev, &name, AFTER);
+    });
+    ev
+}
+
+/// `ec-present-9.9.9.tgz` → `9.9.9`, for the package `name`.
+fn version_of_tarball<'a>(name: &NpmName, filename: &'a str) -> Option<&'a str> {
+    filename
+        .strip_prefix(name.bare())?
+        .strip_prefix('-')?
+        .strip_suffix(".tgz")
+}
+
+fn packuments_after(rec: &ProbeRecord) -> Vec<Packument> {
+    rec.exchanges
+        .iter()
+        .filter(|e| e.label.starts_with(AFTER))
+        .filter_map(success_body)
+        .filter_map(|b| Packument::parse(b).ok())
+        .collect()
+}
+
+pub fn judge_new_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if j.plan.upstream.is_none() {
+        return skipped("the upstream is not controlled, so it cannot publish during the run");
+    }
+    if let Some(v) = j.require("C.packument") {
+        return v;
+    }
+    let Some(name) = j.plan.npm.as_ref().and_then(|n| n.present.first()) else {
+        return inconclusive("no present package");
+    };
+    let Some((filename, _, _)) = mutation(rec) else {
+        return inconclusive("the upstream did not publish a new version");
+    };
+    let Some(new) = version_of_tarball(name, filename) else {
+        return inconclusive(format!("the published tarball {filename} names no version"));
+    };
+    let after = packuments_after(rec);
+    for p in &after {
+        if p.version(new).is_some() {
+            return fail(format!(
+                "version {new} published upstream during the run is listed in the mirror's packument"
+            ));
+        }
+        if p.dist_tags.values().any(|v| v == new) {
+            return fail(format!(
+                "a dist-tag on the mirror points at {new}, published upstream during the run"
+            ));
+        }
+    }
+    if after.is_empty() {
+        return inconclusive("the packument was not served after the upstream change");
+    }
+    pass(format!(
+        "version {new} published upstream mid-run never shows ({} packuments checked)",
+        after.len()
+    ))
+}
+
+pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(up), Some((name, _))) = (c.upstream, present_project(c)) else {
+        return ev;
+    };
+    let Some(t) = f.npm().control_tarball else {
+        return ev;
+    };
+    let filename = format!("{}-{}.tgz", name.bare(), t.version);
+    c.window("P5.upstream-replaced-bytes", &mut ev, |ev| {
+        fetch_packuments(c, ev, &name, BEFORE);
+        match up.replace_file_bytes(&filename) {
+            Ok(obs) => ev.observations.push(obs),
+            Err(e) => ev.observations.push(mutation_failed(e)),
+        }
+        fetch_packuments(c, ev, &name, AFTER);
+        c.get_following(ev, &format!("{AFTER}: tarball at its URL"), &t.url, None);
+    });
+    ev
+}
+
+pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if j.plan.upstream.is_none() {
+        return skipped(
+            "the upstream is not controlled, so it cannot replace bytes during the run",
+        );
+    }
+    if let Some(v) = j.require("C.tarball") {
+        return v;
+    }
+    let npm = j.facts.npm();
+    let Some(t) = npm.control_tarball.as_ref() else {
+        return inconclusive("the tarball control recorded no bytes");
+    };
+    let Some((filename, _, after)) = mutation(rec) else {
+        return inconclusive("the upstream did not replace a tarball");
+    };
+    if let Some(r) = final_of(rec, &format!("{AFTER}: tarball at its URL"))
+        .and_then(|e| e.response.as_ref())
+        .filter(|r| r.is_success())
+    {
+        if r.body_sha256 == after {
+            return fail(format!(
+                "the mirror served the bytes that replaced {filename} upstream mid-run"
+            ));
+        }
+        if r.body_sha256 != t.sha256 && r.body_end == BodyEnd::Complete {
+            return fail(format!(
+                "the tarball {filename} changed after the upstream replaced it"
+            ));
+        }
+    }
+    // Each document is compared with the same kind of document fetched
+    // before the change: a full and an abbreviated packument may differ.
+    let doc = |label: String| {
+        find(rec, &label)
+            .and_then(success_body)
+            .and_then(|b| Packument::parse(b).ok())
+    };
+    let integrity = |p: &Packument| p.version(&t.version).and_then(|v| v.integrity.clone());
+    for kind in ["full", "abbreviated"] {
+        let before = doc(format!("{BEFORE}: packument ({kind})"));
+        let after = doc(format!("{AFTER}: packument ({kind})"));
+        if let (Some(b), Some(a)) = (before, after) {
+            if integrity(&b) != integrity(&a) {
+                return fail(format!(
+                    "the integrity the mirror's {kind} packument lists for {filename} changed after the upstream replaced its bytes"
+                ));
+            }
+        }
+    }
+    let after_docs = packuments_after(rec);
+    if after_docs.is_empty() && find(rec, &format!("{AFTER}: tarball at its URL")).is_none() {
+        return inconclusive("nothing was served after the upstream change");
+    }
+    pass(format!(
+        "{filename} replaced upstream mid-run; the mirror kept serving and listing the snapshot's bytes"
+    ))
+}
+
+pub fn collect_dist_tag(c: &Collector, f: &Facts) -> Evidence {
+    let mut ev = Evidence::default();
+    let (Some(up), Some((name, _)), Ok(registry)) =
+        (c.upstream, present_project(c), c.plan.index())
+    else {
+        return ev;
+    };
+    let npm = f.npm();
+    let Some((target, _)) = npm.control_version(&registry) else {
+        return ev;
+    };
+    let target = target.version.clone();
+    c.window("P5.upstream-dist-tag", &mut ev, |ev| {
+        fetch_packuments(c, ev, &name, BEFORE);
+        match up.move_tag(name.as_str(), "latest", &target) {
+            Ok(obs) => ev.observations.push(obs),
+            Err(e) => ev.observations.push(mutation_failed(e)),
+        }
+        fetch_packuments(c, ev, &name, AFTER);
+    });
+    ev
+}
+
+pub fn judge_dist_tag(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if j.plan.upstream.is_none() {
+        return skipped(
+            "the upstream is not controlled, so it cannot move a dist-tag during the run",
+        );
+    }
+    if let Some(v) = j.require("C.packument") {
+        return v;
+    }
+    if mutation(rec).is_none() {
+        return inconclusive("the upstream did not move a dist-tag");
+    }
+    let latest = |label: &str| -> Vec<Option<String>> {
+        rec.exchanges
+            .iter()
+            .filter(|e| e.label.starts_with(label))
+            .filter_map(success_body)
+            .filter_map(|b| Packument::parse(b).ok())
+            .map(|p| p.dist_tags.get("latest").cloned())
+            .collect()
+    };
+    let (before, after) = (latest(BEFORE), latest(AFTER));
+    let Some(was) = before.first() else {
+        return inconclusive("the packument was not served before the upstream change");
+    };
+    if after.is_empty() {
+        return inconclusive("the packument was not served after the upstream change");
+    }
+    if let Some(now) = after.iter().find(|a| a != &was) {
+        return fail(format!(
+            "dist-tag latest moved on the mirror from {} to {} after the upstream moved it",
+            was.as_deref().unwrap_or("nothing"),
+            now.as_deref().unwrap_or("nothing")
+        ));
+    }
+    pass(format!(
+        "dist-tag latest stays {} on the mirror after the upstream moved it",
+        was.as_deref().unwrap_or("unset")
+    ))
+}
