@@ -10,14 +10,45 @@ use egress_snapshot::SnapshotBuilder;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn arg_value(args: &[String], name: &str, default: usize) -> Result<usize, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or(format!("{name} needs a number")),
+const USAGE: &str = "usage: egress-bench-fixture OUT_DIR [--projects N] [--big-mib M]";
+
+/// The command line: one output directory and two optional numbers. Anything
+/// else (an unknown flag, a flag where the directory goes, a second
+/// directory) is refused, so that a mistyped flag never becomes a directory.
+struct Args {
+    out: PathBuf,
+    projects: usize,
+    big_mib: usize,
+}
+
+fn parse(args: &[String]) -> Result<Option<Args>, String> {
+    let mut out = None;
+    let mut projects = 1000;
+    let mut big_mib = 50;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut number = |name: &str| {
+            it.next()
+                .and_then(|v| v.parse::<usize>().ok())
+                .ok_or(format!("{name} needs a number ({USAGE})"))
+        };
+        match a.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--projects" => projects = number("--projects")?,
+            "--big-mib" => big_mib = number("--big-mib")?,
+            flag if flag.starts_with('-') => {
+                return Err(format!("unknown option {flag} ({USAGE})"))
+            }
+            dir if out.is_none() => out = Some(PathBuf::from(dir)),
+            extra => return Err(format!("unexpected argument {extra} ({USAGE})")),
+        }
     }
+    let out = out.ok_or(USAGE)?;
+    Ok(Some(Args {
+        out,
+        projects,
+        big_mib,
+    }))
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so the big file does not
@@ -35,13 +66,12 @@ fn noise(len: usize) -> Vec<u8> {
     out
 }
 
-fn run(args: &[String]) -> Result<(), String> {
-    let out = PathBuf::from(
-        args.first()
-            .ok_or("usage: egress-bench-fixture OUT_DIR [--projects N] [--big-mib M]")?,
-    );
-    let projects = arg_value(args, "--projects", 1000)?;
-    let big_mib = arg_value(args, "--big-mib", 50)?;
+fn run(args: Args) -> Result<(), String> {
+    let Args {
+        out,
+        projects,
+        big_mib,
+    } = args;
     let mut builder = SnapshotBuilder::new("/simple/");
     for p in 0..projects {
         let name = ProjectName::new(&format!("bench-{p:05}")).map_err(|e| e.to_string())?;
@@ -120,11 +150,51 @@ fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), 
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let parsed = match parse(&args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("egress-bench-fixture: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(parsed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("egress-bench-fixture: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_never_become_the_output_directory() {
+        assert!(parse(&args(&["--help"])).unwrap().is_none());
+        assert!(parse(&args(&["out", "-h"])).unwrap().is_none());
+        for bad in [
+            &[][..],
+            &["--projects", "3"],
+            &["--frobnicate", "out"],
+            &["out", "--projects"],
+            &["out", "--projects", "many"],
+            &["out", "again"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+        let a = parse(&args(&["out", "--projects", "3", "--big-mib", "1"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.out, a.projects, a.big_mib), (PathBuf::from("out"), 3, 1));
     }
 }

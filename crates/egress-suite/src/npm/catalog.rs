@@ -241,7 +241,7 @@ pub const CATALOG: &[SubProbe] = &[
         "P6.publish",
         "P6",
         "npm publish (PUT) is refused, anonymous or with a token",
-        p6::judge_refused,
+        p6::judge_publish,
     ),
     sp(
         "P6.unpublish",

@@ -17,6 +17,48 @@ pub fn judge_refused(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.packument", PASSTHROUGH)
 }
 
+/// Which credentials a recorded publish attempt carried.
+fn credentials(ex: &Exchange) -> &'static str {
+    let head = ex.request.lossy();
+    // The head ends at the first empty line; lines end in CRLF.
+    let auth = head
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("authorization")
+                .then(|| v.trim().to_string())
+        });
+    match auth {
+        None => "no credentials",
+        Some(a) if a.starts_with("Bearer npm_ecm") => "a made-up token",
+        Some(_) => "the token the target handed out to adduser",
+    }
+}
+
+/// A publish that is accepted is the finding, whatever else the target did
+/// on the way (such as asking its upstream for the name first), so it is
+/// named first; otherwise the passthrough judge decides.
+pub fn judge_publish(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    if let Some(v) = j.require("C.packument") {
+        return v;
+    }
+    if let Some(origin) = j.origin() {
+        for ex in &rec.exchanges {
+            if let crate::classify::Answer::Served(s) = crate::classify::classify(&origin, ex) {
+                return fail(format!(
+                    "{} {} was answered {s}: a publish with {} was accepted",
+                    ex.request_method(),
+                    crate::judge::short(&ex.request_target()),
+                    credentials(ex)
+                ));
+            }
+        }
+    }
+    refusals(j, rec, "C.packument", PASSTHROUGH)
+}
+
 /// A bearer token of the shape npm sends, carrying a marker.
 fn bearer(c: &Collector) -> String {
     format!("Bearer npm_{}", c.token())
