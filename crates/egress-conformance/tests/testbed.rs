@@ -97,6 +97,7 @@ fn every_peer_runs_and_its_report_reverifies() {
         NPM_REFERENCE,
         "verdaccio",
         "verdaccio-hardened",
+        "verdaccio-hardened-public-url",
     ];
     let reports: Vec<Report> = names
         .iter()
@@ -430,7 +431,12 @@ fn an_unknown_peer_is_a_usage_error() {
 fn verdaccio_in_both_configurations_under_the_npm_suite() {
     let _one = serial();
     let peers = Paths::find().peers;
-    let vs = only(&[NPM_REFERENCE, "verdaccio", "verdaccio-hardened"]);
+    let vs = only(&[
+        NPM_REFERENCE,
+        "verdaccio",
+        "verdaccio-hardened",
+        "verdaccio-hardened-public-url",
+    ]);
     let a = testbed::run(&vs, &peers, |_| {});
     assert!(a.not_run.is_empty(), "{}", a.notes());
     assert!(a.ok(), "the npm reference column is all PASS");
@@ -442,7 +448,7 @@ fn verdaccio_in_both_configurations_under_the_npm_suite() {
     assert_eq!(v.status.code(), Some(0), "{}", text(&v));
     let md = std::fs::read_to_string(dir.join("matrix.md")).expect("matrix.md");
     assert!(
-        md.contains("| sub-probe / predicate | reference-npm | verdaccio | verdaccio-hardened | discriminates |"),
+        md.contains("| sub-probe / predicate | reference-npm | verdaccio | verdaccio-hardened | verdaccio-hardened-public-url | discriminates |"),
         "{md}"
     );
     // The npm table alone: no PyPI column, no PyPI sub-probe.
@@ -491,6 +497,13 @@ fn verdaccio_in_both_configurations_under_the_npm_suite() {
         ("verdaccio-hardened", "P3.host-headers", Fail),
         ("verdaccio-hardened", "P3.registry-routes", Fail),
         ("verdaccio-hardened", "P6.login-tokens", Fail),
+        // Its public URL set, tarball URLs no longer follow the request;
+        // the rest of the hardened column is unchanged.
+        ("verdaccio-hardened-public-url", "P3.host-headers", Pass),
+        ("verdaccio-hardened-public-url", "P3.registry-routes", Fail),
+        ("verdaccio-hardened-public-url", "P6.login-tokens", Fail),
+        ("verdaccio-hardened-public-url", "P1", Pass),
+        ("verdaccio-hardened-public-url", "P2", Pass),
         // Neither runs the tripwire's postinstall nor renders README text.
         ("verdaccio", "P4", Pass),
         ("verdaccio-hardened", "P4", Pass),
