@@ -74,24 +74,33 @@ fn retry(attempt: &mut u32, what: &str, why: &str, progress: &Progress) -> Resul
     Ok(())
 }
 
-/// Fetches and parses the project page at `url`. Follows up to three
-/// redirects within the index's origin. Returns the final URL (file URLs
-/// on the page are relative to it) and the page.
-pub fn project_page(
+/// The final answer to a GET of a whole document: the URL it came from
+/// (after same-origin redirects) and its status, with the body when it is
+/// a 200.
+struct Answer {
+    url: Url,
+    status: u16,
+    status_line: String,
+    content_type: Option<String>,
+    body: Option<Vec<u8>>,
+}
+
+/// GETs `url` whole, following at most three redirects within its origin
+/// and retrying transient failures (no answer, a body cut short, 408, 429,
+/// 5xx). Every other status is the answer, for the caller to read. `what`
+/// names the document in messages.
+fn get_whole(
     client: &Client,
     url: &Url,
+    accept: &str,
+    what: &str,
     progress: &Progress,
-) -> Result<(Url, ProjectPage), FetchError> {
+) -> Result<Answer, FetchError> {
     let mut url = url.clone();
-    let mut accept = PAGE_ACCEPT;
     let mut redirects = 0;
     let mut attempt = 0;
     loop {
-        let ex = client.get(
-            &format!("project page {url}"),
-            url.path_and_query(),
-            Some(accept),
-        );
+        let ex = client.get(&format!("{what} {url}"), url.path_and_query(), Some(accept));
         let why = ex.error.clone().unwrap_or_else(|| "no response".into());
         let Some(resp) = ex.response else {
             retry(&mut attempt, &url.to_string(), &why, progress)?;
@@ -102,24 +111,20 @@ pub fn project_page(
             200 => {
                 if resp.body_end == BodyEnd::CapReached {
                     return Err(FetchError::Refused(format!(
-                        "{url}: the page is larger than {MAX_PAGE} bytes"
+                        "{url}: the {what} is larger than {MAX_PAGE} bytes"
                     )));
                 }
                 let Some(body) = resp.full_body() else {
                     retry(&mut attempt, &url.to_string(), &why, progress)?;
                     continue;
                 };
-                let json = resp
-                    .header("content-type")
-                    .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
-                let page = if json {
-                    egress_simple::parse_project_json(body)
-                } else {
-                    egress_simple::parse_project_html(body)
-                };
-                return page
-                    .map(|p| (url.clone(), p))
-                    .map_err(|e| FetchError::Refused(format!("{url}: {e}")));
+                return Ok(Answer {
+                    content_type: resp.header("content-type").map(str::to_ascii_lowercase),
+                    body: Some(body.to_vec()),
+                    status,
+                    status_line: resp.status_line.clone(),
+                    url,
+                });
             }
             301 | 302 | 303 | 307 | 308 => {
                 let next = resp
@@ -128,7 +133,7 @@ pub fn project_page(
                     .filter(|n| n.same_origin(&url))
                     .ok_or_else(|| {
                         FetchError::Refused(format!(
-                            "{url}: redirect {status} without a Location on the index's origin"
+                            "{url}: redirect {status} without a Location on the same origin"
                         ))
                     })?;
                 redirects += 1;
@@ -137,26 +142,57 @@ pub fn project_page(
                 }
                 url = next;
             }
-            // An index without PEP 691 may insist on its legacy type.
-            406 if accept != "text/html" => accept = "text/html",
-            404 => {
-                return Err(FetchError::Refused(format!(
-                    "{url}: 404: the index has no such project"
-                )))
-            }
             s if transient(s) => retry(
                 &mut attempt,
                 &url.to_string(),
                 &format!("HTTP {s}"),
                 progress,
             )?,
-            s => {
-                return Err(FetchError::Refused(format!(
-                    "{url}: HTTP {s} ({})",
-                    resp.status_line
-                )))
+            _ => {
+                return Ok(Answer {
+                    content_type: None,
+                    body: None,
+                    status,
+                    status_line: resp.status_line.clone(),
+                    url,
+                })
             }
         }
+    }
+}
+
+/// Fetches and parses the project page at `url`. Follows up to three
+/// redirects within the index's origin. Returns the final URL (file URLs
+/// on the page are relative to it) and the page.
+pub fn project_page(
+    client: &Client,
+    url: &Url,
+    progress: &Progress,
+) -> Result<(Url, ProjectPage), FetchError> {
+    let mut answer = get_whole(client, url, PAGE_ACCEPT, "project page", progress)?;
+    // An index without PEP 691 may insist on its legacy type.
+    if answer.status == 406 {
+        answer = get_whole(client, &answer.url, "text/html", "project page", progress)?;
+    }
+    let url = answer.url;
+    match (answer.status, answer.body) {
+        (200, Some(body)) => {
+            let json = answer.content_type.is_some_and(|t| t.contains("json"));
+            let page = if json {
+                egress_simple::parse_project_json(&body)
+            } else {
+                egress_simple::parse_project_html(&body)
+            };
+            page.map(|p| (url.clone(), p))
+                .map_err(|e| FetchError::Refused(format!("{url}: {e}")))
+        }
+        (404, _) => Err(FetchError::Refused(format!(
+            "{url}: 404: the index has no such project"
+        ))),
+        (s, _) => Err(FetchError::Refused(format!(
+            "{url}: HTTP {s} ({})",
+            answer.status_line
+        ))),
     }
 }
 
@@ -182,63 +218,14 @@ pub fn document(
     accept: &str,
     progress: &Progress,
 ) -> Result<Document, FetchError> {
-    let mut url = url.clone();
-    let mut redirects = 0;
-    let mut attempt = 0;
-    loop {
-        let ex = client.get(
-            &format!("document {url}"),
-            url.path_and_query(),
-            Some(accept),
-        );
-        let why = ex.error.clone().unwrap_or_else(|| "no response".into());
-        let Some(resp) = ex.response else {
-            retry(&mut attempt, &url.to_string(), &why, progress)?;
-            continue;
-        };
-        match resp.status.unwrap_or(0) {
-            200 => {
-                if resp.body_end == BodyEnd::CapReached {
-                    return Err(FetchError::Refused(format!(
-                        "{url}: the document is larger than {MAX_PAGE} bytes"
-                    )));
-                }
-                let Some(body) = resp.full_body() else {
-                    retry(&mut attempt, &url.to_string(), &why, progress)?;
-                    continue;
-                };
-                return Ok(Document::Body(body.to_vec()));
-            }
-            status @ (301 | 302 | 303 | 307 | 308) => {
-                let next = resp
-                    .header("location")
-                    .and_then(|l| url.join(l).ok())
-                    .filter(|n| n.same_origin(&url))
-                    .ok_or_else(|| {
-                        FetchError::Refused(format!(
-                            "{url}: redirect {status} without a Location on the registry's origin"
-                        ))
-                    })?;
-                redirects += 1;
-                if redirects > 3 {
-                    return Err(FetchError::Refused(format!("{url}: too many redirects")));
-                }
-                url = next;
-            }
-            s if transient(s) => retry(
-                &mut attempt,
-                &url.to_string(),
-                &format!("HTTP {s}"),
-                progress,
-            )?,
-            s @ 400..=499 => return Ok(Document::NotProvided(s)),
-            s => {
-                return Err(FetchError::Refused(format!(
-                    "{url}: HTTP {s} ({})",
-                    resp.status_line
-                )))
-            }
-        }
+    let answer = get_whole(client, url, accept, "document", progress)?;
+    match (answer.status, answer.body) {
+        (200, Some(body)) => Ok(Document::Body(body)),
+        (s @ 400..=499, _) => Ok(Document::NotProvided(s)),
+        (s, _) => Err(FetchError::Refused(format!(
+            "{}: HTTP {s} ({})",
+            answer.url, answer.status_line
+        ))),
     }
 }
 
