@@ -37,25 +37,8 @@ fn npm(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Output {
 
 /// The command [`npm`] runs.
 fn npm_command(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Command {
-    std::fs::create_dir_all(cache).expect("cache dir");
-    // npm refuses to load one file as both user and global config.
-    let empty_rc = cache.join("empty-globalconfig");
-    std::fs::write(&empty_rc, "").expect("globalconfig");
-    let mut cmd = Command::new("npm");
-    cmd.current_dir(project)
-        .args(args)
-        .args(["--registry", registry])
-        .args(["--no-audit", "--no-fund", "--no-update-notifier"])
-        .arg("--cache")
-        .arg(cache)
-        .args(["--userconfig", "/dev/null", "--globalconfig"])
-        .arg(&empty_rc);
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy().to_ascii_lowercase();
-        if k.starts_with("npm_config_") || k.ends_with("_proxy") {
-            cmd.env_remove(&key);
-        }
-    }
+    let mut cmd = egress_fixtures::npm_client::isolated_npm(project, cache, registry).expect("npm");
+    cmd.args(args);
     cmd
 }
 

@@ -20,6 +20,7 @@
 pub mod canary;
 pub mod hostile;
 pub mod npm_canary;
+pub mod npm_client;
 pub mod npm_proxy;
 pub mod proxy;
 mod relay;

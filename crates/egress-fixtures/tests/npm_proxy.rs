@@ -531,25 +531,8 @@ fn npm_available() -> bool {
 /// from the environment or any npmrc, and a private cache (which also holds
 /// an empty global npmrc).
 fn npm_install(registry: &str, prefix: &Path, cache: &Path, args: &[&str]) {
-    let empty_rc = cache.join("empty-globalconfig");
-    std::fs::write(&empty_rc, "").unwrap();
-    let mut cmd = Command::new("npm");
-    cmd.current_dir(prefix)
-        .arg("install")
-        .args(args)
-        .args(["--registry", registry, "--prefix"])
-        .arg(prefix)
-        .args(["--no-audit", "--no-fund", "--no-update-notifier"])
-        .arg("--cache")
-        .arg(cache)
-        .args(["--userconfig", "/dev/null", "--globalconfig"])
-        .arg(&empty_rc);
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy().to_ascii_lowercase();
-        if k.starts_with("npm_config_") || k.ends_with("_proxy") {
-            cmd.env_remove(&key);
-        }
-    }
+    let mut cmd = egress_fixtures::npm_client::isolated_npm(prefix, cache, registry).expect("npm");
+    cmd.arg("install").args(args).arg("--prefix").arg(prefix);
     let out = cmd.output().expect("run npm");
     assert!(
         out.status.success(),

@@ -13,7 +13,7 @@ use egress_testbed::{start, Context, PeerConfig, Running};
 use egress_transcript::{Client, Request};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -63,25 +63,9 @@ fn peer(name: &str, canary: &NpmCanary) -> Running {
 /// own cache (which also holds an empty global npmrc), no user config,
 /// `registry`, loopback only.
 fn npm(dir: &Path, cache: &Path, registry: &Url, args: &[&str]) -> Output {
-    std::fs::create_dir_all(cache).expect("cache dir");
-    let empty_rc = cache.join("empty-globalconfig");
-    std::fs::write(&empty_rc, "").expect("globalconfig");
-    let mut cmd = Command::new("npm");
-    cmd.current_dir(dir)
-        .args(args)
-        .args(["--registry", &registry.to_string()])
-        .args(["--no-audit", "--no-fund", "--no-update-notifier"])
-        .args(["--fetch-retries", "0"])
-        .arg("--cache")
-        .arg(cache)
-        .args(["--userconfig", "/dev/null", "--globalconfig"])
-        .arg(&empty_rc);
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy().to_ascii_lowercase();
-        if k.starts_with("npm_config_") || k.ends_with("_proxy") {
-            cmd.env_remove(&key);
-        }
-    }
+    let mut cmd = egress_fixtures::npm_client::isolated_npm(dir, cache, &registry.to_string())
+        .expect("npm cache dir");
+    cmd.args(args).args(["--fetch-retries", "0"]);
     cmd.output()
         .expect("run npm (Debian: apt-get install nodejs npm)")
 }
