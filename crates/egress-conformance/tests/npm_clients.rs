@@ -466,6 +466,29 @@ Module._load = function (request) {
 };
 "#;
 
+/// Points every proxy variable of `cmd` at a loopback listener that must
+/// see no connection (loopback itself is exempt): whatever npm tries to
+/// reach beyond this machine goes there, and fails, instead of out.
+fn outside_tripwire(cmd: &mut Command) -> std::net::TcpListener {
+    let tripwire = std::net::TcpListener::bind("127.0.0.1:0").expect("tripwire");
+    tripwire.set_nonblocking(true).expect("nonblocking");
+    let proxy = format!("http://{}", tripwire.local_addr().expect("addr"));
+    for var in ["https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"] {
+        cmd.env(var, &proxy);
+    }
+    for var in ["no_proxy", "NO_PROXY"] {
+        cmd.env(var, "127.0.0.1,localhost");
+    }
+    tripwire
+}
+
+fn assert_untouched(tripwire: &std::net::TcpListener, what: &str) {
+    assert!(
+        matches!(tripwire.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "{what} tried to reach beyond loopback"
+    );
+}
+
 /// Real `npm audit signatures` in `project` against `registry`, offline:
 /// the Sigstore TUF step answered by [`NO_TUF_SHIM`], and every proxy
 /// variable pointing at a loopback listener that must see no connection
@@ -473,22 +496,11 @@ Module._load = function (request) {
 fn audit_signatures(project: &Path, cache: &Path, registry: &str, dir: &Path) -> Output {
     let shim = dir.join("no-tuf.js");
     std::fs::write(&shim, NO_TUF_SHIM).expect("shim");
-    let tripwire = std::net::TcpListener::bind("127.0.0.1:0").expect("tripwire");
-    tripwire.set_nonblocking(true).expect("nonblocking");
-    let proxy = format!("http://{}", tripwire.local_addr().expect("addr"));
     let mut cmd = npm_command(project, cache, registry, &["audit", "signatures"]);
     cmd.env("NODE_OPTIONS", format!("--require {}", s(&shim)));
-    for var in ["https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY"] {
-        cmd.env(var, &proxy);
-    }
-    for var in ["no_proxy", "NO_PROXY"] {
-        cmd.env(var, "127.0.0.1,localhost");
-    }
+    let tripwire = outside_tripwire(&mut cmd);
     let o = cmd.output().expect("run npm audit signatures");
-    assert!(
-        matches!(tripwire.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "npm audit signatures tried to reach beyond loopback"
-    );
+    assert_untouched(&tripwire, "npm audit signatures");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("egress-test: no Sigstore TUF target 127.0.0.1:"),
@@ -795,5 +807,72 @@ fn signatures_that_cannot_be_replayed_are_left_out_with_one_line() {
         .expect("served")
         .iter()
         .any(|e| e["path"] == "/-/npm/v1/keys"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lab's lock, as npm writes it against the public registry: every
+/// `resolved` URL on https://registry.npmjs.org/. npm's default
+/// `replace-registry-host=npmjs` sends those fetches to the configured
+/// registry instead, so the lock installs from the mirror unchanged.
+#[test]
+fn a_lock_resolved_at_registry_npmjs_org_installs_from_the_mirror_unchanged() {
+    assert!(
+        npm_available(),
+        "npm is not installed (Debian: apt-get install nodejs npm)"
+    );
+    let dir = tmpdir("egress-npm-clients-npmjs");
+    let canary = NpmCanary::start().expect("canary");
+    let project = locked_project(&dir, &canary);
+    let snap = dir.join("snap");
+    // The snapshot is built from the canary's copy of the pinned tarballs.
+    let mirror_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let registry = format!("http://127.0.0.1:{mirror_port}/");
+    ok(
+        &build(&dir, &project.join("package-lock.json"), &registry, &snap),
+        "snapshot build --npm-lock",
+    );
+    // The lab's lock names the public registry; the integrity is the same.
+    let lock_path = project.join("package-lock.json");
+    let lock = std::fs::read_to_string(&lock_path).expect("lock");
+    let public = lock.replace(
+        &format!("{}/", canary.base_url()),
+        "https://registry.npmjs.org/",
+    );
+    assert_ne!(lock, public);
+    canary.stop();
+    let ci = dir.join("ci");
+    std::fs::create_dir_all(&ci).expect("mkdir");
+    std::fs::copy(project.join("package.json"), ci.join("package.json")).expect("copy");
+    std::fs::write(ci.join("package-lock.json"), &public).expect("lock");
+
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{mirror_port}"));
+    let mut cmd = npm_command(
+        &ci,
+        &dir.join("ci-cache"),
+        &registry,
+        &["ci", "--fetch-retries", "0"],
+    );
+    let tripwire = outside_tripwire(&mut cmd);
+    let o = cmd.output().expect("run npm ci");
+    assert_untouched(&tripwire, "npm ci");
+    ok(&o, "npm ci with a lock resolved at registry.npmjs.org");
+    assert_eq!(
+        installed_version(&ci, "ec-present").as_deref(),
+        Some("1.1.0")
+    );
+    assert_eq!(
+        installed_version(&ci, "@ec/scoped").as_deref(),
+        Some("1.0.0")
+    );
+    let lines = mirror.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("target=/@ec/scoped/-/scoped-1.0.0.tgz status=200")),
+        "{lines:#?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
