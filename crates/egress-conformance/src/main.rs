@@ -15,7 +15,8 @@ use std::process::ExitCode;
     about = "Checks that a package mirror is a content-addressed, replay-only egress with no code-execution path.",
     long_about = "Checks that a package mirror is a content-addressed, replay-only egress with no code-execution path.\n\n\
 With no command, starts on loopback a reference conformant mirror (A) and a conventional caching proxy (B) \
-in front of a canary upstream, runs the suite against both, and prints the verdicts and the discrimination matrix.\n\n\
+in front of a canary upstream, for PyPI and for npm, runs the suite against each, and prints the verdicts and \
+one discrimination matrix per protocol.\n\n\
 Exit codes: 0 pass, 1 fail, 2 usage error, 3 inconclusive, 4 bad input file, 5 could not run, \
 6 snapshot build refused (the index does not serve what the lock pins)."
 )]
@@ -32,7 +33,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the suite against a mirror that speaks the PyPI simple API.
+    /// Run the suite against a mirror that speaks the PyPI simple API, or the
+    /// npm registry protocol with --protocol npm.
     Check(check::CheckArgs),
     /// Work with saved reports.
     Report {
