@@ -245,3 +245,90 @@ fn check_protocol_npm_from_the_command_line() {
     assert_eq!(o.status.code(), Some(3));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan {
+    let name = |s: &str| egress_model::NpmName::new(s).expect("name");
+    egress_suite::Plan {
+        index_url: registry.to_string(),
+        protocol: "npm".into(),
+        present: Vec::new(),
+        present_source: "--present".into(),
+        absent: Vec::new(),
+        sdist_only: None,
+        template: None,
+        upstream: None,
+        manifest: egress_suite::ManifestSource::WellKnown,
+        allowed_signers: false,
+        npm: Some(egress_suite::NpmPlan {
+            present: vec![name("ec-present")],
+            scoped: Some(name("@ec/scoped")),
+            absent: vec![name("ec-upstream-only")],
+            tripwire: None,
+            template: None,
+        }),
+    }
+}
+
+/// The npm suite against a hostile server: every exchange bounded, the
+/// run short, the report re-verifiable, and never a conformance verdict.
+fn run_npm_hostile(kind: egress_fixtures::hostile::Hostile) {
+    use std::time::{Duration, Instant};
+    let server = egress_fixtures::hostile::start(kind).expect("start");
+    let registry = egress_model::Url::parse(&format!("{}/", server.base_url())).expect("url");
+    let limits = egress_transcript::Limits {
+        connect_timeout: Duration::from_millis(600),
+        idle_timeout: Duration::from_millis(600),
+        deadline: Duration::from_millis(600),
+        max_head_bytes: 16 * 1024,
+        max_body_bytes: 256 * 1024,
+        record_bytes: 4096,
+    };
+    let client = egress_transcript::Client::new(registry.clone(), limits, None).expect("client");
+    let start = Instant::now();
+    let r = egress_suite::run(egress_suite::Target {
+        name: "hostile".into(),
+        client,
+        plan: npm_plan(&registry),
+        upstream: None,
+        allowed_signers: None,
+    });
+    let took = start.elapsed();
+    for p in &r.predicates {
+        assert_ne!(p.status, Status::Pass, "{kind:?} {}: {}", p.id, p.reason);
+    }
+    assert_eq!(r.exit_code(), 3, "{kind:?} {:?}", r.predicates);
+    assert!(egress_suite::verify(&r).is_empty());
+    assert_ne!(r.probe("C.packument").map(|p| p.status), Some(Status::Pass));
+    assert!(took < Duration::from_secs(30), "{kind:?} took {took:?}");
+    for p in &r.probes {
+        for e in &p.exchanges {
+            assert!(
+                e.elapsed_ms <= 1100,
+                "{kind:?} {} {} took {} ms",
+                p.id,
+                e.label,
+                e.elapsed_ms
+            );
+            if let Some(resp) = &e.response {
+                assert!(resp.body_len <= 256 * 1024);
+            }
+        }
+    }
+}
+
+#[test]
+fn hostile_servers_never_pass_the_npm_suite() {
+    use egress_fixtures::hostile::Hostile;
+    for kind in [
+        Hostile::Everything404,
+        Hostile::Everything403,
+        Hostile::EndlessBody,
+        Hostile::HugeDeclaredLength,
+        Hostile::SlowDrip,
+        Hostile::Garbage,
+        Hostile::Reset,
+        Hostile::RedirectLoop,
+    ] {
+        run_npm_hostile(kind);
+    }
+}

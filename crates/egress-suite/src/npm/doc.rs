@@ -121,6 +121,37 @@ mod tests {
     }
 
     #[test]
+    fn hostile_documents_are_read_without_trusting_their_shape() {
+        // Nesting deeper than the parser allows is an error, not a crash.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(Packument::parse(deep.as_bytes()).is_err());
+        // Fields of the wrong type read as absent, never as something else.
+        let odd = br#"{"name":7,"dist-tags":{"latest":1,"next":"2.0.0"},"versions":{
+            "1.0.0":{"dist":{"tarball":["x"],"integrity":{"sha512":"x"},"signatures":"no"}},
+            "2.0.0":"not an object"}}"#;
+        let p = Packument::parse(odd).unwrap();
+        assert_eq!(p.name, None);
+        assert_eq!(p.dist_tags.len(), 1);
+        let v = p.version("1.0.0").unwrap();
+        assert_eq!(
+            (v.tarball.as_deref(), v.integrity.as_deref(), v.signatures),
+            (None, None, 0)
+        );
+        assert_eq!(p.version("2.0.0").unwrap().integrity, None);
+        // Integrity strings that are not base64 of 64 bytes carry no sha512.
+        for bad in [
+            "sha512-",
+            "sha512-!!!!",
+            "sha512-AAAA",
+            "sha256-x sha384-y",
+            "sha512",
+        ] {
+            assert!(sha512_entries(bad).is_empty(), "{bad}");
+            assert!(!integrity_matches(bad, b""));
+        }
+    }
+
+    #[test]
     fn integrity_is_checked_against_sha512_only() {
         let sri = egress_artifacts::sri_sha512(b"bytes");
         assert!(integrity_matches(&sri, b"bytes"));
