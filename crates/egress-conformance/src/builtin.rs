@@ -178,7 +178,14 @@ pub fn demo_npm_snapshot(
     builder
         .npm_registry_url(registry)
         .map_err(|e| Failure::internal(e.to_string()))?;
+    // Registry signatures and keys are replayed as `snapshot build` does.
+    let keys = serde_json::to_vec(&canary.keys_document())
+        .map_err(|e| Failure::internal(e.to_string()))?;
+    builder
+        .npm_registry_keys(keys)
+        .map_err(|e| Failure::internal(e.to_string()))?;
     for (name, version, tarball) in canary.tarballs(false) {
+        let signatures = canary.signatures(&name, &version);
         builder
             .add_npm_tarball(
                 &name,
@@ -188,6 +195,11 @@ pub fn demo_npm_snapshot(
                 &tarball.integrity,
             )
             .map_err(|e| Failure::internal(e.to_string()))?;
+        if let Some(sigs) = signatures {
+            builder
+                .add_npm_signatures(&name, &version, &tarball.integrity, sigs)
+                .map_err(|e| Failure::internal(e.to_string()))?;
+        }
     }
     builder
         .build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)

@@ -408,6 +408,14 @@ impl NpmCanary {
         self.state.key.keys_document()
     }
 
+    /// `dist.signatures` of `name@version` as the packuments list it, if
+    /// the version is served and signed.
+    pub fn signatures(&self, name: &str, version: &str) -> Option<serde_json::Value> {
+        let content = lock(&self.state.content);
+        let sig = content.package(name)?.version(version)?.signature.clone()?;
+        Some(serde_json::json!([{ "keyid": self.state.key.keyid, "sig": sig }]))
+    }
+
     /// Replaces the registry signature of `name@version` with a well-formed
     /// signature, by the same key, over another message (as if the listed
     /// integrity had been changed after signing): `npm audit signatures`

@@ -39,6 +39,10 @@ pub fn collect_served_in_manifest(c: &Collector, f: &Facts) -> Evidence {
     if let Some(t) = &f.npm().control_tarball {
         ev.push(c.get(SERVED, &t.url, None));
     }
+    // Registry keys, where a mirror replays them, are served content too.
+    if let Ok(registry) = c.plan.index() {
+        ev.push(c.get(SERVED, &super::at(&registry, "/-/npm/v1/keys"), None));
+    }
     ev
 }
 

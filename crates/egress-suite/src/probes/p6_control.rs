@@ -224,7 +224,11 @@ pub fn collect_webdav(c: &Collector, f: &Facts) -> Evidence {
     let Ok(index) = c.plan.index() else { return ev };
     c.window("P6.webdav", &mut ev, |ev| {
         let token = c.token();
-        let file = control_file(f).and_then(|l| l.url.clone()).unwrap_or_else(|| index.clone());
+        // The file control's URL (PyPI) or the tarball control's (npm).
+        let file = control_file(f)
+            .and_then(|l| l.url.clone())
+            .or_else(|| f.npm.as_ref()?.control_tarball.as_ref().map(|t| t.url.clone()))
+            .unwrap_or_else(|| index.clone());
         let propfind = b"<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><allprop/></propfind>".to_vec();
         let attempts = vec![
             Request::new("PROPFIND", "/").header("Depth", "1").header("Content-Type", "application/xml").body(propfind.clone()),
