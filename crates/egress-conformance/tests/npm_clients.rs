@@ -20,6 +20,15 @@ mod common;
 
 use common::{ok, run, s, tmpdir, MirrorProcess};
 
+/// scripts/test installs npm; a test that skipped without it would prove
+/// nothing, so its absence fails the test.
+fn require_npm() {
+    assert!(
+        npm_available(),
+        "npm is not installed (Debian: apt-get install nodejs npm)"
+    );
+}
+
 fn npm_available() -> bool {
     Command::new("npm")
         .arg("--version")
@@ -118,11 +127,7 @@ fn port_of(canary: &NpmCanary) -> u16 {
 
 #[test]
 fn npm_ci_and_npm_install_from_the_mirror_offline() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-ci");
     let canary = NpmCanary::start().expect("canary");
     let port = port_of(&canary);
@@ -235,11 +240,7 @@ fn npm_ci_and_npm_install_from_the_mirror_offline() {
 
 #[test]
 fn a_tampered_tarball_is_not_served_and_npm_ci_fails() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-tamper");
     let canary = NpmCanary::start().expect("canary");
     let port = port_of(&canary);
@@ -291,11 +292,7 @@ fn a_tampered_tarball_is_not_served_and_npm_ci_fails() {
 
 #[test]
 fn bad_locks_are_refused_at_build_time_and_nothing_is_written() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-bad-lock");
     let canary = NpmCanary::start().expect("canary");
     let registry = canary.registry_url();
@@ -358,11 +355,7 @@ fn bad_locks_are_refused_at_build_time_and_nothing_is_written() {
 
 #[test]
 fn pypi_and_npm_side_by_side_in_one_snapshot() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-both");
     let npm_canary = NpmCanary::start().expect("npm canary");
     let project = locked_project(&dir, &npm_canary);
@@ -548,11 +541,7 @@ fn installed_from_mirror(
 
 #[test]
 fn npm_audit_signatures_verifies_the_replayed_signatures_offline() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-signatures");
     let canary = NpmCanary::start().expect("canary");
     let keys = canary.keys_document().to_string();
@@ -641,11 +630,7 @@ fn npm_audit_signatures_verifies_the_replayed_signatures_offline() {
 
 #[test]
 fn a_forged_registry_signature_fails_npm_audit_signatures() {
-    // scripts/test installs npm; a test that skips would prove nothing.
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-forged-signature");
     let canary = NpmCanary::start().expect("canary");
     // Well-formed, by the registry's key, over another integrity: the build
@@ -816,10 +801,7 @@ fn signatures_that_cannot_be_replayed_are_left_out_with_one_line() {
 /// registry instead, so the lock installs from the mirror unchanged.
 #[test]
 fn a_lock_resolved_at_registry_npmjs_org_installs_from_the_mirror_unchanged() {
-    assert!(
-        npm_available(),
-        "npm is not installed (Debian: apt-get install nodejs npm)"
-    );
+    require_npm();
     let dir = tmpdir("egress-npm-clients-npmjs");
     let canary = NpmCanary::start().expect("canary");
     let project = locked_project(&dir, &canary);
