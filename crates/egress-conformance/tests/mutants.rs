@@ -3,11 +3,13 @@
 //! behaviour changed; other sub-probes may fail as a consequence, but the one
 //! named must.
 
+mod common;
+
+use common::mutant::{self, body_of, with_body};
 use egress_conformance::builtin::{demo_snapshot, index_of, run_against, start_canary};
 use egress_fixtures::canary::Canary;
-use egress_http::{Body, Handler, Reply, Request, Response, Server};
+use egress_http::{Handler, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
-use egress_model::Status;
 use egress_snapshot::Snapshot;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -21,30 +23,6 @@ struct Mutant {
     canary: String,
     count: AtomicUsize,
     wrote: AtomicBool,
-}
-
-fn body_of(r: &Response) -> Vec<u8> {
-    match &r.body {
-        Body::Empty => Vec::new(),
-        Body::Bytes(b) => b.clone(),
-        Body::Shared(b) => b.to_vec(),
-        Body::File(f, len) => {
-            // The mutant rewrites the body, so reading it up here is fine.
-            use std::io::Read;
-            let mut out = Vec::new();
-            let _ = (&**f).take(*len).read_to_end(&mut out);
-            out
-        }
-        // Sealed bodies come only from a mirror serving a directory; the
-        // mutants wrap one serving from memory.
-        Body::Sealed(_) => unreachable!("a memory-backed mirror has no sealed bodies"),
-    }
-}
-
-fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
-    r.body = Body::Bytes(body);
-    r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("etag"));
-    Reply::Response(r)
 }
 
 fn ok(text: &str) -> Reply {
@@ -308,37 +286,17 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
     let server = Server::bind_loopback(mutant).expect("bind");
     let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{}", e.message));
     let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{}", e.message));
-    // The verdicts re-derive from the evidence for every mutant too.
-    let diffs = egress_suite::verify(&report);
-    assert!(diffs.is_empty(), "verify disagrees for {kind}: {diffs:?}");
+    mutant::assert_reverifies(&report, kind);
     report
 }
 
 fn assert_fails(kind: &'static str, probe: &str) {
-    let report = run_mutant(kind);
-    let rec = report.probe(probe).expect("sub-probe in report");
-    assert_eq!(
-        rec.status,
-        Status::Fail,
-        "{probe} on mutant {kind}: {} {}",
-        rec.status,
-        rec.reason
-    );
-    let predicate = probe.split('.').next().unwrap_or_default();
-    assert_eq!(
-        report.predicate(predicate).map(|p| p.status),
-        Some(Status::Fail)
-    );
-    assert_eq!(report.exit_code(), 1);
+    mutant::assert_fails(&run_mutant(kind), kind, probe);
 }
 
 #[test]
 fn unmodified_wrapper_passes_everything() {
-    let report = run_mutant("none");
-    for p in &report.probes {
-        assert_eq!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
-    }
-    assert_eq!(report.exit_code(), 0);
+    mutant::assert_all_pass(&run_mutant("none"));
 }
 
 macro_rules! mutants {

@@ -9,12 +9,15 @@
 //! loopback socket, as a pull-through registry would, and rewrites the
 //! canary's tarball URLs onto its own origin, as such registries do.
 
+mod common;
+
+use common::mutant::{self, body_of, with_body};
 use egress_conformance::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
 use egress_fixtures::npm_canary::{BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, UPSTREAM_ONLY};
 use egress_fixtures::npm_proxy::render_template;
-use egress_http::{Body, Handler, Limits, Reply, Request, Response, Server};
+use egress_http::{Handler, Limits, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
-use egress_model::{Status, Url};
+use egress_model::Url;
 use egress_snapshot::{well_known, Snapshot};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -51,28 +54,6 @@ struct Mutant {
 }
 
 // ------------------------------------------------------------------ helpers
-
-fn body_of(r: &Response) -> Vec<u8> {
-    match &r.body {
-        Body::Empty => Vec::new(),
-        Body::Bytes(b) => b.clone(),
-        Body::Shared(b) => b.to_vec(),
-        Body::File(f, len) => {
-            let mut out = Vec::new();
-            let _ = (&**f).take(*len).read_to_end(&mut out);
-            out
-        }
-        // Sealed bodies come only from a mirror serving a directory; the
-        // mutants wrap one serving from memory.
-        Body::Sealed(_) => unreachable!("a memory-backed mirror has no sealed bodies"),
-    }
-}
-
-fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
-    r.body = Body::Bytes(body);
-    r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("etag"));
-    Reply::Response(r)
-}
 
 fn json_reply(status: u16, doc: &Value) -> Reply {
     Response::new(status)
@@ -669,37 +650,17 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
     let url = Url::parse(&registry).expect("registry URL");
     let report = run_npm_against(kind, &url, &canary).unwrap_or_else(|e| panic!("{}", e.message));
     server.stop();
-    // The verdicts re-derive from the evidence for every mutant too.
-    let diffs = egress_suite::verify(&report);
-    assert!(diffs.is_empty(), "verify disagrees for {kind}: {diffs:?}");
+    mutant::assert_reverifies(&report, kind);
     report
 }
 
 fn assert_fails(kind: &'static str, probe: &str) {
-    let report = run_mutant(kind);
-    let rec = report.probe(probe).expect("sub-probe in report");
-    assert_eq!(
-        rec.status,
-        Status::Fail,
-        "{probe} on mutant {kind}: {} {}",
-        rec.status,
-        rec.reason
-    );
-    let predicate = probe.split('.').next().unwrap_or_default();
-    assert_eq!(
-        report.predicate(predicate).map(|p| p.status),
-        Some(Status::Fail)
-    );
-    assert_eq!(report.exit_code(), 1);
+    mutant::assert_fails(&run_mutant(kind), kind, probe);
 }
 
 #[test]
 fn unmodified_wrapper_passes_everything() {
-    let report = run_mutant("none");
-    for p in &report.probes {
-        assert_eq!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
-    }
-    assert_eq!(report.exit_code(), 0);
+    mutant::assert_all_pass(&run_mutant("none"));
 }
 
 macro_rules! mutants {
