@@ -9,6 +9,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod name;
+mod newtype;
 pub mod npm_name;
 pub mod upstream;
 pub mod url;

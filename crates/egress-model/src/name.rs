@@ -1,8 +1,6 @@
 //! PEP 503 normalized project names.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
-use std::str::FromStr;
 
 /// A project name, validated against the PEP 508 name grammar and stored in
 /// its PEP 503 normalized form (lowercase, runs of `-`, `_`, `.` folded to `-`).
@@ -66,37 +64,7 @@ impl ProjectName {
     }
 }
 
-impl FromStr for ProjectName {
-    type Err = InvalidName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::new(s)
-    }
-}
-
-impl fmt::Display for ProjectName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for ProjectName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ProjectName({})", self.0)
-    }
-}
-
-impl Serialize for ProjectName {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ProjectName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::new(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::newtype::string_newtype!(ProjectName, InvalidName);
 
 #[cfg(test)]
 mod tests {

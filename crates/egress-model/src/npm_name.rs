@@ -1,8 +1,6 @@
 //! npm package names, as a registry serves them.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
-use std::str::FromStr;
 
 /// An npm package name: `name` or `@scope/name`.
 ///
@@ -84,37 +82,7 @@ impl NpmName {
     }
 }
 
-impl FromStr for NpmName {
-    type Err = InvalidNpmName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::new(s)
-    }
-}
-
-impl fmt::Display for NpmName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for NpmName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "NpmName({})", self.0)
-    }
-}
-
-impl Serialize for NpmName {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for NpmName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::new(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::newtype::string_newtype!(NpmName, InvalidNpmName);
 
 #[cfg(test)]
 mod tests {

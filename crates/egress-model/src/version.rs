@@ -5,10 +5,8 @@
 //! numeric release segments, then by the text. It is not a full PEP 440
 //! implementation and does not claim to be one.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::fmt;
-use std::str::FromStr;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Version(String);
@@ -85,37 +83,7 @@ impl PartialOrd for Version {
     }
 }
 
-impl FromStr for Version {
-    type Err = InvalidVersion;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::new(s)
-    }
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Version({})", self.0)
-    }
-}
-
-impl Serialize for Version {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Version {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::new(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::newtype::string_newtype!(Version, InvalidVersion);
 
 #[cfg(test)]
 mod tests {
