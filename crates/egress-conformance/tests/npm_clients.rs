@@ -51,6 +51,18 @@ fn npm_command(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> C
     cmd
 }
 
+/// What [`locked_project`] pins is what got installed.
+fn assert_locked_versions(project: &Path) {
+    assert_eq!(
+        installed_version(project, "ec-present").as_deref(),
+        Some("1.1.0")
+    );
+    assert_eq!(
+        installed_version(project, "@ec/scoped").as_deref(),
+        Some("1.0.0")
+    );
+}
+
 fn installed_version(project: &Path, name: &str) -> Option<String> {
     let path = project.join("node_modules").join(name).join("package.json");
     let doc: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
@@ -145,14 +157,7 @@ fn npm_ci_and_npm_install_from_the_mirror_offline() {
     let ci = fresh_copy(&project, &dir.join("ci"));
     let o = npm(&ci, &dir.join("ci-cache"), &registry, &["ci"]);
     ok(&o, "npm ci");
-    assert_eq!(
-        installed_version(&ci, "ec-present").as_deref(),
-        Some("1.1.0")
-    );
-    assert_eq!(
-        installed_version(&ci, "@ec/scoped").as_deref(),
-        Some("1.0.0")
-    );
+    assert_locked_versions(&ci);
     let lines = mirror.lines();
     let requests: Vec<&String> = lines.iter().filter(|l| l.contains(" request ")).collect();
     for want in [
@@ -185,14 +190,7 @@ fn npm_ci_and_npm_install_from_the_mirror_offline() {
         &["install", "ec-present", "@ec/scoped@^1"],
     );
     ok(&o, "npm install");
-    assert_eq!(
-        installed_version(&fresh, "ec-present").as_deref(),
-        Some("1.1.0")
-    );
-    assert_eq!(
-        installed_version(&fresh, "@ec/scoped").as_deref(),
-        Some("1.0.0")
-    );
+    assert_locked_versions(&fresh);
     let lines = mirror.lines();
     for want in [
         "target=/ec-present status=200",
@@ -841,14 +839,7 @@ fn a_lock_resolved_at_registry_npmjs_org_installs_from_the_mirror_unchanged() {
     let o = cmd.output().expect("run npm ci");
     assert_untouched(&tripwire, "npm ci");
     ok(&o, "npm ci with a lock resolved at registry.npmjs.org");
-    assert_eq!(
-        installed_version(&ci, "ec-present").as_deref(),
-        Some("1.1.0")
-    );
-    assert_eq!(
-        installed_version(&ci, "@ec/scoped").as_deref(),
-        Some("1.0.0")
-    );
+    assert_locked_versions(&ci);
     let lines = mirror.lines();
     assert!(
         lines
