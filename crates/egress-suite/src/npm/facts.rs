@@ -107,9 +107,18 @@ pub fn derive(plan: &Plan, records: &[ProbeRecord]) -> Facts {
     f
 }
 
+/// The facts of a run whose npm controls established nothing.
+static NO_NPM_FACTS: NpmFacts = NpmFacts {
+    packument_url: None,
+    full: None,
+    abbreviated: None,
+    scoped_url: None,
+    control_tarball: None,
+};
+
 impl Facts {
     /// The npm facts; empty in a PyPI run.
-    pub fn npm(&self) -> NpmFacts {
-        self.npm.clone().unwrap_or_default()
+    pub fn npm(&self) -> &NpmFacts {
+        self.npm.as_ref().unwrap_or(&NO_NPM_FACTS)
     }
 }

@@ -245,7 +245,7 @@ pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
     let (Some(up), Some((name, _))) = (c.upstream, present_project(c)) else {
         return ev;
     };
-    let Some(t) = f.npm().control_tarball else {
+    let Some(t) = &f.npm().control_tarball else {
         return ev;
     };
     let filename = format!("{}-{}.tgz", name.bare(), t.version);
