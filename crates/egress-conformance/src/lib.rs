@@ -3,7 +3,6 @@
 //! `snapshot verify`, and output writing, so that tests drive exactly what
 //! the binary runs.
 
-pub mod builtin;
 pub mod check;
 mod check_npm;
 mod fetch;
@@ -11,6 +10,7 @@ pub mod keygen;
 pub mod output;
 mod pool;
 mod progress;
+pub mod run_builtin;
 pub mod snapshot_build;
 mod snapshot_npm;
 pub mod snapshot_verify;

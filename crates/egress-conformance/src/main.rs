@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    builtin, check, exit, keygen, snapshot_build, snapshot_verify, testbed, verify, Format,
+    check, exit, keygen, run_builtin, snapshot_build, snapshot_verify, testbed, verify, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,7 +110,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        None => builtin::main(cli.format, cli.out.as_deref()),
+        None => run_builtin::main(cli.format, cli.out.as_deref()),
         Some(Command::Check(args)) => check::main(args),
         Some(Command::Report {
             command: ReportCommand::Verify { path },

@@ -9,10 +9,12 @@
 //! other, so that no peer's timing depends on another's load. PyPI and npm
 //! have different sub-probes, so each protocol gets a matrix of its own.
 
-use crate::{builtin, exit, output, Failure};
-use egress_fixtures::canary::Canary;
-use egress_fixtures::npm_canary::NpmCanary;
+use crate::{exit, output, Failure};
 use egress_model::{Status, Url};
+use egress_references::npm::builtin as npm_builtin;
+use egress_references::npm::canary::NpmCanary;
+use egress_references::pypi::builtin;
+use egress_references::pypi::canary::Canary;
 use egress_suite::Report;
 use egress_testbed::{PeerConfig, Protocol};
 use std::any::Any;
@@ -145,7 +147,7 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
             let _ = std::fs::remove_dir_all(&self.1);
         }
     }
-    let snapshot = builtin::demo_snapshot(canary).map_err(|f| f.message)?;
+    let snapshot = builtin::demo_snapshot(canary).map_err(|f| f.to_string())?;
     let dir = egress_testbed::fresh_dir(REFERENCE);
     let mut served = Served(None, dir.clone());
     snapshot
@@ -155,7 +157,7 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
         .map_err(|e| format!("cannot open the snapshot: {e}"))?;
     let server = egress_mirror::serve_dir(store, "127.0.0.1:0")
         .map_err(|e| format!("cannot serve the snapshot: {e}"))?;
-    let index = builtin::index_of(&server.base_url()).map_err(|f| f.message)?;
+    let index = builtin::index_of(&server.base_url()).map_err(|f| f.to_string())?;
     served.0 = Some(server);
     Ok((index, Box::new(served)))
 }
@@ -198,7 +200,7 @@ pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
     let registry = format!("{}/", server.base_url());
     let dir = egress_testbed::fresh_dir(NPM_REFERENCE);
     let served = Served(Some(server), dir.clone());
-    let snapshot = builtin::demo_npm_snapshot(canary, &registry).map_err(|f| f.message)?;
+    let snapshot = npm_builtin::demo_npm_snapshot(canary, &registry).map_err(|f| f.to_string())?;
     snapshot
         .write_dir(&dir)
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
@@ -231,7 +233,7 @@ fn run_npm_variant(
     cfg: Option<&PeerConfig>,
     peers_dir: &Path,
 ) -> Result<(Report, Duration), String> {
-    let canary = builtin::start_npm_canary().map_err(|f| f.message)?;
+    let canary = npm_builtin::start_npm_canary().map_err(|f| f.to_string())?;
     let started = Instant::now();
     let ready;
     let report = match cfg {
@@ -246,16 +248,16 @@ fn run_npm_variant(
             };
             let peer = egress_testbed::start(cfg, &ctx)?;
             ready = started.elapsed();
-            let r = builtin::run_npm_against(name, &peer.index_url, &canary);
+            let r = npm_builtin::run_npm_against(name, &peer.index_url, &canary);
             peer.stop();
-            r.map_err(|f| f.message)?
+            r.map_err(|f| f.to_string())?
         }
         None => {
             let (registry, guard) = start_npm_reference(&canary)?;
             ready = started.elapsed();
-            let r = builtin::run_npm_against(name, &registry, &canary);
+            let r = npm_builtin::run_npm_against(name, &registry, &canary);
             drop(guard);
-            r.map_err(|f| f.message)?
+            r.map_err(|f| f.to_string())?
         }
     };
     canary.stop();
@@ -279,7 +281,7 @@ pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), 
 /// [`run_variant`] for a PyPI variant: a fresh canary (one file slow), the
 /// PyPI suite.
 fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
-    let canary = builtin::start_canary().map_err(|f| f.message)?;
+    let canary = builtin::start_canary().map_err(|f| f.to_string())?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
     let started = Instant::now();
     let ready;
@@ -290,14 +292,14 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
-            r.map_err(|f| f.message)?
+            r.map_err(|f| f.to_string())?
         }
         Variant::Fixture { start, .. } => {
             let (index, guard) = start(&canary)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
-            r.map_err(|f| f.message)?
+            r.map_err(|f| f.to_string())?
         }
         Variant::Peer(cfg) => {
             let dists = canary.dists(false);
@@ -318,7 +320,7 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
             peer.stop();
-            r.map_err(|f| f.message)?
+            r.map_err(|f| f.to_string())?
         }
     };
     canary.stop();

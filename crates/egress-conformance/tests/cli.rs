@@ -186,20 +186,19 @@ fn check_exit_codes_follow_the_verdicts() {
     assert_eq!(o.status.code(), Some(3));
 
     // 404 to everything: inconclusive, never conformant.
-    let h = egress_fixtures::hostile::start(egress_fixtures::hostile::Hostile::Everything404)
+    let h = egress_references::hostile::start(egress_references::hostile::Hostile::Everything404)
         .expect("start");
     let o = run(&["check", &h.base_url(), "--present", "ec-present"]);
     assert_eq!(o.status.code(), Some(3));
 
     // The reference mirror passes, the caching proxy fails.
-    let canary =
-        egress_conformance::builtin::start_canary().unwrap_or_else(|e| panic!("{}", e.message));
-    let snapshot = egress_conformance::builtin::demo_snapshot(&canary)
-        .unwrap_or_else(|e| panic!("{}", e.message));
+    let canary = egress_references::pypi::builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let snapshot =
+        egress_references::pypi::builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
     let dir = tmpdir("signers");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let signers = dir.join("allowed_signers");
-    std::fs::write(&signers, egress_conformance::builtin::demo_signers()).expect("write");
+    std::fs::write(&signers, egress_references::builtin::demo_signers()).expect("write");
     let mirror = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
     let out = dir.join("out");
     let o = run(&[
@@ -221,7 +220,7 @@ fn check_exit_codes_follow_the_verdicts() {
     assert!(out.join("report.json").is_file() && out.join("report.junit.xml").is_file());
 
     let up = url_of(&canary.index_url());
-    let proxy = egress_fixtures::proxy::CachingProxy::start(up).expect("proxy");
+    let proxy = egress_references::pypi::proxy::CachingProxy::start(up).expect("proxy");
     let o = run(&["check", &proxy.index_url(), "--absent", "ec-upstream-only"]);
     assert_eq!(
         o.status.code(),

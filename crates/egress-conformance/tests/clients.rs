@@ -4,8 +4,8 @@
 //! serves the snapshot to real pip and real uv at the versions pinned in
 //! scripts/clients.txt (installed by scripts/setup-clients).
 
-use egress_fixtures::canary::Canary;
 use egress_model::Sha256Digest;
+use egress_references::pypi::canary::Canary;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -161,15 +161,14 @@ fn check_speaks_https_with_a_given_ca() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("mkdir");
     make_certs(&dir);
-    let canary =
-        egress_conformance::builtin::start_canary().unwrap_or_else(|e| panic!("{}", e.message));
-    let snapshot = egress_conformance::builtin::demo_snapshot(&canary)
-        .unwrap_or_else(|e| panic!("{}", e.message));
+    let canary = egress_references::pypi::builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let snapshot =
+        egress_references::pypi::builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
     let mirror = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0").expect("serve");
     let port = tls_front(&dir, mirror.addr().to_string());
     std::fs::write(
         dir.join("allowed_signers"),
-        egress_conformance::builtin::demo_signers(),
+        egress_references::builtin::demo_signers(),
     )
     .expect("write");
     let url = format!("https://localhost:{port}/simple/");

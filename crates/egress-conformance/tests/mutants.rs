@@ -6,10 +6,10 @@
 mod common;
 
 use common::mutant::{self, body_of, with_body};
-use egress_conformance::builtin::{demo_snapshot, index_of, run_against, start_canary};
-use egress_fixtures::canary::Canary;
 use egress_http::{Handler, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
+use egress_references::pypi::builtin::{demo_snapshot, index_of, run_against, start_canary};
+use egress_references::pypi::canary::Canary;
 use egress_snapshot::Snapshot;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -273,8 +273,8 @@ impl Handler for Mutant {
 }
 
 fn run_mutant(kind: &'static str) -> egress_suite::Report {
-    let canary: Canary = start_canary().unwrap_or_else(|e| panic!("{}", e.message));
-    let snapshot = Arc::new(demo_snapshot(&canary).unwrap_or_else(|e| panic!("{}", e.message)));
+    let canary: Canary = start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let snapshot = Arc::new(demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}")));
     let mutant = Mutant {
         inner: Mirror::new(snapshot.clone()),
         snapshot,
@@ -284,8 +284,8 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         wrote: AtomicBool::new(false),
     };
     let server = Server::bind_loopback(mutant).expect("bind");
-    let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{}", e.message));
-    let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{}", e.message));
+    let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{e}"));
+    let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{e}"));
     mutant::assert_reverifies(&report, kind);
     report
 }

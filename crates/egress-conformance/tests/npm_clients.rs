@@ -11,7 +11,7 @@
 //! [`audit_signatures`] for the one thing npm would fetch from the internet
 //! and what stands in for it).
 
-use egress_fixtures::npm_canary::{self, NpmCanary};
+use egress_references::npm::canary::{self as npm_canary, NpmCanary};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -46,7 +46,8 @@ fn npm(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Output {
 
 /// The command [`npm`] runs.
 fn npm_command(project: &Path, cache: &Path, registry: &str, args: &[&str]) -> Command {
-    let mut cmd = egress_fixtures::npm_client::isolated_npm(project, cache, registry).expect("npm");
+    let mut cmd =
+        egress_references::npm::client::isolated_npm(project, cache, registry).expect("npm");
     cmd.args(args);
     cmd
 }
@@ -357,7 +358,7 @@ fn pypi_and_npm_side_by_side_in_one_snapshot() {
     let dir = tmpdir("egress-npm-clients-both");
     let npm_canary = NpmCanary::start().expect("npm canary");
     let project = locked_project(&dir, &npm_canary);
-    let pypi = egress_fixtures::Canary::start().expect("canary");
+    let pypi = egress_references::Canary::start().expect("canary");
     let wheel = pypi
         .dists(false)
         .into_iter()

@@ -12,12 +12,14 @@
 mod common;
 
 use common::mutant::{self, body_of, with_body};
-use egress_conformance::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
-use egress_fixtures::npm_canary::{BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, UPSTREAM_ONLY};
-use egress_fixtures::npm_proxy::render_template;
 use egress_http::{Handler, Limits, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
 use egress_model::Url;
+use egress_references::npm::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
+use egress_references::npm::canary::{
+    BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, UPSTREAM_ONLY,
+};
+use egress_references::render_template;
 use egress_snapshot::{well_known, Snapshot};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -622,7 +624,7 @@ impl Handler for Mutant {
 }
 
 fn run_mutant(kind: &'static str) -> egress_suite::Report {
-    let canary = start_npm_canary().unwrap_or_else(|e| panic!("{}", e.message));
+    let canary = start_npm_canary().unwrap_or_else(|e| panic!("{e}"));
     let mutant = Arc::new(Mutant {
         kind,
         late: OnceLock::new(),
@@ -641,14 +643,14 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
     let origin = server.base_url();
     let registry = format!("{origin}/");
     let snapshot =
-        Arc::new(demo_npm_snapshot(&canary, &registry).unwrap_or_else(|e| panic!("{}", e.message)));
+        Arc::new(demo_npm_snapshot(&canary, &registry).unwrap_or_else(|e| panic!("{e}")));
     let _ = mutant.late.set(Late {
         mirror: Mirror::new(Arc::clone(&snapshot)),
         snapshot,
         origin,
     });
     let url = Url::parse(&registry).expect("registry URL");
-    let report = run_npm_against(kind, &url, &canary).unwrap_or_else(|e| panic!("{}", e.message));
+    let report = run_npm_against(kind, &url, &canary).unwrap_or_else(|e| panic!("{e}"));
     server.stop();
     mutant::assert_reverifies(&report, kind);
     report

@@ -5,12 +5,13 @@
 mod common;
 
 use common::{run, s, tmpdir};
-use egress_conformance::builtin;
 use egress_model::Status;
+use egress_references::builtin;
+use egress_references::npm::builtin as npm_builtin;
 
 #[test]
 fn every_predicate_discriminates_between_the_npm_references() {
-    let (a, b) = builtin::run_npm_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (a, b) = npm_builtin::run_npm_both().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(a.plan.protocol, "npm");
     for sp in egress_suite::npm::catalog::CATALOG {
         let p = a
@@ -48,7 +49,7 @@ fn every_predicate_discriminates_between_the_npm_references() {
 
 #[test]
 fn an_edited_npm_report_names_the_changed_verdict() {
-    let (_, b) = builtin::run_npm_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (_, b) = npm_builtin::run_npm_both().unwrap_or_else(|e| panic!("{e}"));
     // Claim that (B) refused every publish attempt: the evidence says otherwise.
     let mut edited = b.clone();
     let rec = edited
@@ -79,9 +80,9 @@ fn an_edited_npm_report_names_the_changed_verdict() {
 
 #[test]
 fn check_protocol_npm_from_the_command_line() {
-    let canary = builtin::start_npm_canary().unwrap_or_else(|e| panic!("{}", e.message));
+    let canary = npm_builtin::start_npm_canary().unwrap_or_else(|e| panic!("{e}"));
     let (mirror, registry) =
-        builtin::serve_npm_reference(&canary).unwrap_or_else(|e| panic!("{}", e.message));
+        npm_builtin::serve_npm_reference(&canary).unwrap_or_else(|e| panic!("{e}"));
     let registry = registry.to_string();
     let dir = tmpdir("npm-check");
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -194,7 +195,7 @@ fn check_protocol_npm_from_the_command_line() {
     mirror.stop();
 
     // The caching proxy fails.
-    let proxy = egress_fixtures::npm_proxy::NpmCachingProxy::start(
+    let proxy = egress_references::npm::proxy::NpmCachingProxy::start(
         egress_model::Url::parse(&canary.registry_url()).expect("url"),
     )
     .expect("proxy");
@@ -232,7 +233,7 @@ fn check_protocol_npm_from_the_command_line() {
         "2",
     ]);
     assert_eq!(o.status.code(), Some(3));
-    let h = egress_fixtures::hostile::start(egress_fixtures::hostile::Hostile::Everything404)
+    let h = egress_references::hostile::start(egress_references::hostile::Hostile::Everything404)
         .expect("start");
     let o = run(&[
         "check",
@@ -271,9 +272,9 @@ fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan {
 
 /// The npm suite against a hostile server: every exchange bounded, the
 /// run short, the report re-verifiable, and never a conformance verdict.
-fn run_npm_hostile(kind: egress_fixtures::hostile::Hostile) {
+fn run_npm_hostile(kind: egress_references::hostile::Hostile) {
     use std::time::{Duration, Instant};
-    let server = egress_fixtures::hostile::start(kind).expect("start");
+    let server = egress_references::hostile::start(kind).expect("start");
     let registry = egress_model::Url::parse(&format!("{}/", server.base_url())).expect("url");
     let limits = egress_transcript::Limits {
         connect_timeout: Duration::from_millis(600),
@@ -318,7 +319,7 @@ fn run_npm_hostile(kind: egress_fixtures::hostile::Hostile) {
 
 #[test]
 fn hostile_servers_never_pass_the_npm_suite() {
-    use egress_fixtures::hostile::Hostile;
+    use egress_references::hostile::Hostile;
     for kind in [
         Hostile::Everything404,
         Hostile::Everything403,

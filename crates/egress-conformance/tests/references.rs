@@ -2,15 +2,15 @@
 //! predicate, verdicts re-derive offline, edits are caught, and refusals
 //! from servers that refuse everything are never taken for conformance.
 
-use egress_conformance::builtin::{self, run_both};
-use egress_fixtures::hostile::{self, Hostile};
 use egress_model::{Status, Url};
+use egress_references::hostile::{self, Hostile};
+use egress_references::pypi::builtin::{self, run_both};
 use egress_suite::{ManifestSource, Plan, PresentSpec, Target};
 use std::time::{Duration, Instant};
 
 #[test]
 fn every_predicate_discriminates_between_the_references() {
-    let (a, b) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (a, b) = run_both().unwrap_or_else(|e| panic!("{e}"));
     for p in &a.probes {
         assert_eq!(p.status, Status::Pass, "(A) {}: {}", p.id, p.reason);
         if !p.id.starts_with("P2.upstream-contact") {
@@ -51,7 +51,7 @@ fn every_predicate_discriminates_between_the_references() {
 
 #[test]
 fn report_verify_names_the_verdict_an_edit_changed() {
-    let (a, _) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (a, _) = run_both().unwrap_or_else(|e| panic!("{e}"));
     // Edit the evidence: the mirror now seems to have answered CONNECT.
     let mut edited = a.clone();
     let rec = edited
@@ -89,8 +89,8 @@ fn report_verify_names_the_verdict_an_edit_changed() {
 
 #[test]
 fn two_runs_give_the_same_matrix() {
-    let (a1, b1) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
-    let (a2, b2) = run_both().unwrap_or_else(|e| panic!("{}", e.message));
+    let (a1, b1) = run_both().unwrap_or_else(|e| panic!("{e}"));
+    let (a2, b2) = run_both().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         egress_suite::render::matrix_text(&[&a1, &b1]),
         egress_suite::render::matrix_text(&[&a2, &b2])
@@ -129,7 +129,7 @@ fn tight() -> egress_transcript::Limits {
 
 fn run_hostile(kind: Hostile) -> (egress_suite::Report, Duration) {
     let server = hostile::start(kind).expect("start");
-    let index = builtin::index_of(&server.base_url()).unwrap_or_else(|e| panic!("{}", e.message));
+    let index = builtin::index_of(&server.base_url()).unwrap_or_else(|e| panic!("{e}"));
     let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
     let start = Instant::now();
     let report = egress_suite::run(Target {

@@ -2,8 +2,8 @@
 //! them: the real binary against the canary upstream on loopback, and every
 //! bad input the issue names, each with its exit code and a one-line error.
 
-use egress_fixtures::canary::{self, Canary};
 use egress_model::{ProjectName, Sha256Digest};
+use egress_references::pypi::canary::{self, Canary};
 use egress_snapshot::{Snapshot, SnapshotDoc};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 //! mirror, and fixture peers whose violations are known.
 
 use egress_conformance::testbed::{self, Guard, Outcome, Paths, Variant, NPM_REFERENCE, REFERENCE};
-use egress_fixtures::canary::Canary;
 use egress_model::{Status, Url};
+use egress_references::pypi::canary::Canary;
 use egress_suite::Report;
 use egress_testbed::PeerConfig;
 use std::path::{Path, PathBuf};
@@ -248,7 +248,7 @@ fn forward(client: &egress_transcript::Client, req: &egress_http::Request) -> eg
 /// fetches the upstream-only project's page and files from the canary.
 fn leaky_reference(canary: &Canary) -> Result<(Url, Guard), String> {
     let (inner, reference) = testbed::start_reference(canary)?;
-    let limits = egress_conformance::builtin::limits();
+    let limits = egress_references::builtin::limits();
     let client = |u: &Url| egress_transcript::Client::new(u.clone(), limits, None);
     let to_mirror = client(&inner).map_err(|e| e.to_string())?;
     let upstream = Url::parse(&canary.index_url()).map_err(|e| e.to_string())?;
@@ -256,7 +256,7 @@ fn leaky_reference(canary: &Canary) -> Result<(Url, Guard), String> {
     let server = egress_http::Server::bind_loopback(move |req: egress_http::Request| {
         let leak = req.target.starts_with(&format!(
             "/simple/{}/",
-            egress_fixtures::canary::UPSTREAM_ONLY
+            egress_references::pypi::canary::UPSTREAM_ONLY
         )) || req.target.starts_with("/packages/");
         forward(if leak { &to_canary } else { &to_mirror }, &req)
     })

@@ -7,8 +7,8 @@
 //! As for every testbed peer, a peer that is not installed is an error that
 //! names `scripts/setup-peers` (scripts/test runs it first), not a skip.
 
-use egress_fixtures::npm_canary::{self, NpmCanary};
 use egress_model::{Upstream, Url};
+use egress_references::npm::canary::{self as npm_canary, NpmCanary};
 use egress_testbed::{start, Context, PeerConfig, Running};
 use egress_transcript::{Client, Request};
 use serde_json::Value;
@@ -63,7 +63,7 @@ fn peer(name: &str, canary: &NpmCanary) -> Running {
 /// own cache (which also holds an empty global npmrc), no user config,
 /// `registry`, loopback only.
 fn npm(dir: &Path, cache: &Path, registry: &Url, args: &[&str]) -> Output {
-    let mut cmd = egress_fixtures::npm_client::isolated_npm(dir, cache, &registry.to_string())
+    let mut cmd = egress_references::npm::client::isolated_npm(dir, cache, &registry.to_string())
         .expect("npm cache dir");
     cmd.args(args).args(["--fetch-retries", "0"]);
     cmd.output()

@@ -55,11 +55,10 @@ mod scan;
 
 mod write;
 
-pub use crate::proxy::{render_template, SLOW_FETCH};
-
 use crate::is_loopback_url;
-use crate::relay::{absolute, connect, json, limits, outbound, relay, text, timed_out};
+use crate::relay::{absolute, connect, json, limits, outbound, relay, text, timed_out, SLOW_FETCH};
 use crate::request_log::lock;
+use crate::template::render_template;
 use egress_artifacts::{is_valid_npm_name, npm_tarball_filename};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::{Exchange, Url};

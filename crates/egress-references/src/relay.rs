@@ -1,4 +1,4 @@
-//! How both caching-proxy fixtures ([`crate::proxy`], [`crate::npm_proxy`])
+//! How both caching-proxy fixtures ([`crate::pypi::proxy`], [`crate::npm::proxy`])
 //! talk to their upstream and relay what comes back, and the passthrough
 //! they both model: absolute-form targets and CONNECT tunnels, loopback only.
 
@@ -10,6 +10,9 @@ use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::Duration;
+
+/// How long a file fetch may take before a caching proxy redirects to upstream.
+pub const SLOW_FETCH: Duration = Duration::from_millis(150);
 
 /// Request and response fields that describe one hop, never relayed.
 pub(crate) const HOP_FIELDS: [&str; 9] = [

@@ -1,9 +1,9 @@
 //! Fixture (B), the caching proxy: it does everything a conformant mirror
 //! must not, and these tests check that it really does.
 
-use egress_fixtures::canary::{self, Canary};
-use egress_fixtures::CachingProxy;
 use egress_model::{Exchange, Sha256Digest, Upstream, Url};
+use egress_references::pypi::canary::{self, Canary};
+use egress_references::CachingProxy;
 use egress_transcript::{Client, Limits, Request};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -2,8 +2,8 @@
 //! logs every request, refuses every write, and changes what it serves when
 //! the suite asks.
 
-use egress_fixtures::npm_canary::{self, NpmCanary, ABBREVIATED};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, Url, TEMPLATE_MARKERS};
+use egress_references::npm::canary::{self as npm_canary, NpmCanary, ABBREVIATED};
 use egress_transcript::{Client, Request};
 use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1};
 use serde_json::Value;

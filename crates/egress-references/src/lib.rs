@@ -1,35 +1,55 @@
-//! Test fixtures for egress-conformance. **None of this is product code.**
+//! The references the suite is measured against, and the upstreams it
+//! controls, all on loopback. The default command of `egress-conformance`
+//! runs them ([`builtin`]); the testbed and the tests use them too.
 //!
-//! - [`canary`]: the canary upstream, a small PyPI-protocol server the suite
-//!   controls. It logs every request, can change what it serves during a run
-//!   and carries a tripwire that fires if an artifact's build code ever runs.
-//! - [`proxy`]: fixture (B), a conventional pull-through caching proxy built the
-//!   way labs deploy them. It is the *non-conformant* reference: it violates
-//!   P1-P6 on purpose, so that the suite can show it tells the two apart.
-//! - [`npm_proxy`]: fixture (B) for npm, a pull-through caching npm registry
-//!   in front of [`npm_canary`], non-conformant in the same way.
-//! - [`hostile`]: servers that misbehave at the HTTP or TCP level, for the
-//!   suite's robustness tests.
+//! Per protocol, in a folder of its own ([`pypi`], [`npm`]):
+//! - the canary upstream, a small registry of that protocol which the suite
+//!   controls. It logs every request, can change what it serves during a
+//!   run and carries a tripwire that fires if an artifact's build code ever
+//!   runs;
+//! - reference (B), a conventional pull-through caching proxy built the way
+//!   labs deploy them. It is the *non-conformant* reference: it violates
+//!   P1-P6 on purpose, so that the suite can show it tells the two apart;
+//! - that protocol's built-in pair: reference (A), the reference mirror
+//!   serving a signed snapshot of the canary's files, and (B).
 //!
-//! Every fixture binds to 127.0.0.1 only, and every connection a fixture makes
+//! Beside them, shared by every protocol: [`hostile`] servers that misbehave
+//! at the HTTP or TCP level, for the suite's robustness tests, the relay and
+//! template engine both proxies use, and the request log both canaries keep.
+//!
+//! Every server here binds to 127.0.0.1 only, and every connection one makes
 //! on someone's behalf is checked first to go to a loopback address
 //! (127.0.0.0/8 or ::1); anything else is answered `502` without connecting.
 
 #![forbid(unsafe_code)]
 
-pub mod canary;
+pub mod builtin;
 pub mod hostile;
-pub mod npm_canary;
-pub mod npm_client;
-pub mod npm_proxy;
-pub mod proxy;
+pub mod npm;
+pub mod pypi;
 mod relay;
 mod request_log;
+mod template;
 mod tgz;
 
-pub use canary::Canary;
 pub use hostile::{Hostile, HostileServer};
-pub use proxy::CachingProxy;
+pub use pypi::canary::Canary;
+pub use pypi::proxy::CachingProxy;
+pub use relay::SLOW_FETCH;
+pub use template::render_template;
+
+/// Every protocol's built-in pair, in the order they are reported: the one
+/// place a protocol is registered.
+pub const BUILTIN: [builtin::Protocol; 2] = [
+    builtin::Protocol {
+        title: "PyPI",
+        run: pypi::builtin::run_both,
+    },
+    builtin::Protocol {
+        title: "npm",
+        run: npm::builtin::run_npm_both,
+    },
+];
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 

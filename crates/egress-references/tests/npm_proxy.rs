@@ -3,10 +3,10 @@
 //! that it really does.
 
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec};
-use egress_fixtures::npm_canary::{self, NpmCanary, ABBREVIATED};
-use egress_fixtures::npm_proxy::NpmCachingProxy;
 use egress_http::{Reply, Request as ServerRequest, Response, Server};
 use egress_model::{Exchange, Upstream, Url};
+use egress_references::npm::canary::{self as npm_canary, NpmCanary, ABBREVIATED};
+use egress_references::npm::proxy::NpmCachingProxy;
 use egress_transcript::{Client, Request};
 use serde_json::Value;
 use sha2::{Digest, Sha512};
@@ -531,7 +531,8 @@ fn npm_available() -> bool {
 /// from the environment or any npmrc, and a private cache (which also holds
 /// an empty global npmrc).
 fn npm_install(registry: &str, prefix: &Path, cache: &Path, args: &[&str]) {
-    let mut cmd = egress_fixtures::npm_client::isolated_npm(prefix, cache, registry).expect("npm");
+    let mut cmd =
+        egress_references::npm::client::isolated_npm(prefix, cache, registry).expect("npm");
     cmd.arg("install").args(args).arg("--prefix").arg(prefix);
     let out = cmd.output().expect("run npm");
     assert!(

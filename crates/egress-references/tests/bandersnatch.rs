@@ -5,8 +5,8 @@
 //! virtual environment `.tools/peers/bandersnatch` (reused when it is already
 //! there). Its configuration comes from `testbed/bandersnatch.conf.template`.
 
-use egress_fixtures::canary::{self, Canary};
 use egress_model::{Sha256Digest, Upstream, UpstreamRequest, Url};
+use egress_references::pypi::canary::{self, Canary};
 use egress_simple::{parse_index_html, parse_project_html};
 use std::collections::BTreeSet;
 use std::fs;

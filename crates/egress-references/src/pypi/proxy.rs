@@ -20,13 +20,11 @@
 //! - legacy uploads are accepted without authentication (P6).
 
 mod build;
-mod template;
-
-pub use template::render_template;
 
 use crate::is_loopback_url;
-use crate::relay::{absolute, connect, limits, outbound, relay, text};
+use crate::relay::{absolute, connect, limits, outbound, relay, text, SLOW_FETCH};
 use crate::request_log::lock;
+use crate::template::render_template;
 use build::build_sdist_metadata;
 use egress_artifacts::{read_sdist_pkg_info, read_wheel_metadata};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
@@ -39,8 +37,6 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long a file fetch may take before the proxy redirects to upstream.
-pub const SLOW_FETCH: Duration = Duration::from_millis(150);
 /// What the proxy asks upstream for: JSON preferred, HTML accepted.
 const UPSTREAM_ACCEPT: &str =
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";

@@ -1,8 +1,8 @@
 //! The canary serves real, valid PyPI-protocol content, logs every request
 //! and changes what it serves when the suite asks.
 
-use egress_fixtures::canary::{self, Canary};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, Url};
+use egress_references::pypi::canary::{self, Canary};
 use egress_simple::{parse_index_html, parse_index_json};
 use egress_transcript::Client;
 use std::collections::BTreeSet;

@@ -1,6 +1,6 @@
 //! Each hostile server misbehaves as documented, checked with plain sockets.
 
-use egress_fixtures::hostile::{self, Hostile};
+use egress_references::hostile::{self, Hostile};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -1,0 +1,56 @@
+//! The command line with no command: the built-in run of
+//! `egress_references::builtin`, printed in the chosen format and, with
+//! `--out`, written as files.
+
+use crate::{exit, output, Failure, Format};
+use egress_references::builtin::{self, Pair};
+use egress_suite::Report;
+use std::path::Path;
+
+pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
+    let pairs = builtin::run_all().map_err(|e| Failure::internal(e.to_string()))?;
+    let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
+    match format {
+        Format::Text => print!("{}", text(&pairs)),
+        Format::Json => {
+            let all = serde_json::json!({ "reports": reports });
+            println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+        }
+        Format::Junit => print!("{}", egress_suite::render::junit_many(&reports)),
+    }
+    if let Some(dir) = out {
+        let stems: Vec<String> = reports
+            .iter()
+            .map(|r| output::slug(&r.target_name))
+            .collect();
+        let named: Vec<(&str, &Report)> = stems.iter().map(String::as_str).zip(reports).collect();
+        output::write_reports(dir, &named)?;
+    }
+    Ok(if pairs.iter().all(Pair::holds) {
+        exit::PASS
+    } else {
+        exit::FAIL
+    })
+}
+
+/// Each pair's reports, then its discrimination matrix.
+fn text(pairs: &[Pair]) -> String {
+    let mut text = String::new();
+    for (i, p) in pairs.iter().enumerate() {
+        let parts = [
+            egress_suite::render::text(&p.a),
+            egress_suite::render::text(&p.b),
+            format!(
+                "Discrimination matrix, {} (yes: one target passes where another fails)\n",
+                p.title
+            ),
+        ];
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(&parts.join("\n"));
+        text.push('\n');
+        text.push_str(&egress_suite::render::matrix_text(&[&p.a, &p.b]));
+    }
+    text
+}

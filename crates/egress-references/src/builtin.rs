@@ -1,0 +1,173 @@
+//! The built-in run, which the command line runs when it is given no
+//! command: for every protocol, the suite against reference (A), the
+//! reference mirror serving a snapshot of its canary's files, and against
+//! reference (B), a conventional caching proxy, each in front of a canary
+//! upstream of its own, all on loopback. The pairs themselves are in each
+//! protocol's folder; [`crate::BUILTIN`] lists them.
+//!
+//! The snapshots are signed with a fixed demonstration key, which both runs
+//! trust, as a lab would trust its own.
+
+use egress_model::npm_name::InvalidNpmName;
+use egress_model::url::InvalidUrl;
+use egress_model::{Status, Url};
+use egress_snapshot::SnapshotError;
+use egress_suite::Report;
+use egress_transcript::ClientError;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// The built-in snapshot's signing key is fixed so runs are reproducible; it
+/// signs nothing but this demonstration snapshot.
+const DEMO_SEED: [u8; 32] = *b"egress-conformance built-in demo";
+pub(crate) const DEMO_PRINCIPAL: &str = "built-in-reference@egress-conformance";
+
+/// Why a built-in run could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinError {
+    /// A canary, a reference or the listener of one did not start.
+    #[error("cannot start {what}: {cause}")]
+    Start {
+        what: &'static str,
+        cause: std::io::Error,
+    },
+    /// The demonstration snapshot could not be built.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error(transparent)]
+    Url(#[from] InvalidUrl),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    NpmName(#[from] InvalidNpmName),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A run on a thread of its own panicked.
+    #[error("{what} panicked")]
+    Panicked { what: String },
+}
+
+impl BuiltinError {
+    /// For `map_err`: starting `what` failed.
+    pub fn start(what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |cause| Self::Start { what, cause }
+    }
+}
+
+/// One protocol's pair of references, as [`crate::BUILTIN`] registers it.
+pub struct Protocol {
+    /// The protocol's name in titles: `PyPI`, `npm`.
+    pub title: &'static str,
+    /// Runs (A) and (B) side by side.
+    pub run: fn() -> Result<(Report, Report), BuiltinError>,
+}
+
+/// The reports of one protocol's pair.
+pub struct Pair {
+    pub title: &'static str,
+    pub a: Report,
+    pub b: Report,
+}
+
+impl Pair {
+    /// Whether the pair behaves as references: (A) passes everything and
+    /// every predicate separates it from (B).
+    pub fn holds(&self) -> bool {
+        references_hold(&self.a, &self.b)
+    }
+}
+
+/// Runs every registered protocol's pair, all at once; the pairs come back
+/// in registration order.
+pub fn run_all() -> Result<Vec<Pair>, BuiltinError> {
+    let Some((first, rest)) = crate::BUILTIN.split_first() else {
+        return Ok(Vec::new());
+    };
+    let others: Vec<_> = rest
+        .iter()
+        .map(|p| (p.title, std::thread::spawn(p.run)))
+        .collect();
+    let (a, b) = (first.run)()?;
+    let mut pairs = vec![Pair {
+        title: first.title,
+        a,
+        b,
+    }];
+    for (title, handle) in others {
+        let (a, b) = handle.join().map_err(|_| BuiltinError::Panicked {
+            what: format!("the {title} runs"),
+        })??;
+        pairs.push(Pair { title, a, b });
+    }
+    Ok(pairs)
+}
+
+/// Tight bounds: everything is on loopback and in-process.
+pub fn limits() -> egress_transcript::Limits {
+    egress_transcript::Limits {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(5),
+        deadline: Duration::from_secs(10),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn client(index: &Url) -> Result<egress_transcript::Client, BuiltinError> {
+    Ok(egress_transcript::Client::new(
+        index.clone(),
+        limits(),
+        None,
+    )?)
+}
+
+pub fn demo_key() -> egress_signing::SigningKey {
+    egress_signing::SigningKey::from_seed(DEMO_SEED, DEMO_PRINCIPAL)
+}
+
+/// Both runs trust the demonstration key, as a lab would trust its own.
+pub fn demo_signers() -> Vec<u8> {
+    let line = egress_signing::AllowedSigners::line_for_namespace(
+        DEMO_PRINCIPAL,
+        &demo_key().public(),
+        egress_signing::SNAPSHOT_NAMESPACE,
+    );
+    format!("{line}\n").into_bytes()
+}
+
+/// Whether a pair behaves as references: (A) passes everything and every
+/// predicate separates it from (B).
+pub fn references_hold(a: &Report, b: &Report) -> bool {
+    let all_discriminate = egress_suite::catalog::PREDICATES.iter().all(|(p, _)| {
+        a.predicate(p).is_some_and(|v| v.status == Status::Pass)
+            && b.predicate(p).is_some_and(|v| v.status == Status::Fail)
+    });
+    a.exit_code() == 0 && all_discriminate
+}
+
+/// A mirror whose listener is bound before its snapshot exists: it answers
+/// 503 until the snapshot is set, then is exactly that [`egress_mirror::Mirror`].
+/// An npm snapshot needs it: its packuments name the mirror's own address.
+#[derive(Clone, Default)]
+pub struct LateMirror(Arc<OnceLock<egress_mirror::Mirror>>);
+
+impl LateMirror {
+    /// Sets the mirror once; a second call changes nothing.
+    pub fn set(&self, mirror: egress_mirror::Mirror) {
+        let _ = self.0.set(mirror);
+    }
+}
+
+impl egress_http::Handler for LateMirror {
+    fn handle(&self, req: egress_http::Request) -> egress_http::Reply {
+        match self.0.get() {
+            Some(m) => m.handle(req),
+            None => egress_http::Response::text(503, "starting\n").into(),
+        }
+    }
+
+    fn vouch_for_file(&self, response: &egress_http::Response, file: &std::fs::File) -> bool {
+        self.0
+            .get()
+            .is_some_and(|m| m.vouch_for_file(response, file))
+    }
+}

@@ -1,0 +1,101 @@
+//! The built-in PyPI pair: (A) the reference mirror serving a snapshot
+//! built from the canary's files (everything but the upstream-only
+//! project), signed with the demonstration key; (B) the caching proxy.
+//! Both runs use the same plan shape, so every difference in the matrix is
+//! the targets'.
+
+use crate::builtin::{client, demo_key, demo_signers, BuiltinError, DEMO_PRINCIPAL};
+use crate::pypi::canary::Canary;
+use crate::pypi::proxy::CachingProxy;
+use crate::SLOW_FETCH;
+use egress_model::{Upstream, Url};
+use egress_suite::{ManifestSource, Plan, PresentSpec, Report, Target};
+use std::sync::Arc;
+
+/// The newest file of the present project: never the one the file control fetches.
+const SLOW_FILE: &str = "ec_present-1.1.0-py3-none-any.whl";
+
+pub const NAME_A: &str = "reference (A)";
+pub const NAME_B: &str = "caching proxy (B)";
+
+pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan {
+    let up = upstream.plan();
+    Plan {
+        index_url: index.to_string(),
+        protocol: "pypi".into(),
+        present: vec![PresentSpec {
+            name: up.present.clone(),
+            version: None,
+        }],
+        present_source: "built-in".into(),
+        absent: vec![up.upstream_only.clone()],
+        sdist_only: Some(up.tripwire.clone()),
+        template: Some(up.template.clone()),
+        upstream: Some(up),
+        manifest: ManifestSource::WellKnown,
+        allowed_signers: signers,
+        npm: None,
+    }
+}
+
+/// (A)'s snapshot: every canary file but the upstream-only project's,
+/// signed with the demonstration key.
+pub fn demo_snapshot(canary: &Canary) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
+    for (_, dist) in canary.dists(false) {
+        builder.add_dist(&dist.filename, dist.bytes, None)?;
+    }
+    Ok(builder.build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)?)
+}
+
+/// Runs the suite against `index` with `canary` as the controlled upstream
+/// and the demonstration key as the trusted signer.
+pub fn run_against(name: &str, index: &Url, canary: &Canary) -> Result<Report, BuiltinError> {
+    let plan = plan_for(index, canary, true);
+    Ok(egress_suite::run(Target {
+        name: name.into(),
+        client: client(index)?,
+        plan,
+        upstream: Some(canary),
+        allowed_signers: Some(demo_signers()),
+    }))
+}
+
+pub fn start_canary() -> Result<Canary, BuiltinError> {
+    Canary::start().map_err(BuiltinError::start("the canary upstream"))
+}
+
+pub fn index_of(base_url: &str) -> Result<Url, BuiltinError> {
+    Ok(Url::parse(&format!("{base_url}/simple/"))?)
+}
+
+/// Builds (A)'s snapshot from the canary's files, serves it, runs the suite.
+pub fn run_reference() -> Result<Report, BuiltinError> {
+    let canary = start_canary()?;
+    let snapshot = demo_snapshot(&canary)?;
+    let server = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0")
+        .map_err(BuiltinError::start("the reference mirror"))?;
+    run_against(NAME_A, &index_of(&server.base_url())?, &canary)
+}
+
+/// Starts the caching-proxy fixture in front of a fresh canary, runs the suite.
+pub fn run_proxy() -> Result<Report, BuiltinError> {
+    let canary = start_canary()?;
+    // One file is slow upstream, so the proxy hands the client over to the
+    // upstream for it, as pull-through caches do on a slow fetch.
+    canary.set_slow(SLOW_FILE, SLOW_FETCH * 2);
+    let up_index = Url::parse(&canary.index_url())?;
+    let proxy =
+        CachingProxy::start(up_index).map_err(BuiltinError::start("the caching proxy fixture"))?;
+    run_against(NAME_B, &index_of(&proxy.base_url())?, &canary)
+}
+
+/// Runs both references side by side.
+pub fn run_both() -> Result<(Report, Report), BuiltinError> {
+    let b = std::thread::spawn(run_proxy);
+    let a = run_reference()?;
+    let b = b.join().map_err(|_| BuiltinError::Panicked {
+        what: "the caching-proxy run".into(),
+    })??;
+    Ok((a, b))
+}

@@ -1,0 +1,5 @@
+//! PyPI: the canary upstream, the caching proxy (B), and the built-in pair.
+
+pub mod builtin;
+pub mod canary;
+pub mod proxy;
