@@ -23,12 +23,12 @@
 //! peer that is still starting is waited for, then stopped).
 
 use egress_artifacts::{BuiltDist, NpmTarball};
-use egress_conformance::testbed::{
-    npm_lab, start_npm_reference, start_reference, Paths, Variant, NPM_REFERENCE, REFERENCE,
-};
 use egress_model::{Upstream, Url};
 use egress_references::npm::canary::{self as npm_canary, NpmCanary};
 use egress_references::pypi::canary::{Canary, PRESENT};
+use egress_testbed::suite::{
+    npm_lab, start_npm_reference, start_reference, Paths, Variant, NPM_REFERENCE, REFERENCE,
+};
 use egress_testbed::{PeerConfig, Protocol};
 use egress_transcript::{Client, Limits, Request};
 use std::any::Any;

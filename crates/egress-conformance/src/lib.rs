@@ -11,10 +11,10 @@ pub mod output;
 mod pool;
 mod progress;
 pub mod run_builtin;
+pub mod run_testbed;
 pub mod snapshot_build;
 mod snapshot_npm;
 pub mod snapshot_verify;
-pub mod testbed;
 pub mod verify;
 
 use clap::ValueEnum;

@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    check, exit, keygen, run_builtin, snapshot_build, snapshot_verify, testbed, verify, Format,
+    check, exit, keygen, run_builtin, run_testbed, snapshot_build, snapshot_verify, verify, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,7 +55,7 @@ enum Command {
     /// (testbed/peers/, installed by scripts/setup-peers) and the reference
     /// mirror, each in front of its own canary upstream, and write one
     /// matrix per protocol.
-    Testbed(testbed::TestbedArgs),
+    Testbed(run_testbed::TestbedArgs),
 }
 
 #[derive(Subcommand)]
@@ -124,7 +124,7 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
         }) => snapshot_verify::main(args),
-        Some(Command::Testbed(args)) => testbed::main(args),
+        Some(Command::Testbed(args)) => run_testbed::main(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

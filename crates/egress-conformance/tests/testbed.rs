@@ -2,10 +2,12 @@
 //! scripts/setup-peers, which scripts/test runs first), the reference
 //! mirror, and fixture peers whose violations are known.
 
-use egress_conformance::testbed::{self, Guard, Outcome, Paths, Variant, NPM_REFERENCE, REFERENCE};
 use egress_model::{Status, Url};
 use egress_references::pypi::canary::Canary;
 use egress_suite::Report;
+use egress_testbed::suite::{
+    self as testbed, Guard, Outcome, Paths, Variant, NPM_REFERENCE, REFERENCE,
+};
 use egress_testbed::PeerConfig;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -441,7 +443,7 @@ fn verdaccio_in_both_configurations_under_the_npm_suite() {
     assert!(a.not_run.is_empty(), "{}", a.notes());
     assert!(a.ok(), "the npm reference column is all PASS");
     let dir = tmpdir("egress-testbed-test-verdaccio");
-    if let Err(f) = testbed::write(&dir, &vs, &a) {
+    if let Err(f) = egress_conformance::run_testbed::write(&dir, &vs, &a) {
         panic!("write: {}", f.message);
     }
     let v = conformance(&["report", "verify", dir.to_str().expect("utf-8")]);

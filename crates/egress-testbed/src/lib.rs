@@ -2,14 +2,16 @@
 //! config file under `testbed/peers/`, started as a subprocess on loopback
 //! with the canary upstream as its only upstream, and stopped again.
 //!
-//! This crate only starts and stops peers; `egress-conformance testbed`
-//! runs the suite against them and renders the matrix.
+//! [`suite`] runs the conformance suite against every peer and the
+//! reference mirrors, one variant at a time, and renders the matrices;
+//! `egress-conformance testbed` prints and writes them.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod config;
 pub mod peer;
 pub mod setup;
+pub mod suite;
 
 pub use config::{FileSpec, PeerConfig, Protocol, Setup};
 pub use peer::{fresh_dir, start, Context, Running};

@@ -1,7 +1,8 @@
-//! `testbed`: the suite against the PyPI and npm mirrors labs deploy.
+//! The suite against the PyPI and npm mirrors labs deploy, as
+//! `egress-conformance testbed` runs it.
 //!
 //! For every variant (the reference mirror for each protocol, and each
-//! `testbed/peers/*.conf` started by `egress-testbed`) a fresh canary
+//! `testbed/peers/*.conf` started by [`crate::start`]) a fresh canary
 //! upstream of its protocol is started on loopback, the peer is started
 //! with the canary as its only upstream, the whole suite of that protocol
 //! runs with the upstream-observing sub-probes on (the plan of the built-in
@@ -9,28 +10,17 @@
 //! other, so that no peer's timing depends on another's load. PyPI and npm
 //! have different sub-probes, so each protocol gets a matrix of its own.
 
-use crate::{exit, output, Failure};
+use crate::{PeerConfig, Protocol};
 use egress_model::{Status, Url};
+use egress_references::builtin::LateMirror;
 use egress_references::npm::builtin as npm_builtin;
 use egress_references::npm::canary::NpmCanary;
 use egress_references::pypi::builtin;
 use egress_references::pypi::canary::Canary;
 use egress_suite::Report;
-use egress_testbed::{PeerConfig, Protocol};
 use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-#[derive(clap::Args)]
-pub struct TestbedArgs {
-    /// Run only this peer (repeatable); by default every peer: `reference`,
-    /// `reference-npm` and each testbed/peers/NAME.conf.
-    #[arg(long = "peer", value_name = "NAME")]
-    pub peers: Vec<String>,
-    /// Where the reports and the matrix are written.
-    #[arg(long, value_name = "DIR", default_value = "target/testbed")]
-    pub out: PathBuf,
-}
 
 /// The reference mirror's column.
 pub const REFERENCE: &str = "reference";
@@ -148,7 +138,7 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
         }
     }
     let snapshot = builtin::demo_snapshot(canary).map_err(|f| f.to_string())?;
-    let dir = egress_testbed::fresh_dir(REFERENCE);
+    let dir = crate::fresh_dir(REFERENCE);
     let mut served = Served(None, dir.clone());
     snapshot
         .write_dir(&dir)
@@ -167,22 +157,6 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
 /// listener is bound first (answering 503 until the snapshot is there),
 /// because the packuments name the address it listens on.
 pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
-    use std::sync::{Arc, OnceLock};
-    #[derive(Clone, Default)]
-    struct Late(Arc<OnceLock<egress_mirror::Mirror>>);
-    impl egress_http::Handler for Late {
-        fn handle(&self, req: egress_http::Request) -> egress_http::Reply {
-            match self.0.get() {
-                Some(m) => m.handle(req),
-                None => egress_http::Response::text(503, "starting\n").into(),
-            }
-        }
-        fn vouch_for_file(&self, response: &egress_http::Response, file: &std::fs::File) -> bool {
-            self.0
-                .get()
-                .is_some_and(|m| m.vouch_for_file(response, file))
-        }
-    }
     /// The server (which stops on drop) goes before its directory.
     struct Served(Option<egress_http::ServerHandle>, PathBuf);
     impl Drop for Served {
@@ -193,12 +167,12 @@ pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
             let _ = std::fs::remove_dir_all(&self.1);
         }
     }
-    let late = Late::default();
+    let late = LateMirror::default();
     let server =
         egress_http::Server::bind("127.0.0.1:0", late.clone(), egress_http::Limits::default())
             .map_err(|e| format!("cannot listen: {e}"))?;
     let registry = format!("{}/", server.base_url());
-    let dir = egress_testbed::fresh_dir(NPM_REFERENCE);
+    let dir = crate::fresh_dir(NPM_REFERENCE);
     let served = Served(Some(server), dir.clone());
     let snapshot = npm_builtin::demo_npm_snapshot(canary, &registry).map_err(|f| f.to_string())?;
     snapshot
@@ -206,9 +180,9 @@ pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
     let store = egress_snapshot::StoredSnapshot::open(&dir)
         .map_err(|e| format!("cannot open the snapshot: {e}"))?;
-    let _ = late
-        .0
-        .set(egress_mirror::Mirror::from_store(Arc::new(store)));
+    late.set(egress_mirror::Mirror::from_store(std::sync::Arc::new(
+        store,
+    )));
     let url = Url::parse(&registry).map_err(|e| e.to_string())?;
     Ok((url, Box::new(served)))
 }
@@ -239,14 +213,14 @@ fn run_npm_variant(
     let report = match cfg {
         Some(cfg) => {
             let (packages, names) = npm_lab(&canary);
-            let ctx = egress_testbed::Context {
+            let ctx = crate::Context {
                 peers_dir,
                 canary_index: &canary.registry_url(),
                 canary_url: &canary.base_url(),
                 packages: &packages,
                 projects: &names,
             };
-            let peer = egress_testbed::start(cfg, &ctx)?;
+            let peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = npm_builtin::run_npm_against(name, &peer.index_url, &canary);
             peer.stop();
@@ -309,14 +283,14 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
                 .collect();
             let mut projects: Vec<String> = dists.iter().map(|(n, _)| n.to_string()).collect();
             projects.dedup();
-            let ctx = egress_testbed::Context {
+            let ctx = crate::Context {
                 peers_dir,
                 canary_index: &canary.index_url(),
                 canary_url: &canary.base_url(),
                 packages: &packages,
                 projects: &projects,
             };
-            let peer = egress_testbed::start(cfg, &ctx)?;
+            let peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
             peer.stop();
@@ -437,64 +411,4 @@ pub fn matrix_markdown(variants: &[Variant], out: &Outcome) -> String {
         ));
     }
     md
-}
-
-/// Writes each report (JSON, text, JUnit) and `matrix.md` / `matrix.txt`;
-/// removes the reports a previous run left for a variant that did not run
-/// now, so that `report verify DIR` sees only this run's.
-pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Failure> {
-    let stems: Vec<String> = out
-        .reports
-        .iter()
-        .map(|r| output::slug(&r.target_name))
-        .collect();
-    let pairs: Vec<(&str, &Report)> = stems.iter().map(String::as_str).zip(&out.reports).collect();
-    output::write_reports(dir, &pairs)?;
-    for (name, _) in &out.not_run {
-        for ext in ["json", "txt", "junit.xml"] {
-            let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", output::slug(name))));
-        }
-    }
-    for (name, body) in [
-        ("matrix.md", matrix_markdown(variants, out)),
-        ("matrix.txt", matrix_text(&out.reports) + &out.notes()),
-    ] {
-        let p = dir.join(name);
-        output::write_atomic(&p, body.as_bytes())
-            .map_err(|e| Failure::internal(format!("cannot write {}: {e}", p.display())))?;
-    }
-    Ok(())
-}
-
-pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
-    let paths = Paths::find();
-    let mut all = variants(&paths.configs).map_err(Failure::input)?;
-    if !args.peers.is_empty() {
-        let known: Vec<String> = all.iter().map(|v| v.name().to_string()).collect();
-        if let Some(bad) = args.peers.iter().find(|p| !known.contains(p)) {
-            return Err(Failure::usage(format!(
-                "--peer {bad}: no such peer (known: {})",
-                known.join(", ")
-            )));
-        }
-        all.retain(|v| args.peers.iter().any(|p| p == v.name()));
-    }
-    let started = Instant::now();
-    let out = run(&all, &paths.peers, |line| eprintln!("testbed: {line}"));
-    if out.reports.is_empty() {
-        // A matrix without columns says nothing; the notes say why.
-        println!("no peer ran");
-    } else {
-        print!("{}", matrix_text(&out.reports));
-    }
-    print!("{}", out.notes());
-    write(&args.out, &all, &out)?;
-    eprintln!(
-        "testbed: {} of {} ran in {:.0} s; reports and matrix.md in {}",
-        out.reports.len(),
-        all.len(),
-        started.elapsed().as_secs_f64(),
-        args.out.display()
-    );
-    Ok(if out.ok() { exit::PASS } else { exit::FAIL })
 }
