@@ -8,13 +8,12 @@ mod check_npm;
 mod fetch;
 pub mod keygen;
 pub mod output;
-mod pool;
 mod progress;
 pub mod run_builtin;
 pub mod run_testbed;
+pub mod snapshot;
 pub mod snapshot_build;
 mod snapshot_npm;
-pub mod snapshot_verify;
 pub mod verify;
 
 use clap::ValueEnum;

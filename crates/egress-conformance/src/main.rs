@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    check, exit, keygen, run_builtin, run_testbed, snapshot_build, snapshot_verify, verify, Format,
+    check, exit, keygen, run_builtin, run_testbed, snapshot, snapshot_build, verify, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,7 +71,7 @@ enum SnapshotCommand {
     Build(Box<snapshot_build::BuildArgs>),
     /// Check a snapshot directory: MANIFEST, SNAPSHOT.json, the signature
     /// and every blob, naming every problem (exit 1).
-    Verify(snapshot_verify::VerifyArgs),
+    Verify(snapshot::VerifyArgs),
 }
 
 #[derive(Subcommand)]
@@ -123,7 +123,7 @@ fn main() -> ExitCode {
         }) => snapshot_build::main(*args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
-        }) => snapshot_verify::main(args),
+        }) => snapshot::verify(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
     };
     match result {

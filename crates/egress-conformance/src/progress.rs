@@ -21,19 +21,7 @@ struct State {
     current: String,
 }
 
-/// `1.2 MB` style, decimal units as download tools print them.
-pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e9 {
-        format!("{:.2} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{bytes} B")
-    }
-}
+pub use egress_snapshot::human_size as human;
 
 impl Progress {
     pub fn new(files: usize, total: u64) -> Self {

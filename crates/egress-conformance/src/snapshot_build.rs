@@ -12,10 +12,11 @@
 use crate::fetch::{self, FetchError, FileJob};
 use crate::keygen::DEFAULT_PRINCIPAL;
 use crate::progress::{human, Progress};
-use crate::{exit, output, pool, Failure};
+use crate::{exit, output, Failure};
 use egress_lock::{Lock, LockError};
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Url, Version};
 use egress_signing::SigningKey;
+use egress_snapshot::pool;
 use egress_snapshot::{SnapshotBuilder, SnapshotError, FILES_PREFIX};
 use egress_transcript::{Client, Limits};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

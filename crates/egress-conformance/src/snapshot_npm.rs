@@ -13,12 +13,12 @@
 //! cannot check a signature whose key the registry does not publish).
 
 use crate::fetch::{self, Expect, FetchError, FileJob};
-use crate::pool;
 use crate::progress::Progress;
 use crate::Failure;
 use egress_lock::{NpmLock, NpmPin};
 use egress_model::Url;
 use egress_snapshot::npm::{is_keys_document, is_signatures_shape};
+use egress_snapshot::pool;
 use egress_snapshot::NPM_KEYS_PATH;
 use egress_transcript::{Client, Limits};
 use serde_json::Value;
@@ -270,7 +270,7 @@ pub fn fetch_npm_signatures(
         client_for(&mut clients, &url, cacert)?;
         jobs_list.push((base.clone(), name.clone(), url));
     }
-    let results = crate::pool::map(&jobs_list, jobs, |(_, _, url)| {
+    let results = pool::map(&jobs_list, jobs, |(_, _, url)| {
         fetch::document(&clients[&url.origin()], url, PACKUMENT_ACCEPT, &quiet)
     });
     let mut packuments: HashMap<(String, String), Result<Value, String>> = HashMap::new();

@@ -9,7 +9,8 @@
 //!
 //! [`SnapshotBuilder`] makes a snapshot from distribution files, pre-rendering
 //! every page so that the mirror only ever copies blobs; [`Snapshot`] writes
-//! itself to and loads itself from a directory, verifying every byte.
+//! itself to and loads itself from a directory, verifying every byte;
+//! [`verify`] checks a directory offline and names every problem.
 
 #![forbid(unsafe_code)]
 
@@ -20,11 +21,13 @@ mod dir;
 mod error;
 pub mod manifest;
 pub mod npm;
+pub mod pool;
 #[cfg(unix)]
 mod sealed;
 mod snapshot;
 #[cfg(unix)]
 mod store;
+pub mod verify;
 
 pub use blobs::BlobStore;
 pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
@@ -40,6 +43,20 @@ pub use sealed::{
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
 pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS, SMALL_BLOB_MAX};
+
+/// `1.2 MB` style, decimal units as download tools print them.
+pub fn human_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
 
 /// Where the mirror publishes its snapshot's evidence, relative to its origin.
 pub mod well_known {

@@ -1,5 +1,5 @@
-//! A fixed number of worker threads over a list: enough for downloads and
-//! hashing, where each item is large and independent.
+//! A fixed number of worker threads over a list: enough for hashing blobs
+//! and for downloads, where each item is large and independent.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -1,0 +1,366 @@
+//! Verifying a snapshot directory offline (`egress-conformance snapshot
+//! verify DIR`): what `ssh-keygen -Y verify` and `sha256sum -c MANIFEST`
+//! check, in our code, in parallel, naming every missing, extra or
+//! corrupted blob rather than stopping at the first.
+//!
+//! Nothing in the directory is followed through a symlink: a snapshot holds
+//! regular files only, and a link could make a good-looking blob path read
+//! bytes from anywhere.
+
+use crate::manifest::{blob_path, SNAPSHOT_JSON};
+use crate::{human_size as human, pool, Manifest, SnapshotDoc, MANIFEST_FILE, SIGNATURE_FILE};
+use egress_model::digest::Sha256Hasher;
+use egress_model::Sha256Digest;
+use egress_signing::{AllowedSigners, SNAPSHOT_NAMESPACE};
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Why a directory could not be verified at all (a snapshot that can be
+/// read but is wrong is a [`Verification`] with problems instead).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("{}: not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("{}: {cause}", .path.display())]
+    Unreadable { path: PathBuf, cause: io::Error },
+    /// `MANIFEST` is missing or unreadable.
+    #[error("{} {why}; not a snapshot directory", .path.display())]
+    NoManifest { path: PathBuf, why: String },
+    #[error("cannot list {}: {cause}", .path.display())]
+    CannotList { path: PathBuf, cause: io::Error },
+}
+
+/// What [`SnapshotDir::verify`] found.
+#[derive(Debug)]
+pub struct Verification {
+    /// The snapshot ID (the sha256 of `MANIFEST`), when it could be read.
+    pub id: Option<Sha256Digest>,
+    /// Everything wrong, sorted; empty when the snapshot verified.
+    pub problems: Vec<String>,
+    /// What was checked and how fast, one line each.
+    pub notes: Vec<String>,
+}
+
+impl Verification {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn new(id: Option<Sha256Digest>, problems: Vec<String>, notes: Vec<String>) -> Self {
+        Self {
+            id,
+            problems,
+            notes,
+        }
+    }
+}
+
+/// A directory to verify as a snapshot.
+pub struct SnapshotDir(PathBuf);
+
+enum ReadFail {
+    Missing,
+    Symlink,
+    NotAFile,
+    Io(io::Error),
+}
+
+impl ReadFail {
+    fn describe(&self) -> String {
+        match self {
+            Self::Missing => "is missing".into(),
+            Self::Symlink => "is a symlink (refused: a snapshot holds regular files only)".into(),
+            Self::NotAFile => "is not a regular file".into(),
+            Self::Io(e) => format!("is unreadable ({e})"),
+        }
+    }
+}
+
+/// Opens a regular file without following a symlink at its last component:
+/// `lstat`, open, and check that the opened file is the one `lstat` saw.
+fn open_no_follow(path: &Path) -> Result<File, ReadFail> {
+    let before = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadFail::Missing),
+        Err(e) => return Err(ReadFail::Io(e)),
+    };
+    if before.file_type().is_symlink() {
+        return Err(ReadFail::Symlink);
+    }
+    if !before.is_file() {
+        return Err(ReadFail::NotAFile);
+    }
+    let file = File::open(path).map_err(ReadFail::Io)?;
+    let after = file.metadata().map_err(ReadFail::Io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if (before.dev(), before.ino()) != (after.dev(), after.ino()) {
+            return Err(ReadFail::Symlink);
+        }
+    }
+    if !after.is_file() {
+        return Err(ReadFail::NotAFile);
+    }
+    Ok(file)
+}
+
+fn read_no_follow(path: &Path) -> Result<Vec<u8>, ReadFail> {
+    let mut bytes = Vec::new();
+    open_no_follow(path)?
+        .read_to_end(&mut bytes)
+        .map_err(ReadFail::Io)?;
+    Ok(bytes)
+}
+
+/// Streams a file through SHA-256; returns the digest and the length.
+fn hash_file(path: &Path, size: u64) -> Result<(Sha256Digest, u64), ReadFail> {
+    let mut file = open_no_follow(path)?;
+    let mut hasher = Sha256Hasher::new();
+    // Large reads keep the hashing, not the syscalls, the bottleneck; small
+    // files get a small buffer.
+    let cap = usize::try_from(size.clamp(4096, 1 << 20)).unwrap_or(1 << 20);
+    let mut buf = vec![0u8; cap];
+    let mut len = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadFail::Io(e)),
+        };
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((hasher.finish(), len))
+}
+
+/// Every entry below `rel` (relative to `root`), without following links:
+/// regular files with `Some(size)`; anything else with `None` and a problem.
+fn walk(
+    root: &Path,
+    rel: &str,
+    files: &mut BTreeMap<String, Option<u64>>,
+    problems: &mut Vec<String>,
+) -> io::Result<()> {
+    for entry in fs::read_dir(root.join(rel))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{rel}/{name}");
+        let meta = fs::symlink_metadata(entry.path())?;
+        if meta.file_type().is_symlink() {
+            problems.push(format!(
+                "{path} is a symlink (refused: a snapshot holds regular files only)"
+            ));
+            files.insert(path, None);
+        } else if meta.is_dir() {
+            walk(root, &path, files, problems)?;
+        } else if meta.is_file() {
+            files.insert(path, Some(meta.len()));
+        } else {
+            problems.push(format!("{path} is not a regular file"));
+            files.insert(path, None);
+        }
+    }
+    Ok(())
+}
+
+impl SnapshotDir {
+    /// `dir`, once it is known to be a directory.
+    pub fn open(dir: &Path) -> Result<Self, VerifyError> {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(Self(dir.to_path_buf())),
+            Ok(_) => Err(VerifyError::NotADirectory(dir.to_path_buf())),
+            Err(cause) => Err(VerifyError::Unreadable {
+                path: dir.to_path_buf(),
+                cause,
+            }),
+        }
+    }
+
+    /// Checks `MANIFEST`, its signature against `signers` (not checked
+    /// without them: a snapshot's own allowed_signers proves nothing),
+    /// `SNAPSHOT.json` and every blob, hashing on `jobs` threads.
+    pub fn verify(
+        &self,
+        signers: Option<&AllowedSigners>,
+        jobs: usize,
+    ) -> Result<Verification, VerifyError> {
+        let started = Instant::now();
+        let dir = &self.0;
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let manifest_bytes = match read_no_follow(&manifest_path) {
+            Ok(b) => b,
+            Err(f @ (ReadFail::Missing | ReadFail::Io(_))) => {
+                return Err(VerifyError::NoManifest {
+                    path: manifest_path,
+                    why: f.describe(),
+                })
+            }
+            Err(f) => {
+                return Ok(Verification::new(
+                    None,
+                    vec![format!("MANIFEST {}", f.describe())],
+                    Vec::new(),
+                ))
+            }
+        };
+        let id = Sha256Digest::of(&manifest_bytes);
+        let manifest = match Manifest::parse(&manifest_bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                return Ok(Verification::new(
+                    Some(id),
+                    vec![format!("MANIFEST does not parse: {e}")],
+                    Vec::new(),
+                ))
+            }
+        };
+        let mut problems = Vec::new();
+        let mut notes = Vec::new();
+
+        // The signature, against signers the caller trusts.
+        match (signers, read_no_follow(&dir.join(SIGNATURE_FILE))) {
+            (None, _) => notes.push(
+                "signature NOT checked: give --allowed-signers with a signer you trust".to_string(),
+            ),
+            (Some(s), Ok(sig)) => {
+                let sig = String::from_utf8_lossy(&sig);
+                match egress_signing::verify(&sig, SNAPSHOT_NAMESPACE, &manifest_bytes, s) {
+                    Ok(v) => notes.push(format!(
+                        "signature good: MANIFEST signed by {} ({})",
+                        v.principal, v.fingerprint
+                    )),
+                    Err(e) => problems.push(format!("MANIFEST.sig does not verify: {e}")),
+                }
+            }
+            (Some(_), Err(ReadFail::Missing)) => {
+                problems.push("MANIFEST.sig is missing: the snapshot is unsigned".to_string())
+            }
+            (Some(_), Err(f)) => problems.push(format!("MANIFEST.sig {}", f.describe())),
+        }
+
+        // SNAPSHOT.json: its digest, its schema, and that it serves listed blobs.
+        match manifest.get(SNAPSHOT_JSON) {
+            None => problems.push("MANIFEST does not list SNAPSHOT.json".to_string()),
+            Some(listed) => match read_no_follow(&dir.join(SNAPSHOT_JSON)) {
+                Err(f) => problems.push(format!("SNAPSHOT.json {}", f.describe())),
+                Ok(bytes) => {
+                    let actual = Sha256Digest::of(&bytes);
+                    if actual != listed {
+                        problems.push(format!(
+                        "SNAPSHOT.json is corrupt: its sha256 is {actual}, MANIFEST lists {listed}"
+                    ));
+                    } else {
+                        match SnapshotDoc::parse(&bytes) {
+                            Err(e) => problems.push(format!("SNAPSHOT.json does not parse: {e}")),
+                            Ok(doc) => {
+                                for e in doc.served.iter().filter(|e| !manifest.has_blob(&e.sha256))
+                                {
+                                    problems.push(format!(
+                                    "SNAPSHOT.json serves {} from blob {}, which MANIFEST does not list",
+                                    e.path, e.sha256
+                                ));
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        }
+
+        // Listed blobs against what is on disk below blobs/.
+        let mut listed: BTreeMap<String, Sha256Digest> = BTreeMap::new();
+        for (path, digest) in manifest.entries() {
+            if path == SNAPSHOT_JSON {
+                continue;
+            }
+            if path == blob_path(&digest) {
+                listed.insert(path.to_string(), digest);
+            } else {
+                problems.push(format!(
+                "MANIFEST lists {path}, which is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"
+            ));
+            }
+        }
+        let mut on_disk = BTreeMap::new();
+        let mut store_ok = true;
+        for sub in ["blobs", "blobs/sha256"] {
+            match fs::symlink_metadata(dir.join(sub)) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    problems.push(format!(
+                        "{sub} is a symlink (refused); the blobs were not checked"
+                    ));
+                    store_ok = false;
+                }
+                Ok(m) if !m.is_dir() => {
+                    problems.push(format!("{sub} is not a directory"));
+                    store_ok = false;
+                }
+                _ => {}
+            }
+        }
+        if store_ok && dir.join("blobs").is_dir() {
+            walk(dir, "blobs", &mut on_disk, &mut problems).map_err(|cause| {
+                VerifyError::CannotList {
+                    path: dir.join("blobs"),
+                    cause,
+                }
+            })?;
+        }
+        let mut work: Vec<(&String, &Sha256Digest, u64)> = Vec::new();
+        if store_ok {
+            for (path, digest) in &listed {
+                match on_disk.get(path) {
+                    Some(Some(size)) => work.push((path, digest, *size)),
+                    // Already named: a symlink or not a regular file.
+                    Some(None) => {}
+                    None => problems.push(format!("{path} is missing")),
+                }
+            }
+            for (path, _) in on_disk
+                .iter()
+                .filter(|(p, size)| size.is_some() && !listed.contains_key(*p))
+            {
+                problems.push(format!("{path} is extra: MANIFEST does not list it"));
+            }
+        }
+
+        // Largest first, so no thread is left with one big file at the end.
+        work.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+        let hash_started = Instant::now();
+        let results = pool::map(&work, jobs, |(path, _, size)| {
+            hash_file(&dir.join(path), *size)
+        });
+        let hash_secs = hash_started.elapsed().as_secs_f64();
+        let mut bytes = 0u64;
+        for ((path, digest, _), r) in work.iter().zip(results) {
+            match r {
+                Ok((actual, len)) => {
+                    bytes += len;
+                    if actual != **digest {
+                        problems.push(format!("{path} is corrupt: its sha256 is {actual}"));
+                    }
+                }
+                Err(f) => problems.push(format!("{path} {}", f.describe())),
+            }
+        }
+        problems.sort();
+
+        let rate = if hash_secs > 0.0 {
+            bytes as f64 / 1e6 / hash_secs
+        } else {
+            0.0
+        };
+        notes.push(format!(
+        "snapshot {id}: {} blobs, {bytes} bytes ({}) hashed in {hash_secs:.3} s ({rate:.0} MB/s, {jobs} threads); {:.3} s in all",
+        work.len(),
+        human(bytes),
+        started.elapsed().as_secs_f64()
+    ));
+        Ok(Verification::new(Some(id), problems, notes))
+    }
+}
