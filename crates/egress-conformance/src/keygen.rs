@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The principal when none is given; `snapshot build` uses the key's comment
 /// (which is this) unless told otherwise.
-pub const DEFAULT_PRINCIPAL: &str = "snapshot-signer@egress-mirror";
+pub use egress_build::DEFAULT_PRINCIPAL;
 
 #[derive(clap::Args)]
 pub struct GenerateArgs {

@@ -1,19 +1,17 @@
-//! The library behind the `egress-conformance` binary: the built-in
-//! references, `check`, `report verify`, `key generate`, `snapshot build` and
-//! `snapshot verify`, and output writing, so that tests drive exactly what
-//! the binary runs.
+//! The library behind the `egress-conformance` binary: its commands' flags,
+//! their output and their exit codes, so that tests drive exactly what the
+//! binary runs. The work is done elsewhere: the built-in run in
+//! `egress-references`, the testbed in `egress-testbed`, snapshot building
+//! in `egress-build` and snapshot verifying in `egress-snapshot`; `check`,
+//! `report verify` and `key generate` are here.
 
 pub mod check;
 mod check_npm;
-mod fetch;
 pub mod keygen;
 pub mod output;
-mod progress;
 pub mod run_builtin;
 pub mod run_testbed;
 pub mod snapshot;
-pub mod snapshot_build;
-mod snapshot_npm;
 pub mod verify;
 
 use clap::ValueEnum;

@@ -2,9 +2,7 @@
 //! mirror and the fixtures. See `egress-conformance --help`.
 
 use clap::{Parser, Subcommand};
-use egress_conformance::{
-    check, exit, keygen, run_builtin, run_testbed, snapshot, snapshot_build, verify, Format,
-};
+use egress_conformance::{check, exit, keygen, run_builtin, run_testbed, snapshot, verify, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -68,7 +66,7 @@ enum KeyCommand {
 enum SnapshotCommand {
     /// Fetch every file the lockfiles pin, verify each against its hash,
     /// and write a signed snapshot; any mismatch writes nothing (exit 6).
-    Build(Box<snapshot_build::BuildArgs>),
+    Build(Box<snapshot::BuildArgs>),
     /// Check a snapshot directory: MANIFEST, SNAPSHOT.json, the signature
     /// and every blob, naming every problem (exit 1).
     Verify(snapshot::VerifyArgs),
@@ -120,7 +118,7 @@ fn main() -> ExitCode {
         }) => keygen::generate(args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Build(args),
-        }) => snapshot_build::main(*args),
+        }) => snapshot::build(*args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
         }) => snapshot::verify(args),

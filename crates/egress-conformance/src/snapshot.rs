@@ -1,7 +1,9 @@
-//! `snapshot verify`: the flags, and the verdict of
-//! [`egress_snapshot::verify`] printed.
+//! `snapshot build` and `snapshot verify`: the flags, the build of
+//! [`egress_build`] and the verdict of [`egress_snapshot::verify`] printed,
+//! and their errors as exit codes.
 
 use crate::{exit, Failure};
+use egress_build::{BuildError, BuildOptions, Common, Kind};
 use egress_signing::AllowedSigners;
 use egress_snapshot::verify::{SnapshotDir, Verification, VerifyError};
 use std::fs;
@@ -18,6 +20,92 @@ pub struct VerifyArgs {
     /// Hashing threads; by default one per core.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+}
+
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    /// A hashed requirements file (pip-compile / uv pip compile
+    /// --generate-hashes); repeatable.
+    #[arg(long = "requirements", value_name = "FILE")]
+    pub requirements: Vec<PathBuf>,
+    /// A uv.lock (version 1).
+    #[arg(long, value_name = "FILE")]
+    pub uv_lock: Option<PathBuf>,
+    /// A directory of wheels and sdists to add as they are; repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub dist: Vec<PathBuf>,
+    /// The index to fetch from (PEP 691 JSON or PEP 503 HTML).
+    #[arg(long, value_name = "URL", default_value = "https://pypi.org/simple/")]
+    pub index_url: String,
+    /// The OpenSSH ed25519 private key (unencrypted) that signs the MANIFEST.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: PathBuf,
+    /// The principal in the shipped allowed_signers; by default the key's
+    /// comment.
+    #[arg(long, value_name = "NAME")]
+    pub principal: Option<String>,
+    /// Parallel downloads.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub jobs: usize,
+    /// The snapshot directory to write (atomically; an existing snapshot there
+    /// is replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The mirror's base URL, e.g. http://127.0.0.1:8080: also write
+    /// DIR/rewritten/uv.lock, whose file URLs point at the mirror.
+    #[arg(long, value_name = "URL", requires = "uv_lock")]
+    pub mirror_url: Option<String>,
+    /// An npm package-lock.json (lockfile version 2 or 3): every tarball it
+    /// pins is fetched from its `resolved` URL, verified against its sha512
+    /// integrity, and served with pre-rendered packuments.
+    #[arg(long, value_name = "FILE")]
+    pub npm_lock: Option<PathBuf>,
+    /// The mirror's absolute base URL as npm clients will reach it, e.g.
+    /// http://127.0.0.1:8080/; required with --npm-lock, because npm needs
+    /// absolute tarball URLs in packuments.
+    #[arg(long, value_name = "URL")]
+    pub npm_registry_url: Option<String>,
+    /// PEM file of CA certificates to trust for an https index.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+}
+
+pub fn build(args: BuildArgs) -> Result<u8, Failure> {
+    let options = BuildOptions {
+        common: Common {
+            sign_key: args.sign_key,
+            principal: args.principal,
+            jobs: args.jobs,
+            out: args.out,
+            cacert: args.cacert,
+        },
+        pypi: egress_build::pypi::Inputs {
+            requirements: args.requirements,
+            uv_lock: args.uv_lock,
+            dist: args.dist,
+            index_url: args.index_url,
+            mirror_url: args.mirror_url,
+        },
+        npm: egress_build::npm::Inputs {
+            npm_lock: args.npm_lock,
+            npm_registry_url: args.npm_registry_url,
+        },
+    };
+    egress_build::build(options, |line| println!("{line}")).map_err(build_failure)?;
+    Ok(exit::PASS)
+}
+
+fn build_failure(e: BuildError) -> Failure {
+    let code = match e.kind() {
+        Kind::Usage => exit::USAGE,
+        Kind::Input => exit::INPUT,
+        Kind::Internal => exit::INTERNAL,
+        Kind::Refused => exit::REFUSED,
+    };
+    Failure {
+        code,
+        message: e.to_string(),
+    }
 }
 
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {

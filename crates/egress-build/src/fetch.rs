@@ -1,12 +1,13 @@
-//! Fetching for `snapshot build`: project pages (PEP 691 JSON, else HTML)
-//! and distribution files, with retries, backoff and resumption.
+//! Fetching for a snapshot build, for every protocol: whole documents (an
+//! index page, a packument) and files, with retries, backoff and
+//! resumption.
 //!
-//! Nothing fetched here is trusted: pages only say where a pinned digest can
-//! be found, and a file counts only once its bytes hash to the lock's digest.
+//! Nothing fetched here is trusted: documents only say where a pinned
+//! digest can be found, and a file counts only once its bytes hash to the
+//! lock's digest.
 
 use crate::progress::Progress;
 use egress_model::{BodyEnd, Sha256Digest, Url};
-use egress_simple::ProjectPage;
 use egress_transcript::{BodySink, Client, Limits, Request};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -16,16 +17,13 @@ use std::time::Duration;
 
 /// Tries per page or file; a transient failure (no answer, 408, 429, 5xx,
 /// a body cut short) is retried after a backoff, anything else is final.
-pub const ATTEMPTS: u32 = 3;
+pub(crate) const ATTEMPTS: u32 = 3;
 
-/// PEP 691: JSON preferred, HTML accepted.
-const PAGE_ACCEPT: &str =
-    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
-/// Largest project page read. PyPI's largest pages are a few MB.
+/// Largest document read. PyPI's largest project pages are a few MB.
 const MAX_PAGE: usize = 64 * 1024 * 1024;
 
 #[derive(Debug)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     /// The file's bytes do not hash to the lock's digest.
     Mismatch {
         expected: Sha256Digest,
@@ -41,7 +39,7 @@ pub enum FetchError {
 }
 
 /// Bounds for page fetches: whole pages are kept to be parsed.
-pub fn page_limits() -> Limits {
+pub(crate) fn page_limits() -> Limits {
     Limits {
         deadline: Duration::from_secs(120),
         max_body_bytes: MAX_PAGE as u64,
@@ -77,19 +75,19 @@ fn retry(attempt: &mut u32, what: &str, why: &str, progress: &Progress) -> Resul
 /// The final answer to a GET of a whole document: the URL it came from
 /// (after same-origin redirects) and its status, with the body when it is
 /// a 200.
-struct Answer {
-    url: Url,
-    status: u16,
-    status_line: String,
-    content_type: Option<String>,
-    body: Option<Vec<u8>>,
+pub(crate) struct Answer {
+    pub(crate) url: Url,
+    pub(crate) status: u16,
+    pub(crate) status_line: String,
+    pub(crate) content_type: Option<String>,
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 /// GETs `url` whole, following at most three redirects within its origin
 /// and retrying transient failures (no answer, a body cut short, 408, 429,
 /// 5xx). Every other status is the answer, for the caller to read. `what`
 /// names the document in messages.
-fn get_whole(
+pub(crate) fn get_whole(
     client: &Client,
     url: &Url,
     accept: &str,
@@ -161,45 +159,10 @@ fn get_whole(
     }
 }
 
-/// Fetches and parses the project page at `url`. Follows up to three
-/// redirects within the index's origin. Returns the final URL (file URLs
-/// on the page are relative to it) and the page.
-pub fn project_page(
-    client: &Client,
-    url: &Url,
-    progress: &Progress,
-) -> Result<(Url, ProjectPage), FetchError> {
-    let mut answer = get_whole(client, url, PAGE_ACCEPT, "project page", progress)?;
-    // An index without PEP 691 may insist on its legacy type.
-    if answer.status == 406 {
-        answer = get_whole(client, &answer.url, "text/html", "project page", progress)?;
-    }
-    let url = answer.url;
-    match (answer.status, answer.body) {
-        (200, Some(body)) => {
-            let json = answer.content_type.is_some_and(|t| t.contains("json"));
-            let page = if json {
-                egress_simple::parse_project_json(&body)
-            } else {
-                egress_simple::parse_project_html(&body)
-            };
-            page.map(|p| (url.clone(), p))
-                .map_err(|e| FetchError::Refused(format!("{url}: {e}")))
-        }
-        (404, _) => Err(FetchError::Refused(format!(
-            "{url}: 404: the index has no such project"
-        ))),
-        (s, _) => Err(FetchError::Refused(format!(
-            "{url}: HTTP {s} ({})",
-            answer.status_line
-        ))),
-    }
-}
-
 /// What a registry answered for a JSON document (an npm packument, the
 /// keys document).
 #[derive(Debug)]
-pub enum Document {
+pub(crate) enum Document {
     /// 200 and the whole body.
     Body(Vec<u8>),
     /// A 4xx: the registry does not provide it (npm itself treats 404 and
@@ -212,7 +175,7 @@ pub enum Document {
 /// three). Transient failures are retried; a 5xx or no answer after the
 /// last try, an off-origin redirect or a body over the page cap is an
 /// error.
-pub fn document(
+pub(crate) fn document(
     client: &Client,
     url: &Url,
     accept: &str,
@@ -231,7 +194,7 @@ pub fn document(
 
 /// The digest a download must match before it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// A PyPI lock's sha256.
     Sha256(Sha256Digest),
     /// An npm lock's integrity, `sha512-<base64>`.
@@ -242,7 +205,7 @@ impl Expect {
     /// A name for the partial file of a download of `url`: one per digest
     /// (PyPI digests are unique per build), or per URL and integrity (two
     /// npm packages may be locked with the same bytes).
-    pub fn part_name(&self, url: &Url) -> String {
+    pub(crate) fn part_name(&self, url: &Url) -> String {
         match self {
             Self::Sha256(d) => format!("{}.part", d.to_hex()),
             Self::Sri512(sri) => format!(
@@ -255,13 +218,13 @@ impl Expect {
 
 /// One file to download.
 #[derive(Debug, Clone)]
-pub struct FileJob {
-    pub filename: String,
-    pub url: Url,
+pub(crate) struct FileJob {
+    pub(crate) filename: String,
+    pub(crate) url: Url,
     /// What the bytes must hash to.
-    pub expect: Expect,
+    pub(crate) expect: Expect,
     /// As the index announced it; used only to spot a stale partial file.
-    pub size: Option<u64>,
+    pub(crate) size: Option<u64>,
 }
 
 /// `Content-Range: bytes N-M/T` -> N.
@@ -322,7 +285,7 @@ impl BodySink for PartSink<'_> {
 /// earlier run may hold other bytes; if the result does not match after
 /// resuming, the file is fetched once more from the start before the
 /// mismatch counts.
-pub fn download(
+pub(crate) fn download(
     client: &Client,
     job: &FileJob,
     part: &Path,
@@ -443,16 +406,20 @@ pub fn download(
     }
 }
 
+/// Scripted loopback servers for the fetch tests here and in the protocols.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Read;
+pub(crate) mod testing {
+    use egress_model::Url;
+    use egress_transcript::{Client, Limits};
+    use std::io::{Read, Write};
     use std::net::TcpListener;
     use std::sync::{Arc, Mutex};
+    use std::thread;
+    use std::time::Duration;
 
     /// A server that answers each connection with the next scripted reply,
     /// and records the requests.
-    fn script(replies: Vec<Vec<u8>>) -> (Url, Arc<Mutex<Vec<String>>>) {
+    pub(crate) fn script(replies: Vec<Vec<u8>>) -> (Url, Arc<Mutex<Vec<String>>>) {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -472,6 +439,20 @@ mod tests {
         (url, seen)
     }
 
+    pub(crate) fn client(url: &Url) -> Client {
+        let limits = Limits {
+            idle_timeout: Duration::from_secs(2),
+            ..Limits::download()
+        };
+        Client::new(url.clone(), limits, None).expect("client")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{client, script};
+    use super::*;
+
     fn job(url: &Url, body: &[u8]) -> FileJob {
         FileJob {
             filename: "x-1.0.tar.gz".into(),
@@ -479,14 +460,6 @@ mod tests {
             expect: Expect::Sha256(Sha256Digest::of(body)),
             size: Some(body.len() as u64),
         }
-    }
-
-    fn client(url: &Url) -> Client {
-        let limits = Limits {
-            idle_timeout: Duration::from_secs(2),
-            ..Limits::download()
-        };
-        Client::new(url.clone(), limits, None).expect("client")
     }
 
     fn tmp(name: &str) -> std::path::PathBuf {
@@ -562,43 +535,6 @@ mod tests {
         assert_eq!(got, body);
         assert!(!seen.lock().expect("log")[1].contains("Range:"));
         let _ = fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn pages_fall_back_to_html() {
-        let page = ProjectPage {
-            name: "x".into(),
-            files: vec![egress_simple::FileEntry {
-                filename: "x-1.0.tar.gz".into(),
-                url: "../../f/x-1.0.tar.gz".into(),
-                hashes: [("sha256".to_string(), "a".repeat(64))].into(),
-                yanked: Some("broken".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let html = egress_simple::render_project_html(&page);
-        let mut ok = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
-            html.len()
-        )
-        .into_bytes();
-        ok.extend_from_slice(html.as_bytes());
-        // An index that knows no PEP 691 type says 406; the legacy type works.
-        let refuse = b"HTTP/1.1 406 Not Acceptable\r\nContent-Length: 0\r\n\r\n".to_vec();
-        let (base, seen) = script(vec![refuse, ok]);
-        let url = base.join("/simple/x/").expect("url");
-        let (final_url, got) =
-            project_page(&client(&url), &url, &Progress::new(0, 0)).expect("page");
-        assert_eq!(got.files.len(), 1);
-        assert_eq!(got.files[0].yanked.as_deref(), Some("broken"));
-        assert_eq!(
-            final_url.join(&got.files[0].url).expect("join").path(),
-            "/f/x-1.0.tar.gz"
-        );
-        let seen = seen.lock().expect("log");
-        assert!(seen[0].contains("Accept: application/vnd.pypi.simple.v1+json"));
-        assert!(seen[1].contains("Accept: text/html\r\n"), "{}", seen[1]);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub struct Progress {
+pub(crate) struct Progress {
     tty: bool,
     files: usize,
     /// Sum of the sizes the index announced; 0 when unknown.
@@ -21,10 +21,10 @@ struct State {
     current: String,
 }
 
-pub use egress_snapshot::human_size as human;
+pub(crate) use egress_snapshot::human_size as human;
 
 impl Progress {
-    pub fn new(files: usize, total: u64) -> Self {
+    pub(crate) fn new(files: usize, total: u64) -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),
             files,
@@ -73,7 +73,7 @@ impl Progress {
     }
 
     /// A line that must not be overwritten (a retry, a note).
-    pub fn say(&self, line: &str) {
+    pub(crate) fn say(&self, line: &str) {
         let mut s = self.state();
         if self.tty {
             eprint!("\r\x1b[K");
@@ -82,7 +82,7 @@ impl Progress {
         self.draw(&mut s, true);
     }
 
-    pub fn start(&self, filename: &str) {
+    pub(crate) fn start(&self, filename: &str) {
         let mut s = self.state();
         s.current = filename.to_string();
         self.draw(&mut s, false);
@@ -90,18 +90,18 @@ impl Progress {
 
     /// Body bytes arrived. A download that restarts from scratch takes its
     /// discarded bytes back with [`Progress::discard`].
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         let mut s = self.state();
         s.bytes += n;
         self.draw(&mut s, false);
     }
 
-    pub fn discard(&self, n: u64) {
+    pub(crate) fn discard(&self, n: u64) {
         let mut s = self.state();
         s.bytes = s.bytes.saturating_sub(n);
     }
 
-    pub fn done(&self, filename: &str, size: u64, how: &str) {
+    pub(crate) fn done(&self, filename: &str, size: u64, how: &str) {
         let mut s = self.state();
         s.done += 1;
         if self.tty {
@@ -116,7 +116,7 @@ impl Progress {
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let s = self.state();
         if self.tty {
             eprint!("\r\x1b[K");

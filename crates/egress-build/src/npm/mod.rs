@@ -1,7 +1,7 @@
-//! The npm half of `snapshot build`: every tarball a `package-lock.json`
-//! pins, fetched from its `resolved` URL and verified against the lock's
-//! sha512 `integrity` before it may enter the snapshot. A mismatch refuses
-//! the whole snapshot.
+//! The npm part of a build: every tarball a `package-lock.json` pins,
+//! fetched from its `resolved` URL and verified against the lock's sha512
+//! `integrity` before it may enter the snapshot, and served with
+//! pre-rendered packuments. A mismatch refuses the whole snapshot.
 //!
 //! Then the upstream registry's signatures ([`fetch_npm_signatures`]): the
 //! registry is the `resolved` URL less `/<name>/-/<file>`; its keys
@@ -12,41 +12,163 @@
 //! verifies. Without a keys document, no signatures are replayed (npm
 //! cannot check a signature whose key the registry does not publish).
 
+use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
+use crate::error::BuildError;
 use crate::fetch::{self, Expect, FetchError, FileJob};
 use crate::progress::Progress;
-use crate::Failure;
 use egress_lock::{NpmLock, NpmPin};
 use egress_model::Url;
 use egress_snapshot::npm::{is_keys_document, is_signatures_shape};
-use egress_snapshot::pool;
-use egress_snapshot::NPM_KEYS_PATH;
+use egress_snapshot::{pool, SnapshotBuilder, NPM_KEYS_PATH};
 use egress_transcript::{Client, Limits};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The npm inputs of a build.
+#[derive(Default)]
+pub struct Inputs {
+    /// A package-lock.json (lockfile version 2 or 3).
+    pub npm_lock: Option<PathBuf>,
+    /// The mirror's absolute base URL as npm clients will reach it; needed
+    /// with a lock, because npm needs absolute tarball URLs in packuments.
+    pub npm_registry_url: Option<String>,
+}
+
+pub(crate) struct Npm {
+    inputs: Inputs,
+    lock: Option<NpmLock>,
+    tarballs: Vec<NpmStaged>,
+    evidence: NpmRegistryEvidence,
+}
+
+impl Npm {
+    pub(crate) fn new(inputs: Inputs) -> Self {
+        Self {
+            inputs,
+            lock: None,
+            tarballs: Vec::new(),
+            evidence: NpmRegistryEvidence::default(),
+        }
+    }
+}
+
+impl Part for Npm {
+    fn input_flags(&self) -> &'static [&'static str] {
+        &["--npm-lock"]
+    }
+
+    fn has_inputs(&self) -> bool {
+        self.inputs.npm_lock.is_some()
+    }
+
+    fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
+        match (&self.inputs.npm_lock, &self.inputs.npm_registry_url) {
+            (Some(_), None) => Err(BuildError::Usage(
+                "--npm-lock needs --npm-registry-url URL, the mirror's base URL as npm will reach it (npm requires absolute tarball URLs in packuments)".into(),
+            )),
+            (None, Some(_)) => Err(BuildError::Usage(
+                "--npm-registry-url is only used with --npm-lock".into(),
+            )),
+            (Some(_), Some(url)) => builder
+                .npm_registry_url(url)
+                .map_err(|e| BuildError::Usage(format!("--npm-registry-url: {e}"))),
+            (None, None) => Ok(()),
+        }
+    }
+
+    fn read(&mut self, sources: &mut Sources) -> Result<(), BuildError> {
+        if let Some(path) = &self.inputs.npm_lock {
+            let (text, digest) = read_input("--npm-lock", path)?;
+            self.lock = Some(egress_lock::parse_package_lock(
+                &path.display().to_string(),
+                &text,
+            )?);
+            add_source(sources, "package-lock.json", path, digest);
+        }
+        Ok(())
+    }
+
+    fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
+        let Some(lock) = &self.lock else {
+            return Ok(());
+        };
+        self.tarballs = fetch_npm(lock, net.jobs, net.cacert, net.work)?;
+        // Only once every tarball matched its lock.
+        self.evidence = fetch_npm_signatures(lock, net.jobs, net.cacert)?;
+        for line in &self.evidence.lines {
+            eprintln!("{line}");
+        }
+        Ok(())
+    }
+
+    fn stage(
+        self: Box<Self>,
+        builder: &mut SnapshotBuilder,
+        _: &Path,
+    ) -> Result<Staged, BuildError> {
+        let mut done = Staged {
+            files: self.lock.as_ref().map_or(0, |l| l.pins.len()),
+            downloaded: self.tarballs.len(),
+            ..Staged::default()
+        };
+        for t in self.tarballs {
+            done.bytes += t.bytes.len() as u64;
+            let meta = egress_snapshot::NpmVersionMeta {
+                dependencies: t.pin.dependencies.clone(),
+                optional_dependencies: t.pin.optional_dependencies.clone(),
+                peer_dependencies: t.pin.peer_dependencies.clone(),
+                has_install_script: t.pin.has_install_script,
+            };
+            builder
+                .add_npm_tarball_with(
+                    &t.pin.name,
+                    &t.pin.version,
+                    &t.filename,
+                    t.bytes,
+                    &t.pin.sri(),
+                    meta,
+                )
+                .map_err(BuildError::Rejected)?;
+        }
+        // Replayed as the upstream registry published them (see the module
+        // documentation).
+        if let Some(keys) = self.evidence.keys {
+            builder
+                .npm_registry_keys(keys)
+                .map_err(BuildError::Replay)?;
+        }
+        for s in self.evidence.signed {
+            builder
+                .add_npm_signatures(&s.name, &s.version, &s.integrity, s.signatures)
+                .map_err(BuildError::Replay)?;
+        }
+        Ok(done)
+    }
+}
+
 /// A verified tarball, ready for the builder.
-pub struct NpmStaged {
-    pub pin: NpmPin,
+pub(crate) struct NpmStaged {
+    pub(crate) pin: NpmPin,
     /// `<name without scope>-<version>.tgz`, its name on the mirror.
-    pub filename: String,
-    pub bytes: Vec<u8>,
+    pub(crate) filename: String,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Downloads every pin of `lock` (at most `jobs` at once) into `work` and
 /// returns them once each matches its integrity.
-pub fn fetch_npm(
+pub(crate) fn fetch_npm(
     lock: &NpmLock,
     jobs: usize,
     cacert: Option<&Path>,
     work: &Path,
-) -> Result<Vec<NpmStaged>, Failure> {
+) -> Result<Vec<NpmStaged>, BuildError> {
     let mut planned = Vec::new();
     for pin in &lock.pins {
         let url = Url::parse(&pin.resolved).map_err(|e| {
-            Failure::input(format!(
+            BuildError::Conflict(format!(
                 "{}: package {:?} ({}@{}): resolved: {e}",
                 lock.file, pin.key, pin.name, pin.version
             ))
@@ -63,8 +185,7 @@ pub fn fetch_npm(
     let mut clients: HashMap<String, Client> = HashMap::new();
     for (_, job) in &planned {
         if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
-            let c = Client::new(job.url.clone(), Limits::download(), cacert)
-                .map_err(|e| Failure::input(e.to_string()))?;
+            let c = Client::new(job.url.clone(), Limits::download(), cacert)?;
             slot.insert(c);
         }
     }
@@ -81,8 +202,11 @@ pub fn fetch_npm(
         if stop.load(Ordering::Relaxed) {
             return None;
         }
+        let Some(client) = clients.get(&job.url.origin()) else {
+            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
+        };
         let part = work.join(job.expect.part_name(&job.url));
-        let r = fetch::download(&clients[&job.url.origin()], job, &part, &progress);
+        let r = fetch::download(client, job, &part, &progress);
         match &r {
             Ok(bytes) => {
                 let _ = fs::remove_file(&part);
@@ -104,13 +228,10 @@ pub fn fetch_npm(
                 bytes,
             }),
             Some(Err(FetchError::IntegrityMismatch { expected, actual })) => {
-                return Err(Failure {
-                    code: crate::exit::REFUSED,
-                    message: format!(
-                        "{}@{} (package {:?} in {}) from {}: expected integrity {expected}, got {actual}; refusing the whole snapshot",
-                        pin.name, pin.version, pin.key, lock.file, job.url
-                    ),
-                });
+                return Err(BuildError::Refused(format!(
+                    "{}@{} (package {:?} in {}) from {}: expected integrity {expected}, got {actual}; refusing the whole snapshot",
+                    pin.name, pin.version, pin.key, lock.file, job.url
+                )));
             }
             Some(Err(e)) => {
                 first_error.get_or_insert(e);
@@ -119,7 +240,7 @@ pub fn fetch_npm(
         }
     }
     match first_error {
-        Some(e) => Err(crate::snapshot_build::fetch_failure(e)),
+        Some(e) => Err(e.into()),
         None => Ok(out),
     }
 }
@@ -131,29 +252,29 @@ const PACKUMENT_ACCEPT: &str =
 
 /// The signatures of one pinned version, as the upstream listed them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NpmSigned {
-    pub name: String,
-    pub version: String,
+pub(crate) struct NpmSigned {
+    pub(crate) name: String,
+    pub(crate) version: String,
     /// The `dist.integrity` listed beside them: what they sign.
-    pub integrity: String,
+    pub(crate) integrity: String,
     /// `dist.signatures`, verbatim.
-    pub signatures: Value,
+    pub(crate) signatures: Value,
 }
 
 /// What the upstream registry publishes for verifying the pinned versions.
 #[derive(Debug, Default)]
-pub struct NpmRegistryEvidence {
+pub(crate) struct NpmRegistryEvidence {
     /// The keys document, verbatim, to be served at `/-/npm/v1/keys`.
-    pub keys: Option<Vec<u8>>,
-    pub signed: Vec<NpmSigned>,
+    pub(crate) keys: Option<Vec<u8>>,
+    pub(crate) signed: Vec<NpmSigned>,
     /// What was replayed or left out, one line each, for stderr.
-    pub lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
 }
 
 /// The registry a pin was resolved from: its `resolved` URL less
 /// `/<name>/-/<file>` (a scoped name with `/` or `%2f`), e.g.
 /// `https://registry.npmjs.org`; `None` if it is not shaped so.
-pub fn registry_base(pin: &NpmPin) -> Option<String> {
+pub(crate) fn registry_base(pin: &NpmPin) -> Option<String> {
     let file = egress_artifacts::npm_tarball_filename(&pin.name, &pin.version);
     let spellings = [pin.name.clone(), pin.name.replacen('/', "%2f", 1)];
     spellings.iter().find_map(|name| {
@@ -167,17 +288,16 @@ fn client_for(
     clients: &mut HashMap<String, Client>,
     url: &Url,
     cacert: Option<&Path>,
-) -> Result<(), Failure> {
+) -> Result<(), BuildError> {
     if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(url.origin()) {
-        let c = Client::new(url.clone(), fetch::page_limits(), cacert)
-            .map_err(|e| Failure::input(e.to_string()))?;
+        let c = Client::new(url.clone(), fetch::page_limits(), cacert)?;
         slot.insert(c);
     }
     Ok(())
 }
 
-fn parse_url(text: &str) -> Result<Url, Failure> {
-    Url::parse(text).map_err(|e| Failure::input(format!("{text}: {e}")))
+fn parse_url(text: &str) -> Result<Url, BuildError> {
+    Url::parse(text).map_err(|e| BuildError::Conflict(format!("{text}: {e}")))
 }
 
 /// Fetches the keys document of every registry the pins were resolved
@@ -185,11 +305,11 @@ fn parse_url(text: &str) -> Result<Url, Failure> {
 /// replayed (see the module documentation). A 4xx from a registry means it
 /// does not provide the document; an unreachable registry or a 5xx after
 /// retries fails the build, as a tarball download would.
-pub fn fetch_npm_signatures(
+pub(crate) fn fetch_npm_signatures(
     lock: &NpmLock,
     jobs: usize,
     cacert: Option<&Path>,
-) -> Result<NpmRegistryEvidence, Failure> {
+) -> Result<NpmRegistryEvidence, BuildError> {
     let mut out = NpmRegistryEvidence::default();
     if lock.pins.is_empty() {
         return Ok(out);
@@ -223,8 +343,10 @@ pub fn fetch_npm_signatures(
     for base in by_base.keys() {
         let url = parse_url(&format!("{base}{NPM_KEYS_PATH}"))?;
         client_for(&mut clients, &url, cacert)?;
-        let answer = fetch::document(&clients[&url.origin()], &url, "application/json", &quiet)
-            .map_err(crate::snapshot_build::fetch_failure)?;
+        let Some(client) = clients.get(&url.origin()) else {
+            continue;
+        };
+        let answer = fetch::document(client, &url, "application/json", &quiet)?;
         match answer {
             fetch::Document::Body(bytes) if is_keys_document(&bytes) => {
                 docs.entry(bytes).or_default().push(url.to_string());
@@ -271,11 +393,14 @@ pub fn fetch_npm_signatures(
         jobs_list.push((base.clone(), name.clone(), url));
     }
     let results = pool::map(&jobs_list, jobs, |(_, _, url)| {
-        fetch::document(&clients[&url.origin()], url, PACKUMENT_ACCEPT, &quiet)
+        let client = clients
+            .get(&url.origin())
+            .ok_or_else(|| FetchError::Failed(format!("{url}: no client")))?;
+        fetch::document(client, url, PACKUMENT_ACCEPT, &quiet)
     });
     let mut packuments: HashMap<(String, String), Result<Value, String>> = HashMap::new();
     for ((base, name, url), r) in jobs_list.into_iter().zip(results) {
-        let doc = match r.map_err(crate::snapshot_build::fetch_failure)? {
+        let doc = match r? {
             fetch::Document::Body(bytes) => serde_json::from_slice::<Value>(&bytes)
                 .map_err(|e| format!("{url} is not JSON: {e}")),
             fetch::Document::NotProvided(status) => Err(format!("{url} answered {status}")),

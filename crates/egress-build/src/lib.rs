@@ -1,0 +1,49 @@
+//! Building signed snapshots from lockfiles: `egress-conformance snapshot
+//! build`.
+//!
+//! Every file that enters a snapshot is a local file or a download whose
+//! bytes hash to what a lock pins; any disagreement between an index and
+//! the locks refuses the whole snapshot, and nothing is written. The HTTP
+//! client is here, not in egress-snapshot, which the mirror shares.
+//!
+//! The generic steps (the build itself, fetching with retries and
+//! resumption, progress, writing) know no protocol; each protocol is a
+//! folder ([`pypi`], [`npm`]) with its share of the build, registered in
+//! [`build`] below.
+
+#![forbid(unsafe_code)]
+
+mod build;
+mod error;
+mod fetch;
+pub mod npm;
+mod progress;
+pub mod pypi;
+mod store;
+
+pub use build::{Common, DEFAULT_PRINCIPAL};
+pub use error::{BuildError, Kind};
+pub use pypi::REWRITTEN_UV_LOCK;
+pub use store::write_atomic;
+
+/// Everything a build reads: the shared options and each protocol's inputs.
+pub struct BuildOptions {
+    pub common: Common,
+    pub pypi: pypi::Inputs,
+    pub npm: npm::Inputs,
+}
+
+/// Fetches every file the locks pin, verifies each against its hash, and
+/// writes a signed snapshot at `options.common.out`; any mismatch writes
+/// nothing. `report` gets the lines a user is told on standard output;
+/// progress and notes go to standard error.
+///
+/// The protocols are registered here, in the order they are read, fetched
+/// and added.
+pub fn build(options: BuildOptions, report: impl FnMut(&str)) -> Result<(), BuildError> {
+    let parts: Vec<Box<dyn build::Part>> = vec![
+        Box::new(pypi::Pypi::new(options.pypi)),
+        Box::new(npm::Npm::new(options.npm)),
+    ];
+    build::run(&options.common, parts, report)
+}
