@@ -8,7 +8,8 @@ use egress_suite::Report;
 use std::path::Path;
 
 pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
-    let pairs = builtin::run_all().map_err(|e| Failure::internal(e.to_string()))?;
+    let pairs = builtin::run_all(&egress_references::BUILTIN)
+        .map_err(|e| Failure::internal(e.to_string()))?;
     let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
     match format {
         Format::Text => print!("{}", text(&pairs)),

@@ -3,7 +3,7 @@
 //! reference mirror serving a snapshot of its canary's files, and against
 //! reference (B), a conventional caching proxy, each in front of a canary
 //! upstream of its own, all on loopback. The pairs themselves are in each
-//! protocol's folder; [`crate::BUILTIN`] lists them.
+//! protocol's folder; `egress_references::BUILTIN` lists them.
 //!
 //! The snapshots are signed with a fixed demonstration key, which both runs
 //! trust, as a lab would trust its own.
@@ -54,7 +54,7 @@ impl BuiltinError {
     }
 }
 
-/// One protocol's pair of references, as [`crate::BUILTIN`] registers it.
+/// One protocol's pair of references, as it is registered.
 pub struct Protocol {
     /// The protocol's name in titles: `PyPI`, `npm`.
     pub title: &'static str,
@@ -77,10 +77,10 @@ impl Pair {
     }
 }
 
-/// Runs every registered protocol's pair, all at once; the pairs come back
-/// in registration order.
-pub fn run_all() -> Result<Vec<Pair>, BuiltinError> {
-    let Some((first, rest)) = crate::BUILTIN.split_first() else {
+/// Runs every protocol's pair, all at once; the pairs come back in the
+/// order given (`egress_references::BUILTIN`: every protocol).
+pub fn run_all(protocols: &[Protocol]) -> Result<Vec<Pair>, BuiltinError> {
+    let Some((first, rest)) = protocols.split_first() else {
         return Ok(Vec::new());
     };
     let others: Vec<_> = rest

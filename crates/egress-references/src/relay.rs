@@ -1,8 +1,8 @@
-//! How both caching-proxy fixtures ([`crate::pypi::proxy`], [`crate::npm::proxy`])
+//! How both caching proxies (B), PyPI's and npm's,
 //! talk to their upstream and relay what comes back, and the passthrough
 //! they both model: absolute-form targets and CONNECT tunnels, loopback only.
 
-use crate::{is_loopback_url, loopback_addrs};
+use crate::loopback::{is_loopback_url, loopback_addrs};
 use egress_http::{Reply, Request, Response};
 use egress_model::{Exchange, Url};
 use egress_transcript::Client;

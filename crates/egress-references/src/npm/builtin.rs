@@ -5,7 +5,7 @@
 use crate::builtin::{client, demo_key, demo_signers, BuiltinError, LateMirror, DEMO_PRINCIPAL};
 use crate::npm::canary::{self as npm_canary, NpmCanary};
 use crate::npm::proxy::NpmCachingProxy;
-use crate::SLOW_FETCH;
+use crate::relay::SLOW_FETCH;
 use egress_model::{NpmName, Upstream, Url};
 use egress_suite::{ManifestSource, NpmPlan, Plan, Report, Target};
 use std::sync::Arc;

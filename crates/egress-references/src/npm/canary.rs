@@ -1,5 +1,5 @@
 //! The npm canary upstream: a small npm-registry-protocol server the suite
-//! controls, the npm counterpart of [`crate::pypi::canary`].
+//! controls, the npm counterpart of the PyPI canary.
 //!
 //! **Test fixture.** It binds to 127.0.0.1 only and never connects anywhere.
 //!

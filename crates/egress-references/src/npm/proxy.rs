@@ -55,7 +55,7 @@ mod scan;
 
 mod write;
 
-use crate::is_loopback_url;
+use crate::loopback::is_loopback_url;
 use crate::relay::{absolute, connect, json, limits, outbound, relay, text, timed_out, SLOW_FETCH};
 use crate::request_log::lock;
 use crate::template::render_template;

@@ -7,7 +7,7 @@
 use crate::builtin::{client, demo_key, demo_signers, BuiltinError, DEMO_PRINCIPAL};
 use crate::pypi::canary::Canary;
 use crate::pypi::proxy::CachingProxy;
-use crate::SLOW_FETCH;
+use crate::relay::SLOW_FETCH;
 use egress_model::{Upstream, Url};
 use egress_suite::{ManifestSource, Plan, PresentSpec, Report, Target};
 use std::sync::Arc;

@@ -21,7 +21,7 @@
 
 mod build;
 
-use crate::is_loopback_url;
+use crate::loopback::is_loopback_url;
 use crate::relay::{absolute, connect, limits, outbound, relay, text, SLOW_FETCH};
 use crate::request_log::lock;
 use crate::template::render_template;

@@ -3,7 +3,7 @@
 //! the effect of its install-time lifecycle scripts, modelled as performing
 //! every `http://` request they name (to loopback only).
 
-use crate::is_loopback_url;
+use crate::loopback::is_loopback_url;
 use crate::relay::limits;
 use egress_model::Url;
 use egress_transcript::Client;

@@ -1,7 +1,7 @@
 //! How the proxy "builds" an sdist to learn its metadata.
 
 use super::limits;
-use crate::is_loopback_url;
+use crate::loopback::is_loopback_url;
 use egress_artifacts::read_sdist_pkg_info;
 use egress_model::Url;
 use egress_transcript::Client;
