@@ -495,7 +495,7 @@ fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), 
             if !path.is_file() {
                 return Err(format!("no {}", path.display()));
             }
-            let cfg = PeerConfig::load(&path)?;
+            let cfg = PeerConfig::load(&path).map_err(|e| e.to_string())?;
             Ok((cfg.protocol, Some(cfg)))
         }
     }
@@ -536,7 +536,7 @@ fn start(
         packages,
         projects,
     };
-    let peer = egress_testbed::start(&cfg, &ctx)?;
+    let peer = egress_testbed::start(&cfg, &ctx).map_err(|e| e.to_string())?;
     eprintln!("bench-peers: {name}: started, pid {}", peer.pid());
     Ok((peer.index_url.clone(), cfg.about, Box::new(peer)))
 }

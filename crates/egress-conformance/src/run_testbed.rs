@@ -50,7 +50,7 @@ pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Fail
 
 pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
     let paths = Paths::find();
-    let mut all = suite::variants(&paths.configs).map_err(Failure::input)?;
+    let mut all = suite::variants(&paths.configs).map_err(|e| Failure::input(e.to_string()))?;
     if !args.peers.is_empty() {
         let known: Vec<String> = all.iter().map(|v| v.name().to_string()).collect();
         if let Some(bad) = args.peers.iter().find(|p| !known.contains(p)) {

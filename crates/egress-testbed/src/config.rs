@@ -106,9 +106,31 @@ fn words(v: &str) -> Vec<String> {
     v.split_whitespace().map(str::to_string).collect()
 }
 
+/// Why a peer config could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A line of `<name>.conf` is wrong.
+    #[error("{name}.conf line {line}: {what}")]
+    Line {
+        name: String,
+        line: usize,
+        what: String,
+    },
+    /// A key the file must have is missing.
+    #[error("{name}.conf: `{key}` is missing (index: a path that starts and ends with /)")]
+    Missing { name: String, key: &'static str },
+    #[error("{name}.conf: `setup = devpi-mirror` is for PyPI peers")]
+    SetupForNpm { name: String },
+    #[error("{}: {cause}", .path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
 impl PeerConfig {
     /// Parses one file's text; `name` is the variant's name.
-    pub fn parse(name: &str, text: &str) -> Result<Self, String> {
+    pub fn parse(name: &str, text: &str) -> Result<Self, ConfigError> {
         let mut c = PeerConfig {
             name: name.to_string(),
             about: String::new(),
@@ -130,7 +152,11 @@ impl PeerConfig {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let at = |m: &str| format!("{name}.conf line {}: {m}", n + 1);
+            let at = |m: &str| ConfigError::Line {
+                name: name.to_string(),
+                line: n + 1,
+                what: m.to_string(),
+            };
             let (key, value) = line
                 .split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
@@ -203,32 +229,39 @@ impl PeerConfig {
             ),
         ] {
             if empty {
-                return Err(format!(
-                    "{name}.conf: `{key}` is missing (index: a path that starts and ends with /)"
-                ));
+                return Err(ConfigError::Missing {
+                    name: name.to_string(),
+                    key,
+                });
             }
         }
         if c.protocol == Protocol::Npm && c.setup.is_some() {
-            return Err(format!(
-                "{name}.conf: `setup = devpi-mirror` is for PyPI peers"
-            ));
+            return Err(ConfigError::SetupForNpm {
+                name: name.to_string(),
+            });
         }
         Ok(c)
     }
 
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let name = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&name, &text).map(|c| PeerConfig { dir, ..c })
     }
 
     /// Every `*.conf` in `dir`, sorted by name, so columns come in a fixed order.
-    pub fn load_dir(dir: &Path) -> Result<Vec<Self>, String> {
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    pub fn load_dir(dir: &Path) -> Result<Vec<Self>, ConfigError> {
+        let entries = std::fs::read_dir(dir).map_err(|cause| ConfigError::Read {
+            path: dir.to_path_buf(),
+            cause,
+        })?;
         let paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "conf"))
@@ -338,7 +371,7 @@ mod tests {
             ),
         ] {
             let e = PeerConfig::parse("x", text).expect_err(text);
-            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.to_string().contains(want), "{text:?}: {e}");
         }
     }
 

@@ -13,5 +13,6 @@ pub mod peer;
 pub mod setup;
 pub mod suite;
 
-pub use config::{FileSpec, PeerConfig, Protocol, Setup};
-pub use peer::{fresh_dir, start, Context, Running};
+pub use config::{ConfigError, FileSpec, PeerConfig, Protocol, Setup};
+pub use peer::{fresh_dir, start, Context, PeerError, Running};
+pub use setup::SetupError;

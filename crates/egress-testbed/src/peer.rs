@@ -4,9 +4,12 @@
 //! [`Running`] is dropped.
 
 use crate::config::{PeerConfig, Protocol, Setup, Vars};
+use crate::setup::SetupError;
+use egress_model::url::InvalidUrl;
 use egress_model::Url;
-use egress_transcript::{Client, Limits};
+use egress_transcript::{Client, ClientError, Limits};
 use std::fs::{self, File};
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,6 +23,65 @@ pub const READY_WITHIN: Duration = Duration::from_secs(60);
 const INIT_WITHIN: Duration = Duration::from_secs(150);
 /// How long a stopped peer gets to exit before its group is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// Why a peer did not start; `log` is the last line of its log.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("not installed in {}: run scripts/setup-peers {venv}", .dir.display())]
+    NotInstalled { dir: PathBuf, venv: String },
+    /// Something it needs could not be made, read or written.
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: io::Error },
+    #[error("an empty command line")]
+    EmptyCommand,
+    /// Its program could not be run; `hint` says what may be missing.
+    #[error("cannot run {program}: {cause}{hint}")]
+    Spawn {
+        program: String,
+        cause: io::Error,
+        hint: String,
+    },
+    #[error("set-up step `{step}` failed ({status}) after {secs:.1} s: {log}")]
+    StepFailed {
+        step: String,
+        status: std::process::ExitStatus,
+        secs: f64,
+        log: String,
+    },
+    #[error("set-up step `{step}` did not finish within {secs} s; stopped: {log}")]
+    StepTimeout {
+        step: String,
+        secs: u64,
+        log: String,
+    },
+    /// Waiting for a set-up step failed.
+    #[error("{0}")]
+    Wait(io::Error),
+    #[error("exited ({status}) before serving: {log}")]
+    Exited {
+        status: std::process::ExitStatus,
+        log: String,
+    },
+    #[error("not ready within {secs} s ({last}): {log}")]
+    NotReady {
+        secs: u64,
+        last: String,
+        log: String,
+    },
+    #[error(transparent)]
+    Url(#[from] InvalidUrl),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
+impl PeerError {
+    fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> Self {
+        let what = what.into();
+        move |cause| Self::Io { what, cause }
+    }
+}
 
 /// What the testbed knows when it starts a peer. For an npm peer the
 /// canary is the npm canary, and the lab's packages and projects are its
@@ -111,11 +173,11 @@ pub fn fresh_dir(label: &str) -> PathBuf {
     std::env::temp_dir().join(format!("egress-testbed-{label}-{}-{n}", std::process::id()))
 }
 
-fn free_port() -> Result<u16, String> {
+fn free_port() -> Result<u16, PeerError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("no free loopback port: {e}"))
+        .map_err(PeerError::io("no free loopback port"))
 }
 
 /// The last non-empty line the peer wrote, for one-line errors.
@@ -154,18 +216,18 @@ impl Starter<'_> {
 
     /// A command with no environment from this machine: no proxies, no
     /// PIP_* or index settings, so the canary is the only upstream it knows.
-    fn command(&self, words: &[String], port: u16) -> Result<Command, String> {
+    fn command(&self, words: &[String], port: u16) -> Result<Command, PeerError> {
         let vars = self.vars(port);
         let words = vars.command(words);
-        let (program, args) = words.split_first().ok_or("an empty command line")?;
+        let (program, args) = words.split_first().ok_or(PeerError::EmptyCommand)?;
         let log = File::options()
             .create(true)
             .append(true)
             .open(self.workdir.join("peer.log"))
-            .map_err(|e| format!("cannot open its log: {e}"))?;
+            .map_err(PeerError::io("cannot open its log"))?;
         let err = log
             .try_clone()
-            .map_err(|e| format!("cannot open its log: {e}"))?;
+            .map_err(PeerError::io("cannot open its log"))?;
         // An npm peer's programs are in node_modules/.bin; node itself is
         // the system's.
         let bins = match self.cfg.protocol {
@@ -191,26 +253,33 @@ impl Starter<'_> {
         Ok(c)
     }
 
-    fn spawn(&self, words: &[String], port: u16) -> Result<Proc, String> {
+    fn spawn(&self, words: &[String], port: u16) -> Result<Proc, PeerError> {
         let program = words
             .first()
             .map(|w| self.vars(port).fill(w))
             .unwrap_or_default();
-        self.command(words, port)?.spawn().map(Proc).map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    " (an incomplete install? run scripts/setup-peers {})",
-                    self.cfg.venv
-                )
-            } else {
-                String::new()
-            };
-            format!("cannot run {program}: {e}{hint}")
-        })
+        self.command(words, port)?
+            .spawn()
+            .map(Proc)
+            .map_err(|cause| {
+                let hint = if cause.kind() == std::io::ErrorKind::NotFound {
+                    format!(
+                        " (an incomplete install? run scripts/setup-peers {})",
+                        self.cfg.venv
+                    )
+                } else {
+                    String::new()
+                };
+                PeerError::Spawn {
+                    program,
+                    cause,
+                    hint,
+                }
+            })
     }
 
     /// Runs `words` to completion: it must exit 0 within [`INIT_WITHIN`].
-    fn init(&self, words: &[String]) -> Result<(), String> {
+    fn init(&self, words: &[String]) -> Result<(), PeerError> {
         let mut p = self.spawn(words, 0)?;
         let started = Instant::now();
         // The program's name and its plain words (`bandersnatch mirror`),
@@ -230,22 +299,23 @@ impl Starter<'_> {
         loop {
             match p.0.try_wait() {
                 Ok(Some(s)) if s.success() => return Ok(()),
-                Ok(Some(s)) => {
-                    return Err(format!(
-                        "set-up step `{what}` failed ({s}) after {:.1} s: {}",
-                        started.elapsed().as_secs_f64(),
-                        last_log_line(&self.workdir)
-                    ))
+                Ok(Some(status)) => {
+                    return Err(PeerError::StepFailed {
+                        step: what,
+                        status,
+                        secs: started.elapsed().as_secs_f64(),
+                        log: last_log_line(&self.workdir),
+                    })
                 }
                 Ok(None) if started.elapsed() > INIT_WITHIN => {
-                    return Err(format!(
-                        "set-up step `{what}` did not finish within {} s; stopped: {}",
-                        INIT_WITHIN.as_secs(),
-                        last_log_line(&self.workdir)
-                    ))
+                    return Err(PeerError::StepTimeout {
+                        step: what,
+                        secs: INIT_WITHIN.as_secs(),
+                        log: last_log_line(&self.workdir),
+                    })
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(100)),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(PeerError::Wait(e)),
             }
         }
     }
@@ -257,15 +327,15 @@ impl Starter<'_> {
         client: &Client,
         path: &str,
         ok: fn(u16) -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), PeerError> {
         let started = Instant::now();
         let mut last = "no answer".to_string();
         while started.elapsed() < READY_WITHIN {
-            if let Ok(Some(s)) = p.0.try_wait() {
-                return Err(format!(
-                    "exited ({s}) before serving: {}",
-                    last_log_line(&self.workdir)
-                ));
+            if let Ok(Some(status)) = p.0.try_wait() {
+                return Err(PeerError::Exited {
+                    status,
+                    log: last_log_line(&self.workdir),
+                });
             }
             let ex = client.get("ready", path, Some("text/html"));
             match ex.status() {
@@ -275,18 +345,18 @@ impl Starter<'_> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        Err(format!(
-            "not ready within {} s ({last}): {}",
-            READY_WITHIN.as_secs(),
-            last_log_line(&self.workdir)
-        ))
+        Err(PeerError::NotReady {
+            secs: READY_WITHIN.as_secs(),
+            last,
+            log: last_log_line(&self.workdir),
+        })
     }
 
     /// Starts `words` on a fresh port and waits until it listens.
-    fn serve(&self, words: &[String]) -> Result<(Proc, Client), String> {
+    fn serve(&self, words: &[String]) -> Result<(Proc, Client), PeerError> {
         let port = free_port()?;
-        let base = Url::parse(&format!("http://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
-        let client = Client::new(base, limits(), None).map_err(|e| e.to_string())?;
+        let base = Url::parse(&format!("http://127.0.0.1:{port}/"))?;
+        let client = Client::new(base, limits(), None)?;
         let mut p = self.spawn(words, port)?;
         // Any HTTP answer means it listens; whether the index is there is
         // checked after set-up.
@@ -354,10 +424,10 @@ fn limits() -> Limits {
 /// Starts the peer `cfg` describes and returns once its index answers 200.
 /// Every error is one line and names what failed; whatever was started is
 /// stopped and removed again.
-pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
+pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     // Absolute: the commands run in the working directory.
     let venv = std::path::absolute(ctx.peers_dir.join(&cfg.venv))
-        .map_err(|e| format!("{}: {e}", ctx.peers_dir.display()))?;
+        .map_err(PeerError::io(ctx.peers_dir.display().to_string()))?;
     // What setup-peers leaves once an install is complete: the venv's
     // python, or the record `npm ci` writes of what it installed.
     let installed = match cfg.protocol {
@@ -365,16 +435,15 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
         Protocol::Npm => "node_modules/.package-lock.json",
     };
     if !venv.join(installed).is_file() {
-        return Err(format!(
-            "not installed in {}: run scripts/setup-peers {}",
-            venv.display(),
-            cfg.venv
-        ));
+        return Err(PeerError::NotInstalled {
+            dir: venv,
+            venv: cfg.venv.clone(),
+        });
     }
     let workdir = fresh_dir(&cfg.name);
     let guard = Workdir(workdir.clone());
     for d in ["home", "tmp"] {
-        fs::create_dir_all(workdir.join(d)).map_err(|e| format!("cannot create {d}: {e}"))?;
+        fs::create_dir_all(workdir.join(d)).map_err(PeerError::io(format!("cannot create {d}")))?;
     }
     let s = Starter {
         cfg,
@@ -384,19 +453,21 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, String> {
     };
     if let Some(dir) = &cfg.seed {
         let dir = PathBuf::from(s.vars(0).fill(dir));
-        fs::create_dir_all(&dir).map_err(|e| format!("cannot seed {}: {e}", dir.display()))?;
+        fs::create_dir_all(&dir)
+            .map_err(PeerError::io(format!("cannot seed {}", dir.display())))?;
         for (name, bytes) in ctx.packages {
-            fs::write(dir.join(name), bytes).map_err(|e| format!("cannot seed {name}: {e}"))?;
+            fs::write(dir.join(name), bytes)
+                .map_err(PeerError::io(format!("cannot seed {name}")))?;
         }
     }
     for f in &cfg.files {
         let vars = s.vars(0);
         let from = cfg.dir.join(&f.template);
         let text = fs::read_to_string(&from)
-            .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+            .map_err(PeerError::io(format!("cannot read {}", from.display())))?;
         let to = PathBuf::from(vars.fill(&f.to));
         fs::write(&to, vars.fill_template(&text, &f.placeholders))
-            .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+            .map_err(PeerError::io(format!("cannot write {}", to.display())))?;
     }
     for words in &cfg.init {
         s.init(words)?;

@@ -10,9 +10,11 @@
 //! other, so that no peer's timing depends on another's load. PyPI and npm
 //! have different sub-probes, so each protocol gets a matrix of its own.
 
+use crate::config::ConfigError;
+use crate::peer::PeerError;
 use crate::{PeerConfig, Protocol};
 use egress_model::{Status, Url};
-use egress_references::builtin::LateMirror;
+use egress_references::builtin::{BuiltinError, LateMirror};
 use egress_references::npm::builtin as npm_builtin;
 use egress_references::npm::canary::NpmCanary;
 use egress_references::pypi::builtin;
@@ -33,6 +35,20 @@ pub const NPM_REFERENCE: &str = "reference-npm";
 /// Never the file the suite's file control fetches.
 const SLOW_FILE: &str = "ec_present-1.1.0-py3-none-any.whl";
 pub const SLOW_UPSTREAM: Duration = Duration::from_secs(2);
+
+/// Why a variant did not run (its column says so instead of verdicts).
+#[derive(Debug, thiserror::Error)]
+pub enum VariantError {
+    /// A canary, or the snapshot of a reference, could not be made.
+    #[error(transparent)]
+    Reference(#[from] BuiltinError),
+    /// A peer did not start.
+    #[error(transparent)]
+    Peer(#[from] PeerError),
+    /// An in-process peer (a reference or a fixture) did not start.
+    #[error("{0}")]
+    InProcess(String),
+}
 
 /// Something that stops an in-process peer when dropped.
 pub type Guard = Box<dyn Any>;
@@ -115,7 +131,7 @@ impl Paths {
 
 /// Per protocol, PyPI first: the reference, then every peer config of
 /// that protocol in name order.
-pub fn variants(configs: &Path) -> Result<Vec<Variant>, String> {
+pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
     let (pypi, npm): (Vec<PeerConfig>, Vec<PeerConfig>) = PeerConfig::load_dir(configs)?
         .into_iter()
         .partition(|c| c.protocol == Protocol::Pypi);
@@ -137,7 +153,7 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
             let _ = std::fs::remove_dir_all(&self.1);
         }
     }
-    let snapshot = builtin::demo_snapshot(canary).map_err(|f| f.to_string())?;
+    let snapshot = builtin::demo_snapshot(canary).map_err(|e| e.to_string())?;
     let dir = crate::fresh_dir(REFERENCE);
     let mut served = Served(None, dir.clone());
     snapshot
@@ -147,7 +163,7 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
         .map_err(|e| format!("cannot open the snapshot: {e}"))?;
     let server = egress_mirror::serve_dir(store, "127.0.0.1:0")
         .map_err(|e| format!("cannot serve the snapshot: {e}"))?;
-    let index = builtin::index_of(&server.base_url()).map_err(|f| f.to_string())?;
+    let index = builtin::index_of(&server.base_url()).map_err(|e| e.to_string())?;
     served.0 = Some(server);
     Ok((index, Box::new(served)))
 }
@@ -174,7 +190,7 @@ pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
     let registry = format!("{}/", server.base_url());
     let dir = crate::fresh_dir(NPM_REFERENCE);
     let served = Served(Some(server), dir.clone());
-    let snapshot = npm_builtin::demo_npm_snapshot(canary, &registry).map_err(|f| f.to_string())?;
+    let snapshot = npm_builtin::demo_npm_snapshot(canary, &registry).map_err(|e| e.to_string())?;
     snapshot
         .write_dir(&dir)
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
@@ -206,8 +222,8 @@ fn run_npm_variant(
     name: &str,
     cfg: Option<&PeerConfig>,
     peers_dir: &Path,
-) -> Result<(Report, Duration), String> {
-    let canary = npm_builtin::start_npm_canary().map_err(|f| f.to_string())?;
+) -> Result<(Report, Duration), VariantError> {
+    let canary = npm_builtin::start_npm_canary()?;
     let started = Instant::now();
     let ready;
     let report = match cfg {
@@ -224,14 +240,15 @@ fn run_npm_variant(
             ready = started.elapsed();
             let r = npm_builtin::run_npm_against(name, &peer.index_url, &canary);
             peer.stop();
-            r.map_err(|f| f.to_string())?
+            r?
         }
         None => {
-            let (registry, guard) = start_npm_reference(&canary)?;
+            let (registry, guard) =
+                start_npm_reference(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
             let r = npm_builtin::run_npm_against(name, &registry, &canary);
             drop(guard);
-            r.map_err(|f| f.to_string())?
+            r?
         }
     };
     canary.stop();
@@ -242,7 +259,7 @@ fn run_npm_variant(
 /// stops everything again; returns the report and how long the variant took
 /// to start (set-up steps, a sync or a warm-up included). `Err` names why
 /// the variant could not run.
-pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
+pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
     match v {
         Variant::NpmReference => run_npm_variant(v.name(), None, peers_dir),
         Variant::Peer(cfg) if cfg.protocol == Protocol::Npm => {
@@ -254,26 +271,26 @@ pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), 
 
 /// [`run_variant`] for a PyPI variant: a fresh canary (one file slow), the
 /// PyPI suite.
-fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), String> {
-    let canary = builtin::start_canary().map_err(|f| f.to_string())?;
+fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+    let canary = builtin::start_canary()?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
     let started = Instant::now();
     let ready;
     let report = match v {
         // The PyPI reference (run_variant sends the npm one elsewhere).
         Variant::Reference | Variant::NpmReference => {
-            let (index, guard) = start_reference(&canary)?;
+            let (index, guard) = start_reference(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
-            r.map_err(|f| f.to_string())?
+            r?
         }
         Variant::Fixture { start, .. } => {
-            let (index, guard) = start(&canary)?;
+            let (index, guard) = start(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
             drop(guard);
-            r.map_err(|f| f.to_string())?
+            r?
         }
         Variant::Peer(cfg) => {
             let dists = canary.dists(false);
@@ -294,7 +311,7 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
             peer.stop();
-            r.map_err(|f| f.to_string())?
+            r?
         }
     };
     canary.stop();
@@ -352,7 +369,7 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
             }
             Err(e) => {
                 progress(&format!("{}: could not run: {e}", v.name()));
-                out.not_run.push((v.name().to_string(), e));
+                out.not_run.push((v.name().to_string(), e.to_string()));
             }
         }
     }
