@@ -1,5 +1,6 @@
-//! `egress-conformance`: a thin command line over the suite, the reference
-//! mirror and the fixtures. See `egress-conformance --help`.
+//! `egress-conformance`: a thin command line over the suite, the
+//! references, the testbed and snapshot building. See `egress-conformance
+//! --help`.
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{check, exit, keygen, run_builtin, run_testbed, snapshot, verify, Format};
