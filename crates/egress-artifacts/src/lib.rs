@@ -18,7 +18,9 @@ pub use npm::{
     build_npm_tarball, is_valid_npm_name, npm_tarball_filename, sri_sha512, NpmPackageSpec,
     NpmTarball,
 };
-pub use sdist::{build_sdist, read_sdist_pkg_info, MAX_SDIST_UNPACKED};
+pub use sdist::{
+    build_sdist, read_sdist_pkg_info, read_top_level_file, TopLevelFile, MAX_SDIST_UNPACKED,
+};
 pub use wheel::{build_wheel, read_wheel_metadata};
 
 /// Largest METADATA or PKG-INFO the readers will return. Real ones are a few

@@ -138,8 +138,57 @@ pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
 /// so that the gzip checksum is verified and any entry with an absolute or
 /// `..` path, or link target, rejects the sdist.
 pub fn read_sdist_pkg_info(sdist_tar_gz: &[u8]) -> Result<Vec<u8>, ArtifactError> {
-    let mut tar = TarScan::default();
-    gunzip(sdist_tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
+    read_top_level_file(sdist_tar_gz, TopLevelFile::PkgInfo)
+}
+
+/// A file that [`read_top_level_file`] can take out of a `.tar.gz`: one that
+/// sits directly in the archive's top directory (`name-version/` of an
+/// sdist, `package/` of an npm tarball).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopLevelFile {
+    /// An sdist's core metadata.
+    PkgInfo,
+    /// An npm package's manifest.
+    PackageJson,
+    /// An sdist's build script (read, never run).
+    SetupPy,
+}
+
+impl TopLevelFile {
+    fn name(self) -> &'static [u8] {
+        match self {
+            Self::PkgInfo => b"PKG-INFO",
+            Self::PackageJson => b"package.json",
+            Self::SetupPy => b"setup.py",
+        }
+    }
+
+    /// How errors name the file: short, and as the top-level one.
+    fn what(self) -> (&'static str, &'static str) {
+        match self {
+            Self::PkgInfo => ("PKG-INFO", "top-level PKG-INFO"),
+            Self::PackageJson => ("package.json", "top-level package.json"),
+            Self::SetupPy => ("setup.py", "top-level setup.py"),
+        }
+    }
+
+    fn not_regular(self) -> &'static str {
+        match self {
+            Self::PkgInfo => "PKG-INFO is not a regular file",
+            Self::PackageJson => "package.json is not a regular file",
+            Self::SetupPy => "setup.py is not a regular file",
+        }
+    }
+}
+
+/// Returns the top-level `file` of a `.tar.gz` ([`TopLevelFile`]), at most
+/// [`MAX_METADATA`] bytes. Nothing is written to disk or executed. As for
+/// [`read_sdist_pkg_info`], the whole archive is inflated (up to
+/// [`MAX_SDIST_UNPACKED`]) and checked: gzip checksum, every entry path and
+/// link target, exactly one such file.
+pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>, ArtifactError> {
+    let mut tar = TarScan::new(file);
+    gunzip(tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
     tar.finish()
 }
 
@@ -237,16 +286,16 @@ fn gzip_header_len(input: &[u8]) -> Result<usize, ArtifactError> {
 enum Body {
     Skip,
     NoData,
-    PkgInfo,
+    Wanted,
     Pax,
     GnuLongName,
     GnuLongLink,
 }
 
 /// Tar parser fed in arbitrary pieces. It keeps one header block, the
-/// current capture (bounded before it starts) and PKG-INFO if found.
-#[derive(Default)]
+/// current capture (bounded before it starts) and the wanted file if found.
 struct TarScan {
+    wanted: TopLevelFile,
     header: Vec<u8>,
     /// Bytes of the current entry's data still to come, then its padding.
     remaining: u64,
@@ -257,11 +306,27 @@ struct TarScan {
     next_path: Option<Vec<u8>>,
     next_link: Option<Vec<u8>>,
     next_size: Option<u64>,
-    pkg_info: Option<Vec<u8>>,
+    found: Option<Vec<u8>>,
     ended: bool,
 }
 
 impl TarScan {
+    fn new(wanted: TopLevelFile) -> Self {
+        Self {
+            wanted,
+            header: Vec::new(),
+            remaining: 0,
+            padding: 0,
+            body: None,
+            capture: Vec::new(),
+            next_path: None,
+            next_link: None,
+            next_size: None,
+            found: None,
+            ended: false,
+        }
+    }
+
     fn feed(&mut self, mut data: &[u8]) -> Result<(), ArtifactError> {
         while !data.is_empty() && !self.ended {
             if self.body.is_none() {
@@ -343,7 +408,7 @@ impl TarScan {
     }
 
     /// Applies pending overrides to a real entry, checks its paths, and
-    /// decides whether it is the PKG-INFO we want.
+    /// decides whether it is the file we want.
     fn check_member(&mut self, h: &[u8], kind: u8, size: u64) -> Result<Body, ArtifactError> {
         let path = match self.next_path.take() {
             Some(p) => p,
@@ -365,28 +430,30 @@ impl TarScan {
             .split(|&b| b == b'/')
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
-        if !matches!(parts.as_slice(), [_, b"PKG-INFO"]) {
+        let wanted = self.wanted.name();
+        if !matches!(parts.as_slice(), [_, name] if *name == wanted) {
             return Ok(if has_data { Body::Skip } else { Body::NoData });
         }
-        if self.pkg_info.is_some() {
-            return Err(ArtifactError::Ambiguous("top-level PKG-INFO"));
+        let (short, top_level) = self.wanted.what();
+        if self.found.is_some() {
+            return Err(ArtifactError::Ambiguous(top_level));
         }
         if !regular {
-            return Err(ArtifactError::Malformed("PKG-INFO is not a regular file"));
+            return Err(ArtifactError::Malformed(self.wanted.not_regular()));
         }
         if size > MAX_METADATA {
             return Err(ArtifactError::TooLarge {
-                what: "PKG-INFO",
+                what: short,
                 limit: MAX_METADATA,
             });
         }
-        Ok(Body::PkgInfo)
+        Ok(Body::Wanted)
     }
 
     fn end_entry(&mut self) -> Result<(), ArtifactError> {
         let data = std::mem::take(&mut self.capture);
         match self.body.take() {
-            Some(Body::PkgInfo) => self.pkg_info = Some(data),
+            Some(Body::Wanted) => self.found = Some(data),
             Some(Body::Pax) => self.apply_pax(&data)?,
             Some(Body::GnuLongName) => self.next_path = Some(field(&data).to_vec()),
             Some(Body::GnuLongLink) => self.next_link = Some(field(&data).to_vec()),
@@ -426,8 +493,8 @@ impl TarScan {
         if !self.ended && (self.body.is_some() || !self.header.is_empty()) {
             return Err(ArtifactError::Truncated("tar archive"));
         }
-        self.pkg_info
-            .ok_or(ArtifactError::Missing("top-level PKG-INFO"))
+        self.found
+            .ok_or(ArtifactError::Missing(self.wanted.what().1))
     }
 }
 

@@ -25,7 +25,6 @@ pub mod npm_proxy;
 pub mod proxy;
 mod relay;
 mod request_log;
-mod tgz;
 
 pub use canary::Canary;
 pub use hostile::{Hostile, HostileServer};

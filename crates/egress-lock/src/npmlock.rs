@@ -9,7 +9,7 @@
 //! built from it would bind a name to bytes nobody vouched for (P1).
 
 use crate::LockError;
-use egress_model::base64;
+use egress_model::{Integrity, IntegrityError};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ pub struct NpmPin {
     /// The lock's `integrity` value as written (possibly several hashes).
     pub integrity: String,
     /// The sha512 the `integrity` names.
-    pub sha512: [u8; 64],
+    pub sha512: Integrity,
     /// The lock's `packages` key of the first entry with this pin.
     pub key: String,
     /// Dependency ranges of the entry, as the lock records them.
@@ -38,7 +38,7 @@ pub struct NpmPin {
 impl NpmPin {
     /// `sha512-<base64>`: the single integrity a registry serves.
     pub fn sri(&self) -> String {
-        format!("sha512-{}", base64::encode(&self.sha512))
+        self.sha512.to_string()
     }
 }
 
@@ -62,29 +62,17 @@ fn name_from_key(key: &str) -> Option<&str> {
 
 /// Parses an SRI `integrity` (space-separated `algo-base64[?opts]`) and
 /// returns its sha512, or why there is none.
-pub fn sha512_of_integrity(integrity: &str) -> Result<[u8; 64], String> {
-    let mut algos = Vec::new();
-    for token in integrity.split_ascii_whitespace() {
-        let token = token.split('?').next().unwrap_or_default();
-        let Some((algo, b64)) = token.split_once('-') else {
-            return Err(format!("integrity {integrity:?} is not an SRI string"));
-        };
-        if algo.eq_ignore_ascii_case("sha512") {
-            let bytes = base64::decode(b64)
-                .ok_or_else(|| format!("integrity {integrity:?}: malformed base64"))?;
-            return bytes
-                .try_into()
-                .map_err(|_| format!("integrity {integrity:?}: a sha512 has 64 bytes"));
-        }
-        algos.push(algo.to_string());
-    }
-    if algos.is_empty() {
-        return Err("the integrity is empty".into());
-    }
-    Err(format!(
-        "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
-        algos.join(", ")
-    ))
+pub fn sha512_of_integrity(integrity: &str) -> Result<Integrity, String> {
+    Integrity::from_sri(integrity).map_err(|e| match e {
+        IntegrityError::Empty => "the integrity is empty".into(),
+        IntegrityError::NotSri(_) => format!("integrity {integrity:?} is not an SRI string"),
+        IntegrityError::Base64 => format!("integrity {integrity:?}: malformed base64"),
+        IntegrityError::Length(_) => format!("integrity {integrity:?}: a sha512 has 64 bytes"),
+        IntegrityError::NoSha512(algos) => format!(
+            "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
+            algos.join(", ")
+        ),
+    })
 }
 
 fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, String> {
@@ -219,6 +207,7 @@ pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use egress_model::base64;
 
     fn sri(byte: u8) -> String {
         format!("sha512-{}", base64::encode(&[byte; 64]))

@@ -5,7 +5,7 @@
 //! This crate only starts and stops peers; `egress-conformance testbed`
 //! runs the suite against them and renders the matrix.
 
-#![deny(unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod peer;
