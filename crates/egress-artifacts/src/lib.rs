@@ -7,6 +7,11 @@
 //! test, which may be hostile: they never execute anything, never trust a size
 //! they have not bounded, and answer every malformed input with an error.
 
+// A parser of untrusted bytes: no indexing or string slicing that could
+// panic; tests may index.
+#![warn(clippy::indexing_slicing, clippy::string_slice)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+
 pub mod npm;
 mod sdist;
 mod wheel;
@@ -172,10 +177,10 @@ fn assert_member_path(path: &str) {
 /// Whether a served entry path could land outside the extraction directory.
 /// Backslashes count as separators because Windows extractors treat them so.
 fn is_unsafe_path(path: &[u8]) -> bool {
-    let drive = path.len() >= 2 && path[0].is_ascii_alphabetic() && path[1] == b':';
+    let drive = matches!(path, [letter, b':', ..] if letter.is_ascii_alphabetic());
     path.is_empty()
-        || path[0] == b'/'
-        || path[0] == b'\\'
+        || path.starts_with(b"/")
+        || path.starts_with(b"\\")
         || drive
         || path.contains(&0)
         || path.split(|&b| b == b'/' || b == b'\\').any(|c| c == b"..")

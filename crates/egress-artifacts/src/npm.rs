@@ -58,11 +58,13 @@ impl NpmPackageSpec {
             "main": self.main,
             "license": "Apache-2.0",
         });
-        if !self.scripts.is_empty() {
-            doc["scripts"] = serde_json::json!(self.scripts);
-        }
-        if !self.dependencies.is_empty() {
-            doc["dependencies"] = serde_json::json!(self.dependencies);
+        if let Some(fields) = doc.as_object_mut() {
+            if !self.scripts.is_empty() {
+                fields.insert("scripts".into(), serde_json::json!(self.scripts));
+            }
+            if !self.dependencies.is_empty() {
+                fields.insert("dependencies".into(), serde_json::json!(self.dependencies));
+            }
         }
         doc
     }

@@ -5,6 +5,11 @@
 //! header, a project name, an npm name, a version, a distribution filename
 //! and an evidence record.
 
+// A parser of untrusted bytes: no indexing or string slicing that could
+// panic; tests may index.
+#![warn(clippy::indexing_slicing, clippy::string_slice)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+
 pub mod accept;
 pub mod base64;
 pub mod digest;

@@ -10,6 +10,11 @@
 //! never panic and report what the page says rather than judging it: whether
 //! a page conforms is the suite's decision, not the parser's.
 
+// A parser of untrusted bytes: no indexing or string slicing that could
+// panic; tests may index.
+#![warn(clippy::indexing_slicing, clippy::string_slice)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+
 mod html;
 mod json;
 mod negotiate;
