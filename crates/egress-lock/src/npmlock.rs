@@ -24,7 +24,7 @@ pub struct NpmPin {
     /// The lock's `integrity` value as written (possibly several hashes).
     pub integrity: String,
     /// The sha512 the `integrity` names.
-    pub sha512: Integrity,
+    pub sha512: [u8; 64],
     /// The lock's `packages` key of the first entry with this pin.
     pub key: String,
     /// Dependency ranges of the entry, as the lock records them.
@@ -38,7 +38,7 @@ pub struct NpmPin {
 impl NpmPin {
     /// `sha512-<base64>`: the single integrity a registry serves.
     pub fn sri(&self) -> String {
-        self.sha512.to_string()
+        Integrity::from_bytes(self.sha512).to_string()
     }
 }
 
@@ -61,8 +61,8 @@ fn name_from_key(key: &str) -> Option<&str> {
 
 /// Parses an SRI `integrity` (space-separated `algo-base64[?opts]`) and
 /// returns its sha512, or why there is none.
-pub fn sha512_of_integrity(integrity: &str) -> Result<Integrity, String> {
-    Integrity::from_sri(integrity).map_err(|e| match e {
+pub fn sha512_of_integrity(integrity: &str) -> Result<[u8; 64], String> {
+    let sha512 = Integrity::from_sri(integrity).map_err(|e| match e {
         IntegrityError::Empty => "the integrity is empty".into(),
         IntegrityError::NotSri(_) => format!("integrity {integrity:?} is not an SRI string"),
         IntegrityError::Base64 => format!("integrity {integrity:?}: malformed base64"),
@@ -71,7 +71,8 @@ pub fn sha512_of_integrity(integrity: &str) -> Result<Integrity, String> {
             "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
             algos.join(", ")
         ),
-    })
+    })?;
+    Ok(*sha512.as_bytes())
 }
 
 fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, String> {
