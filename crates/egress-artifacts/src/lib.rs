@@ -7,10 +7,13 @@
 //! test, which may be hostile: they never execute anything, never trust a size
 //! they have not bounded, and answer every malformed input with an error.
 
-// A parser of untrusted bytes: no indexing or string slicing that could
-// panic; tests may index.
-#![warn(clippy::indexing_slicing, clippy::string_slice)]
-#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 pub mod npm;
 mod sdist;

@@ -11,10 +11,13 @@
 //! `max_body_bytes`, each chunk-size line by [`CHUNK_LINE_MAX`], and time by the
 //! deadline the caller puts on the underlying reader.
 
-// A parser of untrusted bytes: no indexing or string slicing that could
-// panic; tests may index.
-#![warn(clippy::indexing_slicing, clippy::string_slice)]
-#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 use std::io::{self, BufRead, Read};
 

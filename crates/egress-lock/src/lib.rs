@@ -19,10 +19,13 @@
 //! `uv sync --frozen` installs from the mirror with the lock's own hashes.
 
 #![forbid(unsafe_code)]
-// A parser of untrusted bytes: no indexing or string slicing that could
-// panic; tests may index.
-#![warn(clippy::indexing_slicing, clippy::string_slice)]
-#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 mod npmlock;
 mod requirements;

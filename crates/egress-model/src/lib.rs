@@ -5,10 +5,13 @@
 //! header, a project name, an npm name, a version, a distribution filename
 //! and an evidence record.
 
-// A parser of untrusted bytes: no indexing or string slicing that could
-// panic; tests may index.
-#![warn(clippy::indexing_slicing, clippy::string_slice)]
-#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 pub mod accept;
 pub mod base64;

@@ -5,10 +5,13 @@
 //! `record_bytes` (kept body prefix). Body bytes beyond that are hashed and
 //! dropped.
 
-// A parser of untrusted bytes: no indexing or string slicing that could
-// panic; tests may index.
-#![warn(clippy::indexing_slicing, clippy::string_slice)]
-#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 use crate::{describe_io, BodySink, Limits};
 use egress_model::digest::Sha256Hasher;
