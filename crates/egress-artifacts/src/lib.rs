@@ -7,6 +7,14 @@
 //! test, which may be hostile: they never execute anything, never trust a size
 //! they have not bounded, and answer every malformed input with an error.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
 pub mod npm;
 mod sdist;
 mod wheel;
@@ -18,7 +26,9 @@ pub use npm::{
     build_npm_tarball, is_valid_npm_name, npm_tarball_filename, sri_sha512, NpmPackageSpec,
     NpmTarball,
 };
-pub use sdist::{build_sdist, read_sdist_pkg_info, MAX_SDIST_UNPACKED};
+pub use sdist::{
+    build_sdist, read_sdist_pkg_info, read_top_level_file, TopLevelFile, MAX_SDIST_UNPACKED,
+};
 pub use wheel::{build_wheel, read_wheel_metadata};
 
 /// Largest METADATA or PKG-INFO the readers will return. Real ones are a few
@@ -170,10 +180,10 @@ fn assert_member_path(path: &str) {
 /// Whether a served entry path could land outside the extraction directory.
 /// Backslashes count as separators because Windows extractors treat them so.
 fn is_unsafe_path(path: &[u8]) -> bool {
-    let drive = path.len() >= 2 && path[0].is_ascii_alphabetic() && path[1] == b':';
+    let drive = matches!(path, [letter, b':', ..] if letter.is_ascii_alphabetic());
     path.is_empty()
-        || path[0] == b'/'
-        || path[0] == b'\\'
+        || path.starts_with(b"/")
+        || path.starts_with(b"\\")
         || drive
         || path.contains(&0)
         || path.split(|&b| b == b'/' || b == b'\\').any(|c| c == b"..")

@@ -7,7 +7,7 @@
 
 use crate::assert_member_path;
 use crate::sdist::{gzip, write_tar, TarEntry};
-use sha2::{Digest, Sha512};
+use egress_model::{Integrity, NpmName};
 use std::collections::BTreeMap;
 
 /// What goes into an npm package tarball.
@@ -58,11 +58,13 @@ impl NpmPackageSpec {
             "main": self.main,
             "license": "Apache-2.0",
         });
-        if !self.scripts.is_empty() {
-            doc["scripts"] = serde_json::json!(self.scripts);
-        }
-        if !self.dependencies.is_empty() {
-            doc["dependencies"] = serde_json::json!(self.dependencies);
+        if let Some(fields) = doc.as_object_mut() {
+            if !self.scripts.is_empty() {
+                fields.insert("scripts".into(), serde_json::json!(self.scripts));
+            }
+            if !self.dependencies.is_empty() {
+                fields.insert("dependencies".into(), serde_json::json!(self.dependencies));
+            }
         }
         doc
     }
@@ -88,32 +90,16 @@ pub struct NpmTarball {
     pub sha512: [u8; 64],
 }
 
-/// `sha512-<base64>` of `data`, the Subresource Integrity string npm uses.
+/// `sha512-<base64>` of `data`, the Subresource Integrity string npm uses:
+/// shorthand for `Integrity::of(data).to_string()`.
 pub fn sri_sha512(data: &[u8]) -> String {
-    format!("sha512-{}", egress_model::base64::encode(&sha512(data)))
+    Integrity::of(data).to_string()
 }
 
-fn sha512(data: &[u8]) -> [u8; 64] {
-    Sha512::digest(data).into()
-}
-
-/// Whether `name` is a valid name for a new npm package: `name` or
-/// `@scope/name`, each part lowercase ASCII letters, digits, `-`, `.`, `_`,
-/// not starting with `.` or `_`, at most 214 bytes in all.
+/// Whether `name` is a valid name for a new npm package:
+/// [`NpmName::new_package`], the one npm-name rule.
 pub fn is_valid_npm_name(name: &str) -> bool {
-    let part = |p: &str| {
-        !p.is_empty()
-            && !p.starts_with(['.', '_'])
-            && p.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._".contains(&b))
-    };
-    let parts_ok = match name.strip_prefix('@') {
-        Some(scoped) => scoped
-            .split_once('/')
-            .is_some_and(|(scope, pkg)| part(scope) && part(pkg)),
-        None => part(name),
-    };
-    name.len() <= 214 && parts_ok
+    NpmName::new_package(name).is_ok()
 }
 
 /// The registry's tarball filename for a package version:
@@ -167,11 +153,11 @@ pub fn build_npm_tarball(spec: &NpmPackageSpec) -> NpmTarball {
             .map(|(path, data)| (format!("package/{path}"), TarEntry::File(data))),
     );
     let bytes = gzip(&write_tar(&entries));
-    let sha512 = sha512(&bytes);
+    let integrity = Integrity::of(&bytes);
     NpmTarball {
         filename: npm_tarball_filename(&spec.name, &spec.version),
-        integrity: format!("sha512-{}", egress_model::base64::encode(&sha512)),
-        sha512,
+        integrity: integrity.to_string(),
+        sha512: *integrity.as_bytes(),
         bytes,
     }
 }

@@ -56,7 +56,8 @@ pub fn build_sdist(spec: &SdistSpec) -> BuiltDist {
         assert!(previous.is_none(), "duplicate sdist member {path:?}");
         // Explicit parent directories, so extractors never invent their modes.
         for (i, _) in path.match_indices('/') {
-            files.insert(format!("{top}/{}/", &path[..i]), TarEntry::Dir);
+            let dir = path.get(..i).unwrap_or_default();
+            files.insert(format!("{top}/{dir}/"), TarEntry::Dir);
         }
     }
     let entries: Vec<(String, TarEntry)> = files.into_iter().collect();
@@ -65,6 +66,9 @@ pub fn build_sdist(spec: &SdistSpec) -> BuiltDist {
 }
 
 /// Ustar archive with fixed owner and mtime. Directory paths end with `/`.
+// Our own builder: split_ustar_path has checked that name and prefix fit
+// their fields, so every range is inside the 512-byte header.
+#[allow(clippy::indexing_slicing)]
 pub(crate) fn write_tar(entries: &[(String, TarEntry)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (path, entry) in entries {
@@ -99,6 +103,9 @@ pub(crate) fn write_tar(entries: &[(String, TarEntry)]) -> Vec<u8> {
 }
 
 /// Zero-padded octal filling all but the last byte of the field, then NUL.
+// The fields are constant ranges of the header, and the assert makes the
+// text exactly `digits` long.
+#[allow(clippy::indexing_slicing)]
 fn octal(field: &mut [u8], value: u64) {
     let digits = field.len() - 1;
     let text = format!("{value:0digits$o}");
@@ -118,7 +125,7 @@ fn split_ustar_path(path: &str) -> (&str, &str) {
         .map(|(i, _)| i)
         .rev()
         .find(|&i| i <= 155 && i < trimmed.len() && path.len() - i - 1 <= 100)
-        .map(|i| (&path[..i], &path[i + 1..]))
+        .and_then(|i| Some((path.get(..i)?, path.get(i + 1..)?)))
         .unwrap_or_else(|| panic!("{path:?} does not fit a ustar header"))
 }
 
@@ -138,8 +145,57 @@ pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
 /// so that the gzip checksum is verified and any entry with an absolute or
 /// `..` path, or link target, rejects the sdist.
 pub fn read_sdist_pkg_info(sdist_tar_gz: &[u8]) -> Result<Vec<u8>, ArtifactError> {
-    let mut tar = TarScan::default();
-    gunzip(sdist_tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
+    read_top_level_file(sdist_tar_gz, TopLevelFile::PkgInfo)
+}
+
+/// A file that [`read_top_level_file`] can take out of a `.tar.gz`: one that
+/// sits directly in the archive's top directory (`name-version/` of an
+/// sdist, `package/` of an npm tarball).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopLevelFile {
+    /// An sdist's core metadata.
+    PkgInfo,
+    /// An npm package's manifest.
+    PackageJson,
+    /// An sdist's build script (read, never run).
+    SetupPy,
+}
+
+impl TopLevelFile {
+    fn name(self) -> &'static [u8] {
+        match self {
+            Self::PkgInfo => b"PKG-INFO",
+            Self::PackageJson => b"package.json",
+            Self::SetupPy => b"setup.py",
+        }
+    }
+
+    /// How errors name the file: short, and as the top-level one.
+    fn what(self) -> (&'static str, &'static str) {
+        match self {
+            Self::PkgInfo => ("PKG-INFO", "top-level PKG-INFO"),
+            Self::PackageJson => ("package.json", "top-level package.json"),
+            Self::SetupPy => ("setup.py", "top-level setup.py"),
+        }
+    }
+
+    fn not_regular(self) -> &'static str {
+        match self {
+            Self::PkgInfo => "PKG-INFO is not a regular file",
+            Self::PackageJson => "package.json is not a regular file",
+            Self::SetupPy => "setup.py is not a regular file",
+        }
+    }
+}
+
+/// Returns the top-level `file` of a `.tar.gz` ([`TopLevelFile`]), at most
+/// [`MAX_METADATA`] bytes. Nothing is written to disk or executed. As for
+/// [`read_sdist_pkg_info`], the whole archive is inflated (up to
+/// [`MAX_SDIST_UNPACKED`]) and checked: gzip checksum, every entry path and
+/// link target, exactly one such file.
+pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>, ArtifactError> {
+    let mut tar = TarScan::new(file);
+    gunzip(tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
     tar.finish()
 }
 
@@ -179,10 +235,11 @@ fn gunzip(
         .checked_add(8)
         .and_then(|end| input.get(pos..end))
         .ok_or(ArtifactError::Truncated("gzip trailer"))?;
-    if trailer[..4] != crc.finalize().to_le_bytes() {
+    let (crc_bytes, len_bytes) = trailer.split_at(4);
+    if crc_bytes != crc.finalize().to_le_bytes() {
         return Err(ArtifactError::ChecksumMismatch("gzip crc32"));
     }
-    if trailer[4..] != (total as u32).to_le_bytes() {
+    if len_bytes != (total as u32).to_le_bytes() {
         return Err(ArtifactError::Malformed(
             "gzip length trailer differs from the data",
         ));
@@ -204,18 +261,21 @@ fn gzip_header_len(input: &[u8]) -> Result<usize, ArtifactError> {
     if !input.starts_with(&[0x1f, 0x8b]) {
         return Err(ArtifactError::NotAnArchive("gzip stream"));
     }
-    let fixed = input.get(..10).ok_or(truncated.clone())?;
-    if fixed[2] != 8 {
+    let &[_, _, method, flags, ..] = input.get(..10).ok_or(truncated.clone())? else {
+        return Err(truncated);
+    };
+    if method != 8 {
         return Err(ArtifactError::Unsupported("gzip method other than deflate"));
     }
-    let flags = fixed[3];
     if flags & 0xe0 != 0 {
         return Err(ArtifactError::Malformed("reserved gzip flags set"));
     }
     let mut pos = 10usize;
     if flags & FEXTRA != 0 {
-        let len = input.get(pos..pos + 2).ok_or(truncated.clone())?;
-        pos += 2 + usize::from(u16::from_le_bytes([len[0], len[1]]));
+        let &[lo, hi] = input.get(pos..pos + 2).ok_or(truncated.clone())? else {
+            return Err(truncated);
+        };
+        pos += 2 + usize::from(u16::from_le_bytes([lo, hi]));
     }
     for flag in [FNAME, FCOMMENT] {
         if flags & flag != 0 {
@@ -237,16 +297,16 @@ fn gzip_header_len(input: &[u8]) -> Result<usize, ArtifactError> {
 enum Body {
     Skip,
     NoData,
-    PkgInfo,
+    Wanted,
     Pax,
     GnuLongName,
     GnuLongLink,
 }
 
 /// Tar parser fed in arbitrary pieces. It keeps one header block, the
-/// current capture (bounded before it starts) and PKG-INFO if found.
-#[derive(Default)]
+/// current capture (bounded before it starts) and the wanted file if found.
 struct TarScan {
+    wanted: TopLevelFile,
     header: Vec<u8>,
     /// Bytes of the current entry's data still to come, then its padding.
     remaining: u64,
@@ -257,36 +317,54 @@ struct TarScan {
     next_path: Option<Vec<u8>>,
     next_link: Option<Vec<u8>>,
     next_size: Option<u64>,
-    pkg_info: Option<Vec<u8>>,
+    found: Option<Vec<u8>>,
     ended: bool,
 }
 
 impl TarScan {
+    fn new(wanted: TopLevelFile) -> Self {
+        Self {
+            wanted,
+            header: Vec::new(),
+            remaining: 0,
+            padding: 0,
+            body: None,
+            capture: Vec::new(),
+            next_path: None,
+            next_link: None,
+            next_size: None,
+            found: None,
+            ended: false,
+        }
+    }
+
     fn feed(&mut self, mut data: &[u8]) -> Result<(), ArtifactError> {
         while !data.is_empty() && !self.ended {
             if self.body.is_none() {
                 let take = (BLOCK - self.header.len()).min(data.len());
-                self.header.extend_from_slice(&data[..take]);
-                data = &data[take..];
-                if self.header.len() == BLOCK {
-                    let header = std::mem::take(&mut self.header);
+                let (head, rest) = data.split_at(take);
+                self.header.extend_from_slice(head);
+                data = rest;
+                if let Ok(header) = <[u8; BLOCK]>::try_from(self.header.as_slice()) {
+                    self.header.clear();
                     self.start_entry(&header)?;
                 }
             } else if self.remaining > 0 {
                 let take = usize::try_from(self.remaining)
                     .unwrap_or(usize::MAX)
                     .min(data.len());
+                let (head, rest) = data.split_at(take);
                 if !matches!(self.body, Some(Body::Skip)) {
-                    self.capture.extend_from_slice(&data[..take]);
+                    self.capture.extend_from_slice(head);
                 }
                 self.remaining -= take as u64;
-                data = &data[take..];
+                data = rest;
             } else {
                 let take = usize::try_from(self.padding)
                     .unwrap_or(usize::MAX)
                     .min(data.len());
                 self.padding -= take as u64;
-                data = &data[take..];
+                data = data.get(take..).unwrap_or_default();
             }
             if self.body.is_some() && self.remaining == 0 && self.padding == 0 {
                 self.end_entry()?;
@@ -295,7 +373,7 @@ impl TarScan {
         Ok(())
     }
 
-    fn start_entry(&mut self, h: &[u8]) -> Result<(), ArtifactError> {
+    fn start_entry(&mut self, h: &[u8; BLOCK]) -> Result<(), ArtifactError> {
         if h.iter().all(|&b| b == 0) {
             // End of archive; what follows is padding to tar and to pip.
             self.ended = true;
@@ -343,8 +421,13 @@ impl TarScan {
     }
 
     /// Applies pending overrides to a real entry, checks its paths, and
-    /// decides whether it is the PKG-INFO we want.
-    fn check_member(&mut self, h: &[u8], kind: u8, size: u64) -> Result<Body, ArtifactError> {
+    /// decides whether it is the file we want.
+    fn check_member(
+        &mut self,
+        h: &[u8; BLOCK],
+        kind: u8,
+        size: u64,
+    ) -> Result<Body, ArtifactError> {
         let path = match self.next_path.take() {
             Some(p) => p,
             None => header_path(h),
@@ -365,28 +448,30 @@ impl TarScan {
             .split(|&b| b == b'/')
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
-        if !matches!(parts.as_slice(), [_, b"PKG-INFO"]) {
+        let wanted = self.wanted.name();
+        if !matches!(parts.as_slice(), [_, name] if *name == wanted) {
             return Ok(if has_data { Body::Skip } else { Body::NoData });
         }
-        if self.pkg_info.is_some() {
-            return Err(ArtifactError::Ambiguous("top-level PKG-INFO"));
+        let (short, top_level) = self.wanted.what();
+        if self.found.is_some() {
+            return Err(ArtifactError::Ambiguous(top_level));
         }
         if !regular {
-            return Err(ArtifactError::Malformed("PKG-INFO is not a regular file"));
+            return Err(ArtifactError::Malformed(self.wanted.not_regular()));
         }
         if size > MAX_METADATA {
             return Err(ArtifactError::TooLarge {
-                what: "PKG-INFO",
+                what: short,
                 limit: MAX_METADATA,
             });
         }
-        Ok(Body::PkgInfo)
+        Ok(Body::Wanted)
     }
 
     fn end_entry(&mut self) -> Result<(), ArtifactError> {
         let data = std::mem::take(&mut self.capture);
         match self.body.take() {
-            Some(Body::PkgInfo) => self.pkg_info = Some(data),
+            Some(Body::Wanted) => self.found = Some(data),
             Some(Body::Pax) => self.apply_pax(&data)?,
             Some(Body::GnuLongName) => self.next_path = Some(field(&data).to_vec()),
             Some(Body::GnuLongLink) => self.next_link = Some(field(&data).to_vec()),
@@ -400,14 +485,15 @@ impl TarScan {
         let bad = ArtifactError::Malformed("pax extended header");
         while !data.is_empty() {
             let space = data.iter().position(|&b| b == b' ').ok_or(bad.clone())?;
-            let len: usize = std::str::from_utf8(&data[..space])
+            let len: usize = std::str::from_utf8(data.get(..space).unwrap_or_default())
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .ok_or(bad.clone())?;
             let record = data.get(space + 1..len).ok_or(bad.clone())?;
             let record = record.strip_suffix(b"\n").ok_or(bad.clone())?;
             let eq = record.iter().position(|&b| b == b'=').ok_or(bad.clone())?;
-            let (key, value) = (&record[..eq], &record[eq + 1..]);
+            let (key, value) = record.split_at(eq);
+            let value = value.get(1..).unwrap_or_default();
             match key {
                 b"path" => self.next_path = Some(value.to_vec()),
                 b"linkpath" => self.next_link = Some(value.to_vec()),
@@ -417,7 +503,7 @@ impl TarScan {
                 }
                 _ => {}
             }
-            data = &data[len..];
+            data = data.get(len..).unwrap_or_default();
         }
         Ok(())
     }
@@ -426,14 +512,14 @@ impl TarScan {
         if !self.ended && (self.body.is_some() || !self.header.is_empty()) {
             return Err(ArtifactError::Truncated("tar archive"));
         }
-        self.pkg_info
-            .ok_or(ArtifactError::Missing("top-level PKG-INFO"))
+        self.found
+            .ok_or(ArtifactError::Missing(self.wanted.what().1))
     }
 }
 
 /// Accepts the unsigned sum and, as Python's tarfile does, the signed one
 /// that some old tars wrote.
-fn verify_checksum(h: &[u8]) -> Result<(), ArtifactError> {
+fn verify_checksum(h: &[u8; BLOCK]) -> Result<(), ArtifactError> {
     let stored = parse_number(&h[148..156])
         .map_err(|_| ArtifactError::NotAnArchive("tar archive (bad header checksum)"))?;
     let in_field = |i: usize| (148..156).contains(&i);
@@ -459,11 +545,11 @@ fn verify_checksum(h: &[u8]) -> Result<(), ArtifactError> {
 /// Octal text up to NUL, or GNU base-256 when the top bit is set.
 fn parse_number(f: &[u8]) -> Result<u64, ArtifactError> {
     let bad = ArtifactError::Malformed("tar numeric field");
-    if f.first().is_some_and(|&b| b & 0x80 != 0) {
-        if f[0] == 0xff {
+    if let Some((&first, rest)) = f.split_first().filter(|(&b, _)| b & 0x80 != 0) {
+        if first == 0xff {
             return Err(bad);
         }
-        return f[1..].iter().try_fold(u64::from(f[0] & 0x7f), |acc, &b| {
+        return rest.iter().try_fold(u64::from(first & 0x7f), |acc, &b| {
             acc.checked_mul(256)
                 .and_then(|v| v.checked_add(u64::from(b)))
                 .ok_or(bad.clone())
@@ -486,7 +572,7 @@ fn field(f: &[u8]) -> &[u8] {
 }
 
 /// The entry path, joining the ustar prefix when the magic says there is one.
-fn header_path(h: &[u8]) -> Vec<u8> {
+fn header_path(h: &[u8; BLOCK]) -> Vec<u8> {
     let name = field(&h[..100]);
     let prefix = field(&h[345..500]);
     if &h[257..263] == b"ustar\0" && !prefix.is_empty() {

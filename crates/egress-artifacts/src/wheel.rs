@@ -32,8 +32,12 @@ pub fn build_wheel(spec: &WheelSpec) -> BuiltDist {
         assert!(!generated.contains(path), "{path:?} is generated");
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    if let Some(w) = files.windows(2).find(|w| w[0].0 == w[1].0) {
-        panic!("duplicate wheel member {:?}", w[0].0);
+    if let Some((a, _)) = files
+        .iter()
+        .zip(files.iter().skip(1))
+        .find_map(|(a, b)| (a.0 == b.0).then_some(a))
+    {
+        panic!("duplicate wheel member {a:?}");
     }
     let [metadata_path, wheel_path, record_path] = generated;
     files.push((metadata_path, core_metadata(spec)));
@@ -141,11 +145,13 @@ impl<'a> Reader<'a> {
     }
     fn u16(&self, at: usize, what: &'static str) -> Result<u16, ArtifactError> {
         let b = self.bytes(at, 2, what)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
+        let b = b.try_into().map_err(|_| ArtifactError::Truncated(what))?;
+        Ok(u16::from_le_bytes(b))
     }
     fn u32(&self, at: usize, what: &'static str) -> Result<u32, ArtifactError> {
         let b = self.bytes(at, 4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let b = b.try_into().map_err(|_| ArtifactError::Truncated(what))?;
+        Ok(u32::from_le_bytes(b))
     }
 }
 

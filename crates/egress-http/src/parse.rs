@@ -11,6 +11,14 @@
 //! `max_body_bytes`, each chunk-size line by [`CHUNK_LINE_MAX`], and time by the
 //! deadline the caller puts on the underlying reader.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
 use std::io::{self, BufRead, Read};
 
 use crate::Limits;
@@ -98,7 +106,7 @@ fn read_line<R: BufRead>(r: &mut R, budget: &mut usize) -> Result<Vec<u8>, LineE
             return Err(LineError::TooLong);
         }
         *budget -= take;
-        line.extend_from_slice(&buf[..take]);
+        line.extend_from_slice(buf.get(..take).unwrap_or_default());
         r.consume(take);
         if done {
             line.pop();
@@ -187,7 +195,8 @@ fn parse_field(line: &[u8]) -> Result<(String, String), Fail> {
         .iter()
         .position(|&b| b == b':')
         .ok_or(Fail::Status(400))?;
-    let (name, value) = (&line[..colon], trim_ows(&line[colon + 1..]));
+    let (name, value) = line.split_at(colon);
+    let value = trim_ows(value.get(1..).unwrap_or_default());
     if !is_token(name) || !is_field_value(value) {
         return Err(Fail::Status(400));
     }
@@ -338,11 +347,12 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, Fail> {
     if digits == 0 || digits > 16 {
         return Err(Fail::Status(400));
     }
-    let ext = trim_ows(&line[digits..]);
-    if !ext.is_empty() && (ext[0] != b';' || !is_field_value(ext)) {
+    let (hex, ext) = line.split_at(digits);
+    let ext = trim_ows(ext);
+    if !ext.is_empty() && (!ext.starts_with(b";") || !is_field_value(ext)) {
         return Err(Fail::Status(400));
     }
-    let hex = std::str::from_utf8(&line[..digits]).map_err(|_| Fail::Status(400))?;
+    let hex = std::str::from_utf8(hex).map_err(|_| Fail::Status(400))?;
     u64::from_str_radix(hex, 16).map_err(|_| Fail::Status(400))
 }
 

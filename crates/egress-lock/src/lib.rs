@@ -19,6 +19,13 @@
 //! `uv sync --frozen` installs from the mirror with the lock's own hashes.
 
 #![forbid(unsafe_code)]
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
 
 mod npmlock;
 mod requirements;
@@ -149,17 +156,15 @@ pub fn filename_from_url(url: &str) -> Option<String> {
 }
 
 fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.as_bytes().iter();
+    while let Some(&b) = bytes.next() {
+        if b == b'%' {
+            let hex = [*bytes.next()?, *bytes.next()?];
+            let hex = std::str::from_utf8(&hex).ok()?;
             out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
         } else {
-            out.push(bytes[i]);
-            i += 1;
+            out.push(b);
         }
     }
     String::from_utf8(out).ok()

@@ -9,7 +9,7 @@
 //! built from it would bind a name to bytes nobody vouched for (P1).
 
 use crate::LockError;
-use egress_model::base64;
+use egress_model::{Integrity, IntegrityError};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -38,7 +38,7 @@ pub struct NpmPin {
 impl NpmPin {
     /// `sha512-<base64>`: the single integrity a registry serves.
     pub fn sri(&self) -> String {
-        format!("sha512-{}", base64::encode(&self.sha512))
+        Integrity::from_bytes(self.sha512).to_string()
     }
 }
 
@@ -55,36 +55,24 @@ pub struct NpmLock {
 /// The package name a `packages` key installs: what follows the last
 /// `node_modules/`.
 fn name_from_key(key: &str) -> Option<&str> {
-    let at = key.rfind("node_modules/")?;
-    let name = &key[at + "node_modules/".len()..];
+    let (_, name) = key.rsplit_once("node_modules/")?;
     (!name.is_empty()).then_some(name)
 }
 
 /// Parses an SRI `integrity` (space-separated `algo-base64[?opts]`) and
 /// returns its sha512, or why there is none.
 pub fn sha512_of_integrity(integrity: &str) -> Result<[u8; 64], String> {
-    let mut algos = Vec::new();
-    for token in integrity.split_ascii_whitespace() {
-        let token = token.split('?').next().unwrap_or_default();
-        let Some((algo, b64)) = token.split_once('-') else {
-            return Err(format!("integrity {integrity:?} is not an SRI string"));
-        };
-        if algo.eq_ignore_ascii_case("sha512") {
-            let bytes = base64::decode(b64)
-                .ok_or_else(|| format!("integrity {integrity:?}: malformed base64"))?;
-            return bytes
-                .try_into()
-                .map_err(|_| format!("integrity {integrity:?}: a sha512 has 64 bytes"));
-        }
-        algos.push(algo.to_string());
-    }
-    if algos.is_empty() {
-        return Err("the integrity is empty".into());
-    }
-    Err(format!(
-        "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
-        algos.join(", ")
-    ))
+    let sha512 = Integrity::from_sri(integrity).map_err(|e| match e {
+        IntegrityError::Empty => "the integrity is empty".into(),
+        IntegrityError::NotSri(_) => format!("integrity {integrity:?} is not an SRI string"),
+        IntegrityError::Base64 => format!("integrity {integrity:?}: malformed base64"),
+        IntegrityError::Length(_) => format!("integrity {integrity:?}: a sha512 has 64 bytes"),
+        IntegrityError::NoSha512(algos) => format!(
+            "integrity {integrity:?} has no sha512 (only {}); a snapshot needs sha512: regenerate the lock with npm >= 7 (rm package-lock.json; npm install --package-lock-only)",
+            algos.join(", ")
+        ),
+    })?;
+    Ok(*sha512.as_bytes())
 }
 
 fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, String> {
@@ -219,6 +207,7 @@ pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use egress_model::base64;
 
     fn sri(byte: u8) -> String {
         format!("sha512-{}", base64::encode(&[byte; 64]))

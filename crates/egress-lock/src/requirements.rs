@@ -103,11 +103,12 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 /// Cuts a `#` comment that starts the line or follows whitespace (pip's
 /// `(^|\s+)#.*$`); a `#` inside a token (a URL fragment) is not a comment.
 fn strip_comment(line: &str) -> &str {
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()) {
-            return &line[..i];
+    let mut previous = None;
+    for (i, c) in line.char_indices() {
+        if c == '#' && previous.is_none_or(|p: char| p.is_ascii_whitespace()) {
+            return line.get(..i).unwrap_or(line);
         }
+        previous = Some(c);
     }
     line
 }
@@ -118,7 +119,7 @@ fn option_line(content: &str) -> Result<Option<String>, String> {
     let name = match token.split_once('=') {
         Some((n, _)) => n,
         // Short options may be glued to their value: `-ihttps://...`.
-        None if token.len() > 2 && !token.starts_with("--") => &token[..2],
+        None if token.len() > 2 && !token.starts_with("--") => token.get(..2).unwrap_or(token),
         None => token,
     };
     match name {
@@ -150,9 +151,10 @@ fn requirement(content: &str, line: usize) -> Result<Pin, String> {
         .iter()
         .position(|t| t.starts_with('-'))
         .unwrap_or(tokens.len());
-    let spec = tokens[..split].join(" ");
+    let (spec, opts) = tokens.split_at(split);
+    let spec = spec.join(" ");
     let mut files = Vec::new();
-    let mut opts = tokens[split..].iter();
+    let mut opts = opts.iter();
     while let Some(opt) = opts.next() {
         let value = match opt.split_once('=') {
             Some(("--hash", v)) => v,
@@ -189,8 +191,9 @@ fn requirement(content: &str, line: usize) -> Result<Pin, String> {
     let name_end = req
         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
         .unwrap_or(req.len());
-    let name = ProjectName::new(&req[..name_end]).map_err(|e| e.to_string())?;
-    let mut rest = req[name_end..].trim_start();
+    let (name, rest) = req.split_at(name_end);
+    let name = ProjectName::new(name).map_err(|e| e.to_string())?;
+    let mut rest = rest.trim_start();
     let mut extras = Vec::new();
     if let Some(after) = rest.strip_prefix('[') {
         let (inside, tail) = after

@@ -31,8 +31,9 @@ pub fn rewrite_uv_lock(
         let urls = values(&line, "url");
         let hashes = values(&line, "hash");
         if let ([url], [hash]) = (urls.as_slice(), hashes.as_slice()) {
-            if let Some(new) = parse_hash(&line[hash.clone()])
-                .ok()
+            if let Some(new) = line
+                .get(hash.clone())
+                .and_then(|h| parse_hash(h).ok())
                 .and_then(|d| url_for(&d))
             {
                 check_string(file, &new)?;
@@ -105,14 +106,18 @@ fn values(line: &str, key: &str) -> Vec<std::ops::Range<usize>> {
     let bytes = line.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(found) = line[from..].find(key) {
+    while let Some(found) = line.get(from..).and_then(|l| l.find(key)) {
         let start = from + found;
         from = start + key.len();
         let bare = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
-        if start > 0 && bare(bytes[start - 1]) {
+        if start
+            .checked_sub(1)
+            .and_then(|i| bytes.get(i))
+            .is_some_and(|&b| bare(b))
+        {
             continue;
         }
-        let rest = &line[from..];
+        let rest = line.get(from..).unwrap_or_default();
         let Some(after_eq) = rest.trim_start().strip_prefix('=') else {
             continue;
         };
@@ -123,7 +128,7 @@ fn values(line: &str, key: &str) -> Vec<std::ops::Range<usize>> {
         let Some(len) = value.find('"') else {
             continue;
         };
-        if value[..len].contains('\\') {
+        if value.get(..len).is_none_or(|v| v.contains('\\')) {
             continue;
         }
         out.push(value_start..value_start + len);

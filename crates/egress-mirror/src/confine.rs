@@ -24,7 +24,7 @@ use std::path::Path;
 
 /// What the kernel enforces.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confinement {
+pub(crate) struct Confinement {
     /// A one-line description for the startup line.
     pub summary: String,
     /// What `--require-confinement` requires but is not enforced, and why:
@@ -35,7 +35,7 @@ pub struct Confinement {
 
 /// Confines the calling process; see the module documentation.
 #[cfg(target_os = "linux")]
-pub fn confine(snapshot_dir: &Path) -> Confinement {
+pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
     use landlock::{
         Access, AccessFs, AccessNet, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
         RulesetCreatedAttr, RulesetStatus, Scope, ABI,

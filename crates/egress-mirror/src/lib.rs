@@ -37,7 +37,7 @@
 #[cfg(unix)]
 use egress_http::SealedFile;
 use egress_http::{Body, Handler, Limits, Reply, Request, Response, Server, ServerHandle};
-use egress_model::Sha256Digest;
+use egress_model::{Accept, Sha256Digest};
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
 use egress_snapshot::{
     well_known, ServedEntry, Snapshot, FILES_PREFIX, NPM_ABBREVIATED, NPM_JSON, TEXT_PLAIN,
@@ -611,23 +611,11 @@ fn prefers_abbreviated(accept: Option<&str>) -> bool {
     let Some(accept) = accept else {
         return false;
     };
-    let (mut corgi, mut json, mut wildcard) = (None, None, None::<f32>);
-    for item in accept.split(',') {
-        let mut parts = item.split(';');
-        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-        let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q=").or(p.trim().strip_prefix("Q=")))
-            .find_map(|v| v.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        match media.as_str() {
-            NPM_ABBREVIATED => corgi = Some(corgi.map_or(q, |c: f32| c.max(q))),
-            NPM_JSON => json = Some(json.map_or(q, |j: f32| j.max(q))),
-            "application/*" | "*/*" => wildcard = Some(wildcard.map_or(q, |w| w.max(q))),
-            _ => {}
-        }
-    }
-    let json = json.or(wildcard).unwrap_or(0.0);
-    corgi.is_some_and(|c| c > 0.0 && c >= json)
+    let accept = Accept::parse(accept);
+    let corgi = accept.named(NPM_ABBREVIATED);
+    let wildcard = accept.named("application/*").max(accept.named("*/*"));
+    let json = accept.named(NPM_JSON).or(wildcard).unwrap_or(0);
+    corgi.is_some_and(|c| c > 0 && c >= json)
 }
 
 /// All fields with this name joined with ", " (RFC 9110 §5.3), or `None`.

@@ -30,14 +30,19 @@ impl Sha256Digest {
             return Err(DigestParseError::Length(raw.len()));
         }
         let mut out = [0u8; 32];
-        for (i, pair) in raw.chunks(2).enumerate() {
-            let hi = hex_val(pair[0]).ok_or(DigestParseError::NotHex)?;
-            let lo = hex_val(pair[1]).ok_or(DigestParseError::NotHex)?;
-            out[i] = (hi << 4) | lo;
+        for (byte, pair) in out.iter_mut().zip(raw.chunks_exact(2)) {
+            let &[hi, lo] = pair else {
+                return Err(DigestParseError::NotHex);
+            };
+            let hi = hex_val(hi).ok_or(DigestParseError::NotHex)?;
+            let lo = hex_val(lo).ok_or(DigestParseError::NotHex)?;
+            *byte = (hi << 4) | lo;
         }
         Ok(Self(out))
     }
 
+    // A nibble (0..16) always indexes the 16-entry table.
+    #[allow(clippy::indexing_slicing)]
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);
         for b in self.0 {

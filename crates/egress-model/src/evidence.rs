@@ -187,7 +187,7 @@ impl Exchange {
                     "{req} -> {} ({} bytes, sha256 {}…)",
                     r.status.map_or_else(|| "?".to_string(), |s| s.to_string()),
                     r.body_len,
-                    &r.body_sha256.to_hex()[..12]
+                    r.body_sha256.to_hex().get(..12).unwrap_or_default()
                 );
                 if let Some(loc) = r.header("location") {
                     s.push_str(&format!(" Location: {}", truncate(loc, 80)));

@@ -36,11 +36,14 @@ impl DistFilename {
         }
         if let Some(stem) = filename.strip_suffix(".whl") {
             let parts: Vec<&str> = stem.split('-').collect();
+            let [name, version, ..] = parts.as_slice() else {
+                return Err(err());
+            };
             if !(parts.len() == 5 || parts.len() == 6) {
                 return Err(err());
             }
-            let name = ProjectName::new(parts[0]).map_err(|_| err())?;
-            let version = Version::new(parts[1]).map_err(|_| err())?;
+            let name = ProjectName::new(name).map_err(|_| err())?;
+            let version = Version::new(version).map_err(|_| err())?;
             return Ok(Self {
                 name,
                 version,

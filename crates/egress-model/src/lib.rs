@@ -1,13 +1,24 @@
 //! Shared domain types for egress-conformance.
 //!
 //! Every crate in the workspace uses these types for the concepts they name, so
-//! there is exactly one definition of a digest, a project name, a version, a
-//! distribution filename and an evidence record.
+//! there is exactly one definition of a digest, an npm integrity, an `Accept`
+//! header, a project name, an npm name, a version, a distribution filename
+//! and an evidence record.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
+pub mod accept;
 pub mod base64;
 pub mod digest;
 pub mod evidence;
 pub mod filename;
+pub mod integrity;
 pub mod name;
 mod newtype;
 pub mod npm_name;
@@ -15,12 +26,14 @@ pub mod upstream;
 pub mod url;
 pub mod version;
 
+pub use accept::{Accept, MediaRange};
 pub use digest::Sha256Digest;
 pub use evidence::{
     BodyEnd, Exchange, Observation, PredicateVerdict, ProbeRecord, ResponseRecord, Status,
     UpstreamRequest, WireBytes,
 };
 pub use filename::{DistFilename, DistKind};
+pub use integrity::{Integrity, IntegrityError};
 pub use name::ProjectName;
 pub use npm_name::NpmName;
 pub use upstream::{Upstream, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};

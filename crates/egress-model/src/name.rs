@@ -28,10 +28,9 @@ impl std::error::Error for InvalidName {}
 impl ProjectName {
     pub fn new(raw: &str) -> Result<Self, InvalidName> {
         let bytes = raw.as_bytes();
-        let valid = !bytes.is_empty()
-            && bytes.len() <= 200
-            && bytes[0].is_ascii_alphanumeric()
-            && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        let valid = bytes.len() <= 200
+            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+            && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
             && bytes
                 .iter()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));

@@ -48,6 +48,16 @@ impl NpmName {
         }
     }
 
+    /// A name a new package may take: [`NpmName::new`]'s rule, and lower
+    /// case only, as npm has required since 2016 (old names keep theirs).
+    pub fn new_package(raw: &str) -> Result<Self, InvalidNpmName> {
+        let name = Self::new(raw)?;
+        if name.0.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(InvalidNpmName(raw.to_string()));
+        }
+        Ok(name)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -125,6 +135,14 @@ mod tests {
             &"x".repeat(215),
         ] {
             assert!(NpmName::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn new_packages_are_lower_case() {
+        assert!(NpmName::new_package("@ec/x.y_z~1").is_ok());
+        for bad in ["JSONStream", "@EC/x", "-x", ""] {
+            assert!(NpmName::new_package(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -162,8 +162,9 @@ impl Url {
         } else if ref_path.starts_with('/') {
             ref_path.to_string()
         } else {
-            let dir = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
-            format!("{dir}{ref_path}")
+            let dir = base_path.rsplit_once('/').map_or("", |(dir, _)| dir);
+            let slash = if base_path.contains('/') { "/" } else { "" };
+            format!("{dir}{slash}{ref_path}")
         };
         let mut out = remove_dot_segments(&merged);
         match (ref_query, ref_path.is_empty()) {
@@ -185,9 +186,8 @@ impl Url {
 
 fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
     let (host, port) = if authority.starts_with('[') {
-        let end = authority.find(']')?;
-        let host = &authority[..=end];
-        let rest = &authority[end + 1..];
+        let (inside, rest) = authority.split_once(']')?;
+        let host = authority.get(..=inside.len())?;
         let port = match rest.strip_prefix(':') {
             Some(p) => Some(p),
             None if rest.is_empty() => None,

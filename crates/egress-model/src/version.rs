@@ -29,9 +29,8 @@ impl std::error::Error for InvalidVersion {}
 impl Version {
     pub fn new(raw: &str) -> Result<Self, InvalidVersion> {
         let trimmed = raw.strip_prefix(['v', 'V']).unwrap_or(raw);
-        let ok = !trimmed.is_empty()
-            && trimmed.len() <= 64
-            && trimmed.as_bytes()[0].is_ascii_digit()
+        let ok = trimmed.len() <= 64
+            && trimmed.as_bytes().first().is_some_and(u8::is_ascii_digit)
             && trimmed.bytes().all(|b| {
                 b.is_ascii_alphanumeric() || matches!(b, b'.' | b'!' | b'+' | b'-' | b'_')
             });

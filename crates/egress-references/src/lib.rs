@@ -31,7 +31,6 @@ pub mod pypi;
 mod relay;
 mod request_log;
 mod template;
-mod tgz;
 
 pub use hostile::{Hostile, HostileServer};
 pub use pypi::canary::Canary;

@@ -11,6 +11,14 @@
 //! against both the remaining input and a per-field maximum, so malformed
 //! input yields a [`SigningError`] and never a panic.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
 use ed25519_dalek::Signer as _;
 use egress_model::base64;
 use sha2::{Digest as _, Sha256, Sha512};
@@ -110,8 +118,9 @@ impl SigningKey {
         let mut h = Sha256::new();
         h.update(b"egress-signing openssh-key-v1 checkint\0");
         h.update(seed);
-        let d = h.finalize();
-        let checkint = u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
+        let d: [u8; 32] = h.finalize().into();
+        let [a, b, c, e, ..] = d;
+        let checkint = u32::from_be_bytes([a, b, c, e]);
         Self {
             key: ed25519_dalek::SigningKey::from_bytes(&seed),
             comment: comment.to_owned(),

@@ -528,20 +528,20 @@ impl<'a> Iterator for Tokens<'a> {
 fn decode_entities(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
+    while let Some((before, after)) = rest.split_once('&') {
+        out.push_str(before);
+        rest = rest.get(before.len()..).unwrap_or(after);
         // Entity names are short; bound the search so `&&&&...` stays linear.
         let semicolon = rest.bytes().take(34).position(|b| b == b';');
         let decoded = semicolon.and_then(|end| Some((decode_entity(rest.get(1..end)?)?, end)));
         match decoded {
             Some((c, end)) => {
                 out.push(c);
-                rest = &rest[end + 1..];
+                rest = rest.get(end + 1..).unwrap_or_default();
             }
             None => {
                 out.push('&');
-                rest = &rest[1..];
+                rest = after;
             }
         }
     }

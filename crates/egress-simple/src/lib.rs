@@ -10,6 +10,14 @@
 //! never panic and report what the page says rather than judging it: whether
 //! a page conforms is the suite's decision, not the parser's.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
 mod html;
 mod json;
 mod negotiate;

@@ -142,7 +142,7 @@ impl SnapshotBuilder {
                 "tarball filename {filename:?} is not <letters, digits, . _ + ~ ->.tgz"
             ));
         }
-        let actual = egress_artifacts::sri_sha512(&bytes);
+        let actual = egress_model::Integrity::of(&bytes).to_string();
         if actual != integrity {
             return bad(format!(
                 "the tarball's integrity is {actual}, not {integrity}"

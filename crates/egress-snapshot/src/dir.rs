@@ -13,10 +13,11 @@
 
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::nofollow::{read_no_follow, NoFollowError};
 use crate::{BlobStore, Snapshot};
 use egress_model::Sha256Digest;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,52 +27,12 @@ pub const ALLOWED_SIGNERS_FILE: &str = "allowed_signers";
 /// The two directories above every blob; see [`blob_path`].
 const BLOB_DIRS: [&str; 2] = ["blobs", "blobs/sha256"];
 
-enum ReadFail {
-    Missing,
-    Symlink,
-    NotAFile,
-    Io(io::Error),
-}
-
-/// Reads a regular file without following a symlink at its last component.
-/// The caller makes sure no directory above it (inside the snapshot) is a
-/// symlink. The file is opened after `lstat` and its identity compared, so a
-/// swap between the two is caught too.
-fn read_no_follow(path: &Path) -> Result<Vec<u8>, ReadFail> {
-    let before = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadFail::Missing),
-        Err(e) => return Err(ReadFail::Io(e)),
-    };
-    if before.file_type().is_symlink() {
-        return Err(ReadFail::Symlink);
-    }
-    if !before.is_file() {
-        return Err(ReadFail::NotAFile);
-    }
-    let mut file = File::open(path).map_err(ReadFail::Io)?;
-    let after = file.metadata().map_err(ReadFail::Io)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if (before.dev(), before.ino()) != (after.dev(), after.ino()) {
-            return Err(ReadFail::Symlink);
-        }
-    }
-    if !after.is_file() {
-        return Err(ReadFail::NotAFile);
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(after.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(ReadFail::Io)?;
-    Ok(bytes)
-}
-
-fn read_error(path: &Path, fail: ReadFail) -> SnapshotError {
+fn read_error(path: &Path, fail: NoFollowError) -> SnapshotError {
     match fail {
-        ReadFail::Missing => SnapshotError::io("read", path, io::ErrorKind::NotFound.into()),
-        ReadFail::Symlink => SnapshotError::Symlink(path.to_path_buf()),
-        ReadFail::NotAFile => SnapshotError::NotRegular(path.to_path_buf()),
-        ReadFail::Io(e) => SnapshotError::io("read", path, e),
+        NoFollowError::Missing => SnapshotError::io("read", path, io::ErrorKind::NotFound.into()),
+        NoFollowError::Symlink => SnapshotError::Symlink(path.to_path_buf()),
+        NoFollowError::NotAFile => SnapshotError::NotRegular(path.to_path_buf()),
+        NoFollowError::Io(e) => SnapshotError::io("read", path, e),
     }
 }
 
@@ -81,7 +42,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
 
 fn read_optional_text(path: &Path) -> Result<Option<String>, SnapshotError> {
     match read_no_follow(path) {
-        Err(ReadFail::Missing) => Ok(None),
+        Err(NoFollowError::Missing) => Ok(None),
         Err(fail) => Err(read_error(path, fail)),
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
@@ -151,10 +112,7 @@ impl Snapshot {
                     }
                     BlobProblemKind::Corrupt { actual }
                 }
-                Err(ReadFail::Missing) => BlobProblemKind::Missing,
-                Err(ReadFail::Symlink) => BlobProblemKind::Symlink,
-                Err(ReadFail::NotAFile) => BlobProblemKind::NotAFile,
-                Err(ReadFail::Io(e)) => BlobProblemKind::Unreadable(e.to_string()),
+                Err(fail) => BlobProblemKind::from(fail),
             };
             problems.push(BlobProblem {
                 path: path.to_string(),

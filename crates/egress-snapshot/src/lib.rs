@@ -20,6 +20,7 @@ mod consistency;
 mod dir;
 mod error;
 pub mod manifest;
+mod nofollow;
 pub mod npm;
 pub mod pool;
 #[cfg(unix)]
@@ -34,6 +35,7 @@ pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
 pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
+pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
 pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
 #[cfg(unix)]
 pub use sealed::{

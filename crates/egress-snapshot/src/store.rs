@@ -93,9 +93,9 @@ use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -188,7 +188,7 @@ pub struct StoredSnapshot {
 pub const SMALL_BLOB_MAX: u64 = 256 * 1024;
 /// The most memory the small-blob cache may hold; past it, blobs are read
 /// from disk on every request.
-pub const SMALL_CACHE_MAX: u64 = 256 * 1024 * 1024;
+pub(crate) const SMALL_CACHE_MAX: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 struct SmallCache {
@@ -439,15 +439,12 @@ impl StoredSnapshot {
             }
         }
         let path = self.root.join(&rel);
+        // Step 2 (the regular-file check is open_no_follow's): fstat the
+        // handle we will serve from.
         let file = open_no_follow(&path).map_err(problem)?;
-
-        // Step 2: fstat the handle we will serve from.
         let meta = file
             .metadata()
             .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
-        if !meta.is_file() {
-            return Err(problem(BlobProblemKind::NotAFile));
-        }
         Ok((file, Fingerprint::of(&meta)))
     }
 
@@ -661,41 +658,14 @@ impl StoredSnapshot {
     }
 }
 
-/// Opens a file for reading without following a symlink at its last
-/// component (`O_NOFOLLOW`), and without blocking if it is a FIFO
-/// (`O_NONBLOCK`, which regular files ignore). The caller `fstat`s the
-/// handle to make sure it is a regular file.
+/// [`crate::open_no_follow`], its failure as a blob problem.
 fn open_no_follow(path: &Path) -> Result<File, BlobProblemKind> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                BlobProblemKind::Missing
-            } else if e.raw_os_error() == Some(libc::ELOOP)
-                || fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-            {
-                BlobProblemKind::Symlink
-            } else {
-                BlobProblemKind::Unreadable(e.to_string())
-            }
-        })
+    crate::open_no_follow(path).map_err(BlobProblemKind::from)
 }
 
-/// Reads a whole evidence file through a no-follow handle.
+/// [`crate::read_no_follow`], its failure as a blob problem.
 fn read_no_follow(path: &Path) -> Result<Vec<u8>, BlobProblemKind> {
-    let mut file = open_no_follow(path)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| BlobProblemKind::Unreadable(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(BlobProblemKind::NotAFile);
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)
-        .map_err(|e| BlobProblemKind::Unreadable(e.to_string()))?;
-    Ok(bytes)
+    crate::read_no_follow(path).map_err(BlobProblemKind::from)
 }
 
 fn evidence_error(path: &Path, kind: BlobProblemKind) -> SnapshotError {

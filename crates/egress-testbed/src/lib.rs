@@ -6,7 +6,7 @@
 //! reference mirrors, one variant at a time, and renders the matrices;
 //! `egress-conformance testbed` prints and writes them.
 
-#![deny(unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod peer;

@@ -8,6 +8,7 @@ use crate::setup::SetupError;
 use egress_model::url::InvalidUrl;
 use egress_model::Url;
 use egress_transcript::{Client, ClientError, Limits};
+use rustix::process::{kill_process_group, Pid, Signal};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -123,14 +124,12 @@ impl Drop for Proc {
 /// group's id is its pid: signalling the group reaches the workers it forked
 /// (gunicorn's) and nothing else on the machine.
 fn stop(child: &mut Child) {
-    let Ok(pgid) = i32::try_from(child.id()) else {
+    let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
         let _ = child.kill();
         let _ = child.wait();
         return;
     };
-    // SAFETY: kill(2) with a negative pid signals that process group; it
-    // touches no memory of ours.
-    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let _ = kill_process_group(pgid, Signal::TERM);
     let deadline = Instant::now() + STOP_WITHIN;
     while Instant::now() < deadline {
         if matches!(child.try_wait(), Ok(Some(_))) {
@@ -139,8 +138,7 @@ fn stop(child: &mut Child) {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Whatever of the group is left (the leader, or workers it left behind).
-    // SAFETY: as above.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = kill_process_group(pgid, Signal::KILL);
     let _ = child.wait();
 }
 

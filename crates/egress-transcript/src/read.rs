@@ -5,6 +5,14 @@
 //! `record_bytes` (kept body prefix). Body bytes beyond that are hashed and
 //! dropped.
 
+// A parser of untrusted bytes: no indexing, string slicing or unwrap that
+// could panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)]
+#![cfg_attr(
+    test,
+    allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
+)]
+
 use crate::{describe_io, BodySink, Limits};
 use egress_model::digest::Sha256Hasher;
 use egress_model::{BodyEnd, ResponseRecord, WireBytes};
@@ -80,19 +88,19 @@ impl<'a, R: Read + ?Sized> Input<'a, R> {
         if n == 0 {
             self.eof = true;
         }
-        self.buf.extend_from_slice(&chunk[..n]);
+        self.buf.extend_from_slice(at_most(&chunk, n));
         Ok(n)
     }
 
     fn available(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        self.buf.get(self.pos..).unwrap_or_default()
     }
 
     /// Reads a line ending in LF, at most `cap` bytes. `Ok(None)` on EOF.
     fn line(&mut self, cap: usize) -> Result<Option<Vec<u8>>, String> {
         loop {
             if let Some(i) = self.available().iter().position(|&b| b == b'\n') {
-                let line = self.available()[..i].to_vec();
+                let line = at_most(self.available(), i).to_vec();
                 self.pos += i + 1;
                 return Ok(Some(line));
             }
@@ -124,14 +132,14 @@ impl Sink<'_> {
     /// download's destination failed.
     fn take(&mut self, data: &[u8]) -> bool {
         let room = self.max.saturating_sub(self.len);
-        let take = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let take = at_most(data, usize::try_from(room).unwrap_or(usize::MAX));
         self.hasher.update(take);
         self.len += take.len() as u64;
         let keep = self
             .record_cap
             .saturating_sub(self.prefix.len())
             .min(take.len());
-        self.prefix.extend_from_slice(&take[..keep]);
+        self.prefix.extend_from_slice(at_most(take, keep));
         if self.streaming && !take.is_empty() {
             if let Some(out) = self.out.as_deref_mut() {
                 if let Err(e) = out.write(take) {
@@ -286,15 +294,14 @@ pub(crate) fn read_response<R: Read + ?Sized>(
                 let raw = input.buf.clone();
                 let mut rec = finish(
                     Head {
-                        status_line: String::from_utf8_lossy(&raw[..raw.len().min(200)])
-                            .into_owned(),
+                        status_line: String::from_utf8_lossy(at_most(&raw, 200)).into_owned(),
                         status: None,
                         headers: vec![],
                     },
                     sink,
                     BodyEnd::Broken,
                 );
-                rec.body_prefix = WireBytes(raw[..raw.len().min(limits.record_bytes)].to_vec());
+                rec.body_prefix = WireBytes(at_most(&raw, limits.record_bytes).to_vec());
                 return (Some(rec), Some(e));
             }
         }
@@ -383,7 +390,7 @@ fn read_exact<R: Read + ?Sized>(
     loop {
         let avail = input.available();
         let take = avail.len().min(usize::try_from(n).unwrap_or(usize::MAX));
-        let chunk = avail[..take].to_vec();
+        let chunk = at_most(avail, take).to_vec();
         input.pos += take;
         n -= take as u64;
         if !sink.take(&chunk) && n > 0 {
@@ -468,4 +475,9 @@ fn finish(head: Head, sink: Sink, end: BodyEnd) -> ResponseRecord {
         body_prefix: WireBytes(sink.prefix),
         body_end: end,
     }
+}
+
+/// The first `n` bytes of `b`, or all of it when it is shorter.
+fn at_most(b: &[u8], n: usize) -> &[u8] {
+    b.get(..n).unwrap_or(b)
 }

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// A fresh directory `<temp>/<name>-<pid>-<n>`, removed on drop.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub PathBuf);
 
 impl TempDir {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "{name}-{}-{}",
@@ -34,7 +34,7 @@ impl Drop for TempDir {
 }
 
 /// A pure wheel `name`-`version` needing Python >= 3.7, with one module.
-pub fn wheel(name: &str, version: &str, description: &str) -> BuiltDist {
+pub(crate) fn wheel(name: &str, version: &str, description: &str) -> BuiltDist {
     build_wheel(&WheelSpec {
         name: ProjectName::new(name).unwrap(),
         version: Version::new(version).unwrap(),
@@ -49,14 +49,14 @@ pub fn wheel(name: &str, version: &str, description: &str) -> BuiltDist {
 }
 
 #[derive(Debug)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -65,7 +65,7 @@ impl Resp {
 }
 
 /// Sends `request` verbatim and reads until the server closes.
-pub fn raw(addr: SocketAddr, request: &str) -> Resp {
+pub(crate) fn raw(addr: SocketAddr, request: &str) -> Resp {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(request.as_bytes()).unwrap();
@@ -99,7 +99,7 @@ pub fn raw(addr: SocketAddr, request: &str) -> Resp {
 }
 
 /// One request with `Connection: close`; reads until the server closes.
-pub fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> Resp {
+pub(crate) fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> Resp {
     let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
     raw(
         addr,
@@ -112,7 +112,7 @@ pub fn request(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -
 /// Runs pip with nothing but the mirror to look at: no configuration files,
 /// no `PIP_*` settings inherited from the machine (a `PIP_FIND_LINKS` would
 /// let pip find packages elsewhere), no cache.
-pub fn pip(args: &[&str], cwd: &Path) -> Output {
+pub(crate) fn pip(args: &[&str], cwd: &Path) -> Output {
     let mut cmd = Command::new("python3");
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("PIP_") {

@@ -62,7 +62,7 @@ use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
 use egress_model::{
-    Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest,
+    Accept, Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest,
 };
 use ring::digest;
 use ring::rand::SystemRandom;
@@ -919,17 +919,9 @@ fn json(content_type: &str, doc: &serde_json::Value) -> Reply {
 /// `q=1.0` ahead of `application/json`). A `q=0` entry does not count.
 fn wants_abbreviated(accept: Option<&str>) -> bool {
     accept.is_some_and(|accept| {
-        accept.split(',').any(|item| {
-            let mut parts = item.split(';').map(str::trim);
-            let media = parts.next().unwrap_or("");
-            let refused = parts.any(|param| {
-                param
-                    .strip_prefix("q=")
-                    .and_then(|q| q.parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            media.eq_ignore_ascii_case(ABBREVIATED) && !refused
-        })
+        Accept::parse(accept)
+            .named(ABBREVIATED)
+            .is_some_and(|q| q > 0)
     })
 }
 

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A fresh directory `<temp>/<name>-<pid>-<n>`, removed on drop.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub PathBuf);
 
 impl TempDir {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "{name}-{}-{}",
@@ -29,7 +29,7 @@ impl Drop for TempDir {
 }
 
 /// A pure wheel `name`-`version` with one module.
-pub fn wheel(
+pub(crate) fn wheel(
     name: &str,
     version: &str,
     description: &str,

@@ -1,6 +1,7 @@
 //! Reading the registry's documents as a judge needs them: leniently (a
 //! hostile target sends anything) and without evaluating anything.
 
+use egress_model::Integrity;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -78,26 +79,15 @@ pub fn version_dist(version: &str, doc: &Value) -> VersionDist {
     }
 }
 
-/// The sha512 entries of an SRI string (`sha512-<base64>`, several allowed,
-/// separated by spaces), as their base64 text.
-pub fn sha512_entries(integrity: &str) -> Vec<&str> {
-    integrity
-        .split_ascii_whitespace()
-        .filter_map(|t| t.strip_prefix("sha512-"))
-        // Options after `?` are allowed by SRI and carry no digest.
-        .map(|t| t.split('?').next().unwrap_or(t))
-        .filter(|b| egress_model::base64::decode(b).is_some_and(|d| d.len() == 64))
-        .collect()
+/// The well-formed sha512 entries of an SRI string (`sha512-<base64>`,
+/// several allowed, separated by spaces); see [`Integrity::entries`].
+pub fn sha512_entries(integrity: &str) -> Vec<Integrity> {
+    Integrity::entries(integrity)
 }
 
 /// Whether `bytes` match a sha512 entry of `integrity`.
 pub fn integrity_matches(integrity: &str, bytes: &[u8]) -> bool {
-    let actual = egress_artifacts::sri_sha512(bytes);
-    let actual = actual.strip_prefix("sha512-").unwrap_or(&actual);
-    let want = egress_model::base64::decode(actual);
-    sha512_entries(integrity)
-        .iter()
-        .any(|e| egress_model::base64::decode(e) == want)
+    Integrity::any_matches(integrity, bytes)
 }
 
 #[cfg(test)]

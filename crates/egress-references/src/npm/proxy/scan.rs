@@ -5,6 +5,7 @@
 
 use crate::loopback::is_loopback_url;
 use crate::relay::limits;
+use egress_artifacts::{read_top_level_file, TopLevelFile};
 use egress_model::Url;
 use egress_transcript::Client;
 use std::time::Duration;
@@ -59,7 +60,8 @@ pub(super) fn script_urls(manifest: &serde_json::Value) -> Vec<String> {
 
 /// `{top}/package.json` of a package tarball, parsed.
 pub(super) fn package_json(tgz: &[u8]) -> Option<serde_json::Value> {
-    serde_json::from_slice(&crate::tgz::top_level_file(tgz, "package.json")?).ok()
+    let manifest = read_top_level_file(tgz, TopLevelFile::PackageJson).ok()?;
+    serde_json::from_slice(&manifest).ok()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use super::limits;
 use crate::loopback::is_loopback_url;
-use egress_artifacts::read_sdist_pkg_info;
+use egress_artifacts::{read_sdist_pkg_info, read_top_level_file, TopLevelFile};
 use egress_model::Url;
 use egress_transcript::Client;
 use std::time::Duration;
@@ -46,7 +46,8 @@ fn urlopen_targets(source: &str) -> Vec<String> {
 
 /// `{top}/setup.py` of a `.tar.gz`, found by walking the inflated tar.
 fn sdist_setup_py(gz: &[u8]) -> Option<String> {
-    crate::tgz::top_level_file(gz, "setup.py").map(|b| String::from_utf8_lossy(&b).into_owned())
+    let setup_py = read_top_level_file(gz, TopLevelFile::SetupPy).ok()?;
+    Some(String::from_utf8_lossy(&setup_py).into_owned())
 }
 
 #[cfg(test)]
