@@ -55,8 +55,7 @@ pub struct NpmLock {
 /// The package name a `packages` key installs: what follows the last
 /// `node_modules/`.
 fn name_from_key(key: &str) -> Option<&str> {
-    let at = key.rfind("node_modules/")?;
-    let name = &key[at + "node_modules/".len()..];
+    let (_, name) = key.rsplit_once("node_modules/")?;
     (!name.is_empty()).then_some(name)
 }
 
