@@ -117,12 +117,23 @@ fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, clap
     }
 }
 
-/// The first line of a clap error, without its `error: ` prefix: usage
-/// errors are one line.
+/// The message of a clap error on one line, without its `error: ` prefix:
+/// usage errors are one line.
 fn first_line(e: &clap::Error) -> String {
+    // clap's message is its first paragraph (a list of missing arguments
+    // follows on lines of their own); usage and hints come after a blank line.
     let rendered = e.render().to_string();
-    let line = rendered.lines().next().unwrap_or("invalid arguments");
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = message.join(" ");
+    match line.strip_prefix("error: ") {
+        Some(rest) => rest.to_string(),
+        None if line.is_empty() => "invalid arguments".to_string(),
+        None => line,
+    }
 }
 
 /// Why a size is not one.
