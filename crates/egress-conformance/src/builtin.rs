@@ -334,22 +334,26 @@ pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
     match format {
         Format::Text => {
             for r in [&a, &b] {
-                println!("{}", egress_suite::render::text(r));
+                crate::outln!("{}", egress_suite::render::text(r));
             }
-            println!("Discrimination matrix, PyPI (yes: one target passes where another fails)\n");
-            print!("{}", egress_suite::render::matrix_text(&[&a, &b]));
+            crate::outln!(
+                "Discrimination matrix, PyPI (yes: one target passes where another fails)\n"
+            );
+            crate::out!("{}", egress_suite::render::matrix_text(&[&a, &b]));
             for r in [&na, &nb] {
-                print!("\n{}", egress_suite::render::text(r));
+                crate::out!("\n{}", egress_suite::render::text(r));
             }
-            println!("\nDiscrimination matrix, npm (yes: one target passes where another fails)\n");
-            print!("{}", egress_suite::render::matrix_text(&[&na, &nb]));
+            crate::outln!(
+                "\nDiscrimination matrix, npm (yes: one target passes where another fails)\n"
+            );
+            crate::out!("{}", egress_suite::render::matrix_text(&[&na, &nb]));
         }
         Format::Json => {
             let all = serde_json::json!({ "reports": [a, b, na, nb] });
-            println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+            crate::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         }
         Format::Junit => {
-            print!("{}", egress_suite::render::junit_many(&[&a, &b, &na, &nb]));
+            crate::out!("{}", egress_suite::render::junit_many(&[&a, &b, &na, &nb]));
         }
     }
     if let Some(dir) = out {

@@ -99,6 +99,7 @@ fn refused(m: impl Into<String>) -> Failure {
     Failure {
         code: exit::REFUSED,
         message: m.into(),
+        source: None,
     }
 }
 
@@ -486,7 +487,7 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
         .build(&now_rfc3339(), Some(&key), &principal)
         .map_err(|e| Failure::input(e.to_string()))?;
     snapshot.write_dir(&args.out).map_err(snapshot_failure)?;
-    println!(
+    crate::outln!(
         "snapshot {} written to {}: {files} files ({} downloaded), {}, signed by {principal} ({})",
         snapshot.id(),
         args.out.display(),
@@ -502,7 +503,7 @@ pub fn main(args: BuildArgs) -> Result<u8, Failure> {
             fs::create_dir_all(dir).map_err(fail)?;
         }
         output::write_atomic(&path, text.as_bytes()).map_err(fail)?;
-        println!(
+        crate::outln!(
             "uv.lock for the mirror: {} (uv sync --frozen installs from {})",
             path.display(),
             mirror.as_deref().unwrap_or_default()

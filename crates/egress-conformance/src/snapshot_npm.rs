@@ -110,6 +110,7 @@ pub fn fetch_npm(
                         "{}@{} (package {:?} in {}) from {}: expected integrity {expected}, got {actual}; refusing the whole snapshot",
                         pin.name, pin.version, pin.key, lock.file, job.url
                     ),
+                    source: None,
                 });
             }
             Some(Err(e)) => {

@@ -345,17 +345,17 @@ pub fn main(args: VerifyArgs) -> Result<u8, Failure> {
 /// Prints the notes, every problem, and the verdict; returns the exit code.
 fn report(dir: &Path, id: Option<Sha256Digest>, problems: &[String], notes: &[String]) -> u8 {
     for n in notes {
-        println!("{n}");
+        crate::outln!("{n}");
     }
     for p in problems {
-        println!("  BAD {p}");
+        crate::outln!("  BAD {p}");
     }
     let id = id.map_or_else(|| "?".to_string(), |d| d.to_hex());
     if problems.is_empty() {
-        println!("{}: snapshot {id} verified", dir.display());
+        crate::outln!("{}: snapshot {id} verified", dir.display());
         exit::PASS
     } else {
-        println!(
+        crate::outln!(
             "{}: snapshot {id} FAILED verification: {} problem(s)",
             dir.display(),
             problems.len()

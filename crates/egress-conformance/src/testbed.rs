@@ -481,11 +481,11 @@ pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
     let out = run(&all, &paths.peers, |line| eprintln!("testbed: {line}"));
     if out.reports.is_empty() {
         // A matrix without columns says nothing; the notes say why.
-        println!("no peer ran");
+        crate::outln!("no peer ran");
     } else {
-        print!("{}", matrix_text(&out.reports));
+        crate::out!("{}", matrix_text(&out.reports));
     }
-    print!("{}", out.notes());
+    crate::out!("{}", out.notes());
     write(&args.out, &all, &out)?;
     eprintln!(
         "testbed: {} of {} ran in {:.0} s; reports and matrix.md in {}",
