@@ -130,8 +130,69 @@ fn valid_documents() -> Vec<String> {
     ]
 }
 
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Well-formed JSON whose values are anything: the reader must get past
+    /// the syntax to its own checks.
+    #[test]
+    fn package_lock_with_any_values(
+        key in nasty_string(24),
+        name in nasty_string(12),
+        version in nasty_string(12),
+        resolved in nasty_string(24),
+        integrity in nasty_string(40),
+    ) {
+        let text = serde_json::json!({
+            "lockfileVersion": 3,
+            "packages": {
+                format!("node_modules/{key}"): {
+                    "name": name, "version": version, "resolved": format!("https://r/{resolved}"),
+                    "integrity": format!("sha512-{integrity}"),
+                },
+                key: { "version": version, "resolved": resolved, "integrity": integrity },
+            },
+        })
+        .to_string();
+        all_parsers_answer_in_one_line(&text).map_err(TestCaseError::fail)?;
+    }
+
+    /// Well-formed TOML whose values are anything, in uv's layout (so the
+    /// rewrite reaches its own line scanning).
+    #[test]
+    fn uv_lock_with_any_values(
+        name in nasty_string(12),
+        version in nasty_string(12),
+        registry in nasty_string(16),
+        url in nasty_string(24),
+        hash in nasty_string(70),
+    ) {
+        let text = format!(
+            "version = 1\n\n[[package]]\nname = {}\nversion = {}\nsource = {{ registry = {} }}\nwheels = [\n    {{ url = {}, hash = {}, size = 1 }},\n    {{ url = \"https://h/x-1-py3-none-any.whl\", hash = {} }},\n]\n",
+            toml_string(&name),
+            toml_string(&version),
+            toml_string(&registry),
+            toml_string(&url),
+            toml_string(&format!("sha256:{hash}")),
+            toml_string(&hash),
+        );
+        all_parsers_answer_in_one_line(&text).map_err(TestCaseError::fail)?;
+    }
 
     #[test]
     fn random_lines(lines in proptest::collection::vec(line(), 0..8)) {
