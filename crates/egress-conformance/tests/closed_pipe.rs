@@ -73,3 +73,23 @@ fn check_json_into_a_closed_pipe() {
         assert_quiet(&format!("after {read} bytes"), status, &stderr, 0);
     }
 }
+
+/// Any other failure to write the results (here a full disk) is not quiet:
+/// one line, exit 5.
+#[test]
+fn a_full_disk_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
+        .stdout(full)
+        .output()
+        .expect("run the binary");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("egress-conformance: cannot write to standard output: "),
+        "{stderr}"
+    );
+}
