@@ -4,6 +4,7 @@
 //! mirror would serve, at the same paths, for nginx to serve as plain files).
 //! Prints `page=<path>` and `big=<path>` for the benchmark script.
 
+use clap::{CommandFactory, Parser};
 use egress_artifacts::{build_wheel, WheelSpec};
 use egress_model::{ProjectName, Version};
 use egress_snapshot::SnapshotBuilder;
@@ -15,40 +16,50 @@ const USAGE: &str = "usage: egress-bench-fixture OUT_DIR [--projects N] [--big-m
 /// The command line: one output directory and two optional numbers. Anything
 /// else (an unknown flag, a flag where the directory goes, a second
 /// directory) is refused, so that a mistyped flag never becomes a directory.
+#[derive(Parser)]
+#[command(
+    name = "egress-bench-fixture",
+    about = "Writes OUT_DIR/snap (a signed benchmark snapshot) and OUT_DIR/static (the same files for nginx), and prints page=<path> and big=<path>.",
+    override_usage = "egress-bench-fixture OUT_DIR [--projects N] [--big-mib M]"
+)]
 struct Args {
+    /// Where to write snap/ and static/.
+    #[arg(value_name = "OUT_DIR")]
     out: PathBuf,
+    /// How many projects, with three wheels each.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
     projects: usize,
+    /// Size of the one large opaque sdist, in MiB.
+    #[arg(long, value_name = "M", default_value_t = 50)]
     big_mib: usize,
 }
 
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
-    let mut out = None;
-    let mut projects = 1000;
-    let mut big_mib = 50;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut number = |name: &str| {
-            it.next()
-                .and_then(|v| v.parse::<usize>().ok())
-                .ok_or(format!("{name} needs a number ({USAGE})"))
-        };
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--projects" => projects = number("--projects")?,
-            "--big-mib" => big_mib = number("--big-mib")?,
-            flag if flag.starts_with('-') => {
-                return Err(format!("unknown option {flag} ({USAGE})"))
-            }
-            dir if out.is_none() => out = Some(PathBuf::from(dir)),
-            extra => return Err(format!("unexpected argument {extra} ({USAGE})")),
-        }
+/// `Ok(None)` means help was asked for.
+fn parse(args: &[String]) -> Result<Option<Args>, clap::Error> {
+    let argv = std::iter::once("egress-bench-fixture").chain(args.iter().map(String::as_str));
+    match Args::try_parse_from(argv) {
+        Ok(a) => Ok(Some(a)),
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Ok(None),
+        Err(e) => Err(e),
     }
-    let out = out.ok_or(USAGE)?;
-    Ok(Some(Args {
-        out,
-        projects,
-        big_mib,
-    }))
+}
+
+/// The message of a clap error on one line, without its `error: ` prefix.
+fn first_line(e: &clap::Error) -> String {
+    // clap's message is its first paragraph (a list of missing arguments
+    // follows on lines of their own); usage and hints come after a blank line.
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = message.join(" ");
+    match line.strip_prefix("error: ") {
+        Some(rest) => rest.to_string(),
+        None if line.is_empty() => "invalid arguments".to_string(),
+        None => line,
+    }
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so the big file does not
@@ -153,11 +164,11 @@ fn main() -> ExitCode {
     let parsed = match parse(&args) {
         Ok(Some(a)) => a,
         Ok(None) => {
-            println!("{USAGE}");
+            println!("{}", Args::command().render_long_help());
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("egress-bench-fixture: {e}");
+            eprintln!("egress-bench-fixture: {} ({USAGE})", first_line(&e));
             return ExitCode::from(2);
         }
     };

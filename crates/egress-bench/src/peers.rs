@@ -57,33 +57,28 @@ const WARM_WITHIN: Duration = Duration::from_secs(20);
 const USAGE: &str =
     "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio)";
 
+#[derive(clap::Parser)]
+#[command(
+    name = "egress-bench-peers",
+    about = "Measures the testbed's PyPI and npm peers against the reference mirror with wrk and writes a Markdown table.",
+    override_usage = "egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]"
+)]
 struct Args {
+    /// Seconds of load per measurement.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     duration: u64,
+    /// A peer to measure; repeat for several [default: reference devpi
+    /// proxpi pypiserver-no-fallback reference-npm verdaccio].
+    #[arg(long = "peer", value_name = "NAME")]
     peers: Vec<String>,
+    /// Where to write the Markdown table.
+    #[arg(long, value_name = "FILE", default_value = "target/bench/peers.md")]
     out: PathBuf,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut a = Args {
-        duration: 10,
-        peers: Vec::new(),
-        out: PathBuf::from("target/bench/peers.md"),
-    };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || it.next().ok_or(format!("{arg} needs a value; {USAGE}"));
-        match arg.as_str() {
-            "--duration" => {
-                a.duration = value()?.parse().ok().filter(|d| *d > 0).ok_or(format!(
-                    "--duration needs a whole number of seconds; {USAGE}"
-                ))?
-            }
-            "--peer" => a.peers.push(value()?.clone()),
-            "--out" => a.out = PathBuf::from(value()?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other}; {USAGE}")),
-        }
-    }
+fn parse_args(args: &[String]) -> Result<Args, clap::Error> {
+    let argv = std::iter::once("egress-bench-peers").chain(args.iter().map(String::as_str));
+    let mut a: Args = clap::Parser::try_parse_from(argv)?;
     if a.peers.is_empty() {
         a.peers = DEFAULT_PEERS.iter().map(|s| s.to_string()).collect();
     }
@@ -864,8 +859,20 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&args) {
         Ok(a) => a,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            eprintln!("egress-bench-peers: {e}");
+            let rendered = e.render().to_string();
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let line = message.join(" ");
+            let line = line.strip_prefix("error: ").unwrap_or(&line);
+            eprintln!("egress-bench-peers: {line}; {USAGE}");
             return ExitCode::from(2);
         }
     };

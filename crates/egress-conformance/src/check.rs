@@ -201,9 +201,9 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         allowed_signers,
     });
     match args.format {
-        Format::Text => print!("{}", egress_suite::render::text(&report)),
-        Format::Json => print!("{}", egress_suite::render::json(&report)),
-        Format::Junit => print!("{}", egress_suite::render::junit(&report)),
+        Format::Text => crate::out!("{}", egress_suite::render::text(&report)),
+        Format::Json => crate::out!("{}", egress_suite::render::json(&report)),
+        Format::Junit => crate::out!("{}", egress_suite::render::junit(&report)),
     }
     if let Some(dir) = &args.out {
         output::write_reports(dir, &[("report", &report)])?;

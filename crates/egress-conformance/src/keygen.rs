@@ -93,6 +93,7 @@ pub fn generate(args: GenerateArgs) -> Result<u8, Failure> {
         Failure {
             code,
             message: format!("cannot write {}: {e}", p.display()),
+            source: None,
         }
     };
     // The private key first: if it cannot be written, nothing else is.
@@ -101,8 +102,8 @@ pub fn generate(args: GenerateArgs) -> Result<u8, Failure> {
     write_new(&signers_path, format!("{signers_line}\n").as_bytes(), 0o644)
         .map_err(|e| fail(&signers_path, e))?;
 
-    println!("{signers_line}");
-    println!(
+    crate::outln!("{signers_line}");
+    crate::outln!(
         "wrote {} (private, mode 0600), {} and {} (the line above: give it to whoever verifies snapshots); fingerprint {}",
         key_path.display(),
         pub_path.display(),

@@ -5,6 +5,9 @@
 //! in `egress-build` and snapshot verifying in `egress-snapshot`; `check`,
 //! `report verify` and `key generate` are here.
 
+// Standard output goes through `output::print` (`out!`, `outln!`) only.
+#![warn(clippy::print_stdout)]
+
 pub mod check;
 mod check_npm;
 pub mod keygen;
@@ -37,30 +40,65 @@ pub mod exit {
     pub const REFUSED: u8 = 6;
 }
 
-/// A one-line error with the exit code it maps to.
+/// A one-line error with the exit code it maps to, and optionally the error
+/// that caused it: the binary prints `message` on one line, then one
+/// `caused by:` line per cause that `message` does not already say.
+#[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub message: String,
+    pub source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl Failure {
-    pub fn usage(m: impl Into<String>) -> Self {
+    pub fn new(code: u8, m: impl Into<String>) -> Self {
         Self {
-            code: exit::USAGE,
+            code,
             message: m.into(),
+            source: None,
         }
+    }
+    pub fn usage(m: impl Into<String>) -> Self {
+        Self::new(exit::USAGE, m)
     }
     pub fn input(m: impl Into<String>) -> Self {
-        Self {
-            code: exit::INPUT,
-            message: m.into(),
-        }
+        Self::new(exit::INPUT, m)
     }
     pub fn internal(m: impl Into<String>) -> Self {
-        Self {
-            code: exit::INTERNAL,
-            message: m.into(),
+        Self::new(exit::INTERNAL, m)
+    }
+    /// The same failure, caused by `source`.
+    pub fn because(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+    /// The lines the binary prints: the message, then each cause (and its
+    /// causes) that the line before does not already end with.
+    pub fn chain(&self) -> Vec<String> {
+        let mut lines = vec![self.message.clone()];
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            let text = cause.to_string();
+            if !lines.last().is_some_and(|l| l.ends_with(&text)) {
+                lines.push(format!("caused by: {text}"));
+            }
+            next = cause.source();
         }
+        lines
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -72,4 +110,29 @@ pub enum Format {
     Json,
     /// JUnit XML, one test case per sub-probe, for CI systems.
     Junit,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn a_failure_shows_its_chain_of_causes() {
+        let io = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let f = Failure::internal("cannot write x").because(Outer(io()));
+        assert_eq!(f.to_string(), "cannot write x");
+        assert_eq!(
+            f.chain(),
+            ["cannot write x", "caused by: outer", "caused by: denied"]
+        );
+        // A cause the message already ends with is not said twice.
+        let f = Failure::internal(format!("cannot write x: {}", io())).because(io());
+        assert_eq!(f.chain(), ["cannot write x: denied"]);
+        assert_eq!(Failure::usage("u").chain(), ["u"]);
+        assert!(format!("{f:?}").contains("cannot write x"));
+    }
 }

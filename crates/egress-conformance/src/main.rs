@@ -3,7 +3,9 @@
 //! --help`.
 
 use clap::{Parser, Subcommand};
-use egress_conformance::{check, exit, keygen, run_builtin, run_testbed, snapshot, verify, Format};
+use egress_conformance::{
+    check, exit, keygen, output, run_builtin, run_testbed, snapshot, verify, Failure, Format,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -104,7 +106,7 @@ fn main() -> ExitCode {
                 .next()
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ");
-            eprintln!("egress-conformance: {first} (see --help)");
+            say_err(&[format!("{first} (see --help)")]);
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -125,11 +127,33 @@ fn main() -> ExitCode {
         }) => snapshot::verify(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
     };
+    // A closed pipe on stdout is a normal end; any other failure to write
+    // the results is one.
+    let result = result.and_then(|code| match output::stdout_error() {
+        Some(e) => {
+            Err(Failure::internal(format!("cannot write to standard output: {e}")).because(e))
+        }
+        None => Ok(code),
+    });
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("egress-conformance: {}", f.message);
+            say_err(&f.chain());
             ExitCode::from(f.code)
         }
+    }
+}
+
+/// The one error path: the first line is `egress-conformance: <message>`,
+/// then one `caused by:` line per cause. A closed stderr is not worth a panic.
+fn say_err(lines: &[String]) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    for (i, line) in lines.iter().enumerate() {
+        let _ = if i == 0 {
+            writeln!(err, "egress-conformance: {line}")
+        } else {
+            writeln!(err, "{line}")
+        };
     }
 }

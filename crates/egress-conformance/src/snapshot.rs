@@ -91,7 +91,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             npm_registry_url: args.npm_registry_url,
         },
     };
-    egress_build::build(options, |line| println!("{line}")).map_err(build_failure)?;
+    egress_build::build(options, |line| crate::outln!("{line}")).map_err(build_failure)?;
     Ok(exit::PASS)
 }
 
@@ -102,10 +102,7 @@ fn build_failure(e: BuildError) -> Failure {
         Kind::Internal => exit::INTERNAL,
         Kind::Refused => exit::REFUSED,
     };
-    Failure {
-        code,
-        message: e.to_string(),
-    }
+    Failure::new(code, e.to_string()).because(e)
 }
 
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
@@ -133,17 +130,17 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
 /// Prints the notes, every problem, and the verdict; returns the exit code.
 fn report(dir: &Path, v: &Verification) -> u8 {
     for n in &v.notes {
-        println!("{n}");
+        crate::outln!("{n}");
     }
     for p in &v.problems {
-        println!("  BAD {p}");
+        crate::outln!("  BAD {p}");
     }
     let id = v.id.map_or_else(|| "?".to_string(), |d| d.to_hex());
     if v.ok() {
-        println!("{}: snapshot {id} verified", dir.display());
+        crate::outln!("{}: snapshot {id} verified", dir.display());
         exit::PASS
     } else {
-        println!(
+        crate::outln!(
             "{}: snapshot {id} FAILED verification: {} problem(s)",
             dir.display(),
             v.problems.len()

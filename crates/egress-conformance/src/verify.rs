@@ -47,7 +47,7 @@ pub fn main(path: &Path) -> Result<u8, Failure> {
         let report = load(&file)?;
         let diffs = egress_suite::verify(&report);
         if diffs.is_empty() {
-            println!(
+            crate::outln!(
                 "{}: {} sub-probes and {} predicates re-derived from the evidence; all agree (outcome {})",
                 file.display(),
                 report.probes.len(),
@@ -56,15 +56,19 @@ pub fn main(path: &Path) -> Result<u8, Failure> {
             );
         } else {
             code = exit::FAIL;
-            println!(
+            crate::outln!(
                 "{}: {} verdicts differ from what the evidence supports:",
                 file.display(),
                 diffs.len()
             );
             for d in diffs {
-                println!(
+                crate::outln!(
                     "  {}: recorded {} ({}), re-derived {} ({})",
-                    d.id, d.recorded.0, d.recorded.1, d.derived.0, d.derived.1
+                    d.id,
+                    d.recorded.0,
+                    d.recorded.1,
+                    d.derived.0,
+                    d.derived.1
                 );
             }
         }

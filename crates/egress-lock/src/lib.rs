@@ -131,20 +131,26 @@ impl fmt::Display for LockError {
 
 impl std::error::Error for LockError {}
 
+/// Why a `sha256:HEX` value is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HashError {
+    #[error("hash {0:?} is not ALGORITHM:HEX; write it as sha256:<64 hex digits>")]
+    NotAlgorithmHex(String),
+    #[error("hash algorithm {0:?} is not supported: snapshots are addressed by sha256; regenerate the lock with sha256 hashes")]
+    Unsupported(String),
+    #[error("malformed sha256 {0:?}: expected exactly 64 hexadecimal digits")]
+    Malformed(String),
+}
+
 /// Parses `sha256:HEX`, the form both formats use.
-pub(crate) fn parse_hash(value: &str) -> Result<Sha256Digest, String> {
+pub(crate) fn parse_hash(value: &str) -> Result<Sha256Digest, HashError> {
     let Some((algo, hex)) = value.split_once(':') else {
-        return Err(format!(
-            "hash {value:?} is not ALGORITHM:HEX; write it as sha256:<64 hex digits>"
-        ));
+        return Err(HashError::NotAlgorithmHex(value.to_string()));
     };
     if !algo.eq_ignore_ascii_case("sha256") {
-        return Err(format!(
-            "hash algorithm {algo:?} is not supported: snapshots are addressed by sha256; regenerate the lock with sha256 hashes"
-        ));
+        return Err(HashError::Unsupported(algo.to_string()));
     }
-    Sha256Digest::from_hex(hex)
-        .map_err(|_| format!("malformed sha256 {hex:?}: expected exactly 64 hexadecimal digits"))
+    Sha256Digest::from_hex(hex).map_err(|_| HashError::Malformed(hex.to_string()))
 }
 
 /// The last path segment of a URL, percent-decoded: the file name PyPI-style
@@ -157,11 +163,11 @@ pub fn filename_from_url(url: &str) -> Option<String> {
 
 fn percent_decode(s: &str) -> Option<String> {
     let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.as_bytes().iter();
-    while let Some(&b) = bytes.next() {
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
         if b == b'%' {
-            let hex = [*bytes.next()?, *bytes.next()?];
-            let hex = std::str::from_utf8(&hex).ok()?;
+            let pair = [bytes.next()?, bytes.next()?];
+            let hex = std::str::from_utf8(&pair).ok()?;
             out.push(u8::from_str_radix(hex, 16).ok()?);
         } else {
             out.push(b);
@@ -181,9 +187,16 @@ mod tests {
         assert!(parse_hash(&format!("SHA256:{}", hex.to_uppercase())).is_ok());
         assert!(parse_hash(&format!("sha512:{hex}"))
             .unwrap_err()
+            .to_string()
             .contains("not supported"));
-        assert!(parse_hash("sha256:abc").unwrap_err().contains("malformed"));
-        assert!(parse_hash(&hex).unwrap_err().contains("ALGORITHM:HEX"));
+        assert!(parse_hash("sha256:abc")
+            .unwrap_err()
+            .to_string()
+            .contains("malformed"));
+        assert!(parse_hash(&hex)
+            .unwrap_err()
+            .to_string()
+            .contains("ALGORITHM:HEX"));
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! reads it; whatever pip would accept but a snapshot cannot honour is an
 //! error that says so.
 
-use crate::{parse_hash, Lock, LockError, LockKind, Pin, PinnedFile};
+use crate::{parse_hash, HashError, Lock, LockError, LockKind, Pin, PinnedFile};
+use egress_model::name::InvalidName;
+use egress_model::version::InvalidVersion;
 use egress_model::{ProjectName, Version};
 
 /// Options that only tell pip where to look; the snapshot's own `--index-url`
@@ -49,7 +51,7 @@ pub fn parse_requirements(file: &str, text: &str) -> Result<Lock, LockError> {
         if content.is_empty() {
             continue;
         }
-        let err = |m: String| LockError::new(file, line, m);
+        let err = |e: RequirementError| LockError::new(file, line, e.to_string());
         if content.starts_with('-') {
             if let Some(note) = option_line(content).map_err(err)? {
                 lock.notes.push(format!("{file}:{line}: {note}"));
@@ -103,72 +105,115 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 /// Cuts a `#` comment that starts the line or follows whitespace (pip's
 /// `(^|\s+)#.*$`); a `#` inside a token (a URL fragment) is not a comment.
 fn strip_comment(line: &str) -> &str {
-    let mut previous = None;
+    let mut after_space = true;
     for (i, c) in line.char_indices() {
-        if c == '#' && previous.is_none_or(|p: char| p.is_ascii_whitespace()) {
+        if c == '#' && after_space {
             return line.get(..i).unwrap_or(line);
         }
-        previous = Some(c);
+        after_space = c.is_ascii_whitespace();
     }
     line
 }
 
+/// Why a requirements line cannot be used (before `file:line` is added).
+#[derive(Debug, thiserror::Error)]
+enum RequirementError {
+    #[error("{0:?}: includes (-r) are not supported; pass each requirements file with its own --requirements")]
+    Include(String),
+    #[error("{0:?}: constraints files (-c) are not supported; a constraint pins no files, lock the requirements with hashes instead")]
+    Constraint(String),
+    #[error("{0:?}: an editable requirement has no files to mirror; drop it (install your own project from its source) or lock a released version with hashes")]
+    Editable(String),
+    #[error("a --hash line with no requirement before it; put the requirement and its hashes on one logical line (end lines with \\)")]
+    LoneHash,
+    #[error("unknown option {0:?}; a hashed requirements file holds requirements, --hash options and index options")]
+    UnknownOption(String),
+    #[error("{spec}: --hash without a value")]
+    HashWithoutValue { spec: String },
+    #[error("{spec}: option {option:?} on a requirement is not supported; only --hash is")]
+    RequirementOption { spec: String, option: String },
+    #[error("{spec}: {source}")]
+    Hash {
+        spec: String,
+        #[source]
+        source: HashError,
+    },
+    #[error("{0:?} is a URL or path requirement; a snapshot serves index files only, lock a released version as name==version with --hash")]
+    UrlOrPath(String),
+    #[error(transparent)]
+    Name(#[from] InvalidName),
+    #[error("{0:?}: unclosed [ in extras")]
+    UnclosedExtras(String),
+    #[error("{0:?} is not pinned with ==; a snapshot needs exact pins (name==version), as pip-compile and uv pip compile write them")]
+    NotPinned(String),
+    #[error("{req:?}: {source}")]
+    Version {
+        req: String,
+        #[source]
+        source: InvalidVersion,
+    },
+    #[error("{0:?} has no --hash; every requirement needs its sha256 (generate the file with `pip-compile --generate-hashes` or `uv pip compile --generate-hashes`)")]
+    NoHash(String),
+}
+
+/// The first `n` characters of `s` (all of it when shorter).
+fn first_chars(s: &str, n: usize) -> &str {
+    s.char_indices()
+        .nth(n)
+        .and_then(|(i, _)| s.get(..i))
+        .unwrap_or(s)
+}
+
 /// An option line: `Ok(Some(note))` when ignored, `Err` when unsupported.
-fn option_line(content: &str) -> Result<Option<String>, String> {
+fn option_line(content: &str) -> Result<Option<String>, RequirementError> {
     let token = content.split_whitespace().next().unwrap_or(content);
     let name = match token.split_once('=') {
         Some((n, _)) => n,
         // Short options may be glued to their value: `-ihttps://...`.
-        None if token.len() > 2 && !token.starts_with("--") => token.get(..2).unwrap_or(token),
+        None if !token.starts_with("--") => first_chars(token, 2),
         None => token,
     };
     match name {
-        "-r" | "--requirement" => Err(format!(
-            "{content:?}: includes (-r) are not supported; pass each requirements file with its own --requirements"
-        )),
-        "-c" | "--constraint" => Err(format!(
-            "{content:?}: constraints files (-c) are not supported; a constraint pins no files, lock the requirements with hashes instead"
-        )),
-        "-e" | "--editable" => Err(format!(
-            "{content:?}: an editable requirement has no files to mirror; drop it (install your own project from its source) or lock a released version with hashes"
-        )),
-        "--hash" => Err("a --hash line with no requirement before it; put the requirement and its hashes on one logical line (end lines with \\)".to_string()),
+        "-r" | "--requirement" => Err(RequirementError::Include(content.to_string())),
+        "-c" | "--constraint" => Err(RequirementError::Constraint(content.to_string())),
+        "-e" | "--editable" => Err(RequirementError::Editable(content.to_string())),
+        "--hash" => Err(RequirementError::LoneHash),
         n if IGNORED_OPTIONS.contains(&n) => Ok(Some(format!(
             "{content:?} ignored: the snapshot is fetched from --index-url and served as one index"
         ))),
-        n => Err(format!(
-            "unknown option {n:?}; a hashed requirements file holds requirements, --hash options and index options"
-        )),
+        n => Err(RequirementError::UnknownOption(n.to_string())),
     }
 }
 
 /// `name[extras]==version ; marker --hash=sha256:... ...`
-fn requirement(content: &str, line: usize) -> Result<Pin, String> {
+fn requirement(content: &str, line: usize) -> Result<Pin, RequirementError> {
+    use RequirementError as E;
     // pip's `break_args_options`: options start at the first token that
     // starts with `-`.
-    let tokens: Vec<&str> = content.split_whitespace().collect();
-    let split = tokens
-        .iter()
-        .position(|t| t.starts_with('-'))
-        .unwrap_or(tokens.len());
-    let (spec, opts) = tokens.split_at(split);
-    let spec = spec.join(" ");
+    let mut tokens = content.split_whitespace().peekable();
+    let mut spec_tokens = Vec::new();
+    while let Some(t) = tokens.next_if(|t| !t.starts_with('-')) {
+        spec_tokens.push(t);
+    }
+    let spec = spec_tokens.join(" ");
     let mut files = Vec::new();
-    let mut opts = opts.iter();
-    while let Some(opt) = opts.next() {
+    while let Some(opt) = tokens.next() {
         let value = match opt.split_once('=') {
             Some(("--hash", v)) => v,
-            None if *opt == "--hash" => opts
+            None if opt == "--hash" => tokens
                 .next()
-                .copied()
-                .ok_or_else(|| format!("{spec}: --hash without a value"))?,
+                .ok_or_else(|| E::HashWithoutValue { spec: spec.clone() })?,
             _ => {
-                return Err(format!(
-                    "{spec}: option {opt:?} on a requirement is not supported; only --hash is"
-                ))
+                return Err(E::RequirementOption {
+                    spec,
+                    option: opt.to_string(),
+                })
             }
         };
-        let sha256 = parse_hash(value).map_err(|e| format!("{spec}: {e}"))?;
+        let sha256 = parse_hash(value).map_err(|source| E::Hash {
+            spec: spec.clone(),
+            source,
+        })?;
         files.push(PinnedFile {
             sha256,
             url: None,
@@ -184,21 +229,19 @@ fn requirement(content: &str, line: usize) -> Result<Pin, String> {
         None => (spec.trim(), None),
     };
     if req.contains("://") || req.contains('@') || req.starts_with(['.', '/', '~']) {
-        return Err(format!(
-            "{req:?} is a URL or path requirement; a snapshot serves index files only, lock a released version as name==version with --hash"
-        ));
+        return Err(E::UrlOrPath(req.to_string()));
     }
     let name_end = req
         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
         .unwrap_or(req.len());
-    let (name, rest) = req.split_at(name_end);
-    let name = ProjectName::new(name).map_err(|e| e.to_string())?;
+    let (name, rest) = req.split_at_checked(name_end).unwrap_or((req, ""));
+    let name = ProjectName::new(name)?;
     let mut rest = rest.trim_start();
     let mut extras = Vec::new();
     if let Some(after) = rest.strip_prefix('[') {
         let (inside, tail) = after
             .split_once(']')
-            .ok_or_else(|| format!("{req:?}: unclosed [ in extras"))?;
+            .ok_or_else(|| E::UnclosedExtras(req.to_string()))?;
         extras = inside
             .split(',')
             .map(str::trim)
@@ -207,11 +250,7 @@ fn requirement(content: &str, line: usize) -> Result<Pin, String> {
             .collect();
         rest = tail.trim_start();
     }
-    let not_pinned = || {
-        format!(
-            "{req:?} is not pinned with ==; a snapshot needs exact pins (name==version), as pip-compile and uv pip compile write them"
-        )
-    };
+    let not_pinned = || E::NotPinned(req.to_string());
     let version = rest
         .strip_prefix("==")
         .filter(|v| !v.starts_with('='))
@@ -220,11 +259,12 @@ fn requirement(content: &str, line: usize) -> Result<Pin, String> {
     if version.contains([',', '*', ' ', '<', '>', '!', '~', '=']) {
         return Err(not_pinned());
     }
-    let version = Version::new(version).map_err(|e| format!("{req:?}: {e}"))?;
+    let version = Version::new(version).map_err(|source| E::Version {
+        req: req.to_string(),
+        source,
+    })?;
     if files.is_empty() {
-        return Err(format!(
-            "{req:?} has no --hash; every requirement needs its sha256 (generate the file with `pip-compile --generate-hashes` or `uv pip compile --generate-hashes`)"
-        ));
+        return Err(E::NoHash(req.to_string()));
     }
     Ok(Pin {
         name,

@@ -26,7 +26,7 @@ pub fn rewrite_uv_lock(
     for line in text.split_inclusive('\n') {
         let mut line = line.to_string();
         for range in values(&line, "registry").into_iter().rev() {
-            line.replace_range(range, registry);
+            line = replaced(&line, range, registry);
         }
         let urls = values(&line, "url");
         let hashes = values(&line, "hash");
@@ -37,7 +37,7 @@ pub fn rewrite_uv_lock(
                 .and_then(|d| url_for(&d))
             {
                 check_string(file, &new)?;
-                line.replace_range(url.clone(), &new);
+                line = replaced(&line, url.clone(), &new);
             }
         }
         out.push_str(&line);
@@ -84,6 +84,15 @@ pub fn rewrite_uv_lock(
     Ok(out)
 }
 
+/// `line` with `range` replaced by `new`; unchanged if `range` is not on
+/// character boundaries (the ranges [`values`] finds always are).
+fn replaced(line: &str, range: std::ops::Range<usize>, new: &str) -> String {
+    match (line.get(..range.start), line.get(range.end..)) {
+        (Some(head), Some(tail)) => format!("{head}{new}{tail}"),
+        _ => line.to_string(),
+    }
+}
+
 /// A value goes into a TOML basic string unescaped, so it must need no escape.
 fn check_string(file: &str, value: &str) -> Result<(), LockError> {
     if value
@@ -103,21 +112,21 @@ fn check_string(file: &str, value: &str) -> Result<(), LockError> {
 /// whole bare key (not the tail of a longer one) and the value is a basic
 /// string without escapes.
 fn values(line: &str, key: &str) -> Vec<std::ops::Range<usize>> {
-    let bytes = line.as_bytes();
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(found) = line.get(from..).and_then(|l| l.find(key)) {
-        let start = from + found;
-        from = start + key.len();
-        let bare = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
-        if start
-            .checked_sub(1)
-            .and_then(|i| bytes.get(i))
-            .is_some_and(|&b| bare(b))
-        {
+    while let Some((before, found)) = line
+        .get(from..)
+        .and_then(|tail| tail.find(key))
+        .and_then(|at| line.split_at_checked(from + at))
+    {
+        from = before.len() + key.len();
+        if before.chars().next_back().is_some_and(bare) {
             continue;
         }
-        let rest = line.get(from..).unwrap_or_default();
+        let Some(rest) = found.get(key.len()..) else {
+            break;
+        };
         let Some(after_eq) = rest.trim_start().strip_prefix('=') else {
             continue;
         };
@@ -125,14 +134,14 @@ fn values(line: &str, key: &str) -> Vec<std::ops::Range<usize>> {
             continue;
         };
         let value_start = line.len() - value.len();
-        let Some(len) = value.find('"') else {
+        let Some((text, _)) = value.split_once('"') else {
             continue;
         };
-        if value.get(..len).is_none_or(|v| v.contains('\\')) {
+        if text.contains('\\') {
             continue;
         }
-        out.push(value_start..value_start + len);
-        from = value_start + len + 1;
+        out.push(value_start..value_start + text.len());
+        from = value_start + text.len() + 1;
     }
     out
 }

@@ -147,7 +147,7 @@ pub fn parse_uv_lock(file: &str, text: &str) -> Result<Lock, LockError> {
                 .hash
                 .as_deref()
                 .ok_or_else(|| ferr("a file has no `hash`; re-lock with uv".into()))?;
-            let sha256 = parse_hash(hash).map_err(ferr)?;
+            let sha256 = parse_hash(hash).map_err(|e| ferr(e.to_string()))?;
             let filename = f
                 .filename
                 .clone()

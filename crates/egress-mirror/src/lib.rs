@@ -544,21 +544,36 @@ impl Handler for Mirror {
 /// `sendfile` through a socket pair: everything zero-copy serving needs,
 /// none of which needs filesystem access (so Landlock does not stand in its
 /// way), though a seccomp filter might.
+/// Why zero-copy serving is unavailable, by the step that failed.
 #[cfg(unix)]
-fn probe_zero_copy() -> Result<(), String> {
+#[derive(Debug, thiserror::Error)]
+enum ZeroCopyError {
+    #[error("sealed memfd: {0}")]
+    Memfd(#[source] io::Error),
+    #[error("seals: {0}")]
+    Seals(#[source] io::Error),
+    #[error("socketpair: {0}")]
+    SocketPair(#[source] io::Error),
+    #[error("sendfile: {0}")]
+    SendFile(#[source] io::Error),
+    #[error("sendfile delivered other bytes")]
+    OtherBytes,
+}
+
+#[cfg(unix)]
+fn probe_zero_copy() -> Result<(), ZeroCopyError> {
     use std::io::Read;
-    let blob = egress_snapshot::probe_sealed_copies().map_err(|e| format!("sealed memfd: {e}"))?;
+    let blob = egress_snapshot::probe_sealed_copies().map_err(ZeroCopyError::Memfd)?;
     let blob = Arc::new(blob);
-    let sealed = SealedFile::new(Arc::clone(&blob) as _).map_err(|e| format!("seals: {e}"))?;
-    let (tx, mut rx) =
-        std::os::unix::net::UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    sealed.send_to(&tx).map_err(|e| format!("sendfile: {e}"))?;
+    let sealed = SealedFile::new(Arc::clone(&blob) as _).map_err(ZeroCopyError::Seals)?;
+    let (tx, mut rx) = std::os::unix::net::UnixStream::pair().map_err(ZeroCopyError::SocketPair)?;
+    sealed.send_to(&tx).map_err(ZeroCopyError::SendFile)?;
     drop(tx);
     let mut got = Vec::new();
     rx.read_to_end(&mut got)
-        .map_err(|e| format!("socketpair: {e}"))?;
+        .map_err(ZeroCopyError::SocketPair)?;
     if Sha256Digest::of(&got) != blob.digest() {
-        return Err("sendfile delivered other bytes".into());
+        return Err(ZeroCopyError::OtherBytes);
     }
     Ok(())
 }

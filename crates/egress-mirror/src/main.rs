@@ -28,6 +28,8 @@
 
 mod confine;
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::{CommandFactory, Parser};
 use egress_mirror::Mirror;
 use egress_snapshot::StoredSnapshot;
 use std::io::Write;
@@ -48,76 +50,106 @@ const EXIT_LISTEN: u8 = 5;
 const EXIT_CONFINEMENT: u8 = 6;
 const EXIT_CONFIG: u8 = 7;
 
-/// Writes one line; a closed stdout or stderr is not worth a panic.
+/// Writes one line; a closed stdout or stderr (a reader that went away) is
+/// a quiet end of that output, never a panic.
 fn say(mut out: impl Write, line: &str) {
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
 
+/// One line on stdout, through the locked handle.
+fn say_out(line: &str) {
+    say(std::io::stdout().lock(), line);
+}
+
 fn fail(code: u8, message: &str) -> ExitCode {
-    say(std::io::stderr(), &format!("egress-mirror: {message}"));
+    say(
+        std::io::stderr().lock(),
+        &format!("egress-mirror: {message}"),
+    );
     ExitCode::from(code)
 }
 
 /// Command-line flags. The `self_test_*` ones are hidden: they run after
 /// confinement, report on stdout and exit, so tests can observe from outside
 /// what the confined process can and cannot do.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Parser)]
+#[command(
+    name = "egress-mirror",
+    about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file."
+)]
 struct Flags {
+    /// The snapshot directory to serve (or `snapshot` in --config).
+    #[arg(value_name = "SNAPSHOT_DIR")]
     dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR", allow_hyphen_values = true, value_parser = NonEmptyStringValueParser::new())]
     listen: Option<String>,
+    /// TOML file with the keys snapshot, listen, require_confinement,
+    /// log_requests and zero_copy_budget; flags override it.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     config: Option<PathBuf>,
+    /// Refuse to start unless the process could confine itself fully.
+    #[arg(long)]
     require_confinement: bool,
+    /// Log every request on stderr.
+    #[arg(long)]
     log_requests: bool,
+    /// Memory for sealed copies served with sendfile: bytes, or a number
+    /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
+    #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
+    #[arg(long, value_name = "PATH", hide = true)]
     self_test_read: Vec<PathBuf>,
 }
 
 /// `Ok(None)` means help was asked for.
-fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
-    let mut f = Flags::default();
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |what: &str| match inline.clone().or_else(|| args.next()) {
-            Some(v) if !v.is_empty() => Ok(v),
-            _ => Err(format!("{name} needs {what}")),
-        };
-        match name.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--listen" => f.listen = Some(value("an address, e.g. 127.0.0.1:8080")?),
-            "--config" => f.config = Some(PathBuf::from(value("a file")?)),
-            "--zero-copy-budget" => {
-                let v = value("a size, e.g. 1GiB or 0")?;
-                f.zero_copy_budget = Some(parse_size(&v).map_err(|e| format!("{name} {e}"))?);
-            }
-            "--self-test-connect" => f.self_test_connect.push(value("an address")?),
-            "--self-test-read" => f.self_test_read.push(PathBuf::from(value("a path")?)),
-            "--require-confinement" if inline.is_none() => f.require_confinement = true,
-            "--log-requests" if inline.is_none() => f.log_requests = true,
-            _ if arg.starts_with('-') && arg != "-" => {
-                return Err(format!("unknown option {arg:?}"))
-            }
-            _ if f.dir.is_some() => {
-                return Err(format!(
-                    "unexpected argument {arg:?}: give one snapshot directory"
-                ))
-            }
-            _ => f.dir = Some(PathBuf::from(arg)),
-        }
+fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, clap::Error> {
+    let argv = std::iter::once("egress-mirror".to_string()).chain(args);
+    match Flags::try_parse_from(argv) {
+        Ok(flags) => Ok(Some(flags)),
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Ok(None),
+        Err(e) => Err(e),
     }
-    Ok(Some(f))
+}
+
+/// The message of a clap error on one line, without its `error: ` prefix:
+/// usage errors are one line.
+fn first_line(e: &clap::Error) -> String {
+    // clap's message is its first paragraph (a list of missing arguments
+    // follows on lines of their own); usage and hints come after a blank line.
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = message.join(" ");
+    match line.strip_prefix("error: ") {
+        Some(rest) => rest.to_string(),
+        None if line.is_empty() => "invalid arguments".to_string(),
+        None => line,
+    }
+}
+
+/// Why a size is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SizeError {
+    #[error("{0:?}: the units are KiB, MiB and GiB")]
+    Unit(String),
+    #[error("{0:?} is not a size such as 1GiB, 512MiB or 0")]
+    NotASize(String),
 }
 
 /// A size in bytes: digits, optionally followed by `KiB`, `MiB` or `GiB`
 /// (no space, e.g. `512MiB`).
-fn parse_size(text: &str) -> Result<u64, String> {
+fn parse_size(text: &str) -> Result<u64, SizeError> {
     let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
+        Some(i) => text.split_at_checked(i).unwrap_or((text, "")),
         None => (text, ""),
     };
     let shift = match unit {
@@ -125,13 +157,13 @@ fn parse_size(text: &str) -> Result<u64, String> {
         "KiB" => 10,
         "MiB" => 20,
         "GiB" => 30,
-        _ => return Err(format!("{text:?}: the units are KiB, MiB and GiB")),
+        _ => return Err(SizeError::Unit(text.to_string())),
     };
     digits
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(1 << shift))
-        .ok_or_else(|| format!("{text:?} is not a size such as 1GiB, 512MiB or 0"))
+        .ok_or_else(|| SizeError::NotASize(text.to_string()))
 }
 
 /// The config file's settings; every key is optional.
@@ -144,18 +176,60 @@ struct FileConfig {
     zero_copy_budget: Option<u64>,
 }
 
+/// Why a config file cannot be used; shown after "bad config file ".
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a regular file of at most {MAX_CONFIG_BYTES} bytes", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: ConfigTextError,
+    },
+}
+
+/// What is wrong inside a config file.
+#[derive(Debug, thiserror::Error)]
+enum ConfigTextError {
+    #[error("line {line}: {message}")]
+    TomlAt { line: usize, message: String },
+    #[error("{0}")]
+    Toml(String),
+    #[error("{0} must be a string")]
+    NotAString(String),
+    #[error("{0} must be true or false")]
+    NotABool(String),
+    #[error("{0} must be a number of bytes or a size such as \"1GiB\"")]
+    NotASize(String),
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget")]
+    UnknownKey(String),
+}
+
 /// Reads and parses a config file. Unknown keys and wrong types are errors
 /// (a misspelt `require_confinement` must not silently mean "no").
-fn read_config(path: &Path) -> Result<FileConfig, String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+fn read_config(path: &Path) -> Result<FileConfig, ConfigError> {
+    let read = |source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read)?;
     if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
-        return Err(format!(
-            "{shown} is not a regular file of at most {MAX_CONFIG_BYTES} bytes"
-        ));
+        return Err(ConfigError::NotAFile {
+            path: path.to_path_buf(),
+        });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let mut config = parse_config(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(read)?;
+    let mut config = parse_config(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if let Some(dir) = &config.snapshot {
         if dir.is_relative() {
             let base = path.parent().unwrap_or(Path::new(""));
@@ -165,20 +239,17 @@ fn read_config(path: &Path) -> Result<FileConfig, String> {
     Ok(config)
 }
 
-fn parse_config(text: &str) -> Result<FileConfig, String> {
+fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e
-            .span()
-            // Bytes, not `str` slicing: a span is not trusted to fall on a
+        let line = e.span().map(|s| {
+            // Counted in bytes: a span is not trusted to fall on a
             // character boundary, and this must not panic.
-            .map(|s| {
-                let before = &text.as_bytes()[..s.start.min(text.len())];
-                before.iter().filter(|&&b| b == b'\n').count() + 1
-            });
-        let message = e.message().replace('\n', " ");
+            text.bytes().take(s.start).filter(|&b| b == b'\n').count() + 1
+        });
+        let message = e.message().replace('\n', " ").trim().to_string();
         match line {
-            Some(n) => format!("line {n}: {}", message.trim()),
-            None => message.trim().to_string(),
+            Some(line) => ConfigTextError::TomlAt { line, message },
+            None => ConfigTextError::Toml(message),
         }
     })?;
     let mut config = FileConfig::default();
@@ -187,12 +258,12 @@ fn parse_config(text: &str) -> Result<FileConfig, String> {
             value
                 .as_str()
                 .map(str::to_string)
-                .ok_or_else(|| format!("{key} must be a string"))
+                .ok_or_else(|| ConfigTextError::NotAString(key.clone()))
         };
         let boolean = || {
             value
                 .as_bool()
-                .ok_or_else(|| format!("{key} must be true or false"))
+                .ok_or_else(|| ConfigTextError::NotABool(key.clone()))
         };
         match key.as_str() {
             "snapshot" => config.snapshot = Some(PathBuf::from(string()?)),
@@ -206,19 +277,19 @@ fn parse_config(text: &str) -> Result<FileConfig, String> {
                     toml::Value::String(s) => parse_size(s).ok(),
                     _ => None,
                 };
-                config.zero_copy_budget = Some(bytes.ok_or_else(|| {
-                    format!("{key} must be a number of bytes or a size such as \"1GiB\"")
-                })?);
+                config.zero_copy_budget =
+                    Some(bytes.ok_or_else(|| ConfigTextError::NotASize(key.clone()))?);
             }
-            _ => {
-                return Err(format!(
-                    "unknown key {key:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget"
-                ))
-            }
+            _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
     Ok(config)
 }
+
+/// The command line and the config file leave no snapshot to serve.
+#[derive(Debug, thiserror::Error)]
+#[error("missing SNAPSHOT_DIR (give it, or `snapshot` in --config)")]
+struct MissingSnapshot;
 
 /// The effective settings: flags over file over defaults.
 struct Settings {
@@ -232,12 +303,8 @@ struct Settings {
     zero_copy_budget: u64,
 }
 
-fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, String> {
-    let dir = flags
-        .dir
-        .clone()
-        .or(file.snapshot)
-        .ok_or("missing SNAPSHOT_DIR (give it, or `snapshot` in --config)")?;
+fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot> {
+    let dir = flags.dir.clone().or(file.snapshot).ok_or(MissingSnapshot)?;
     let listen_from_file = match (&flags.listen, &file.listen, &flags.config) {
         (None, Some(_), Some(path)) => Some(path.clone()),
         _ => None,
@@ -263,10 +330,11 @@ fn main() -> ExitCode {
     let flags = match parse_flags(std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {
-            say(std::io::stdout(), USAGE);
+            let help = Flags::command().render_long_help().to_string();
+            say_out(help.trim_end());
             return ExitCode::SUCCESS;
         }
-        Err(e) => return fail(EXIT_USAGE, &format!("{e}; {USAGE}")),
+        Err(e) => return fail(EXIT_USAGE, &format!("{}; {USAGE}", first_line(&e))),
     };
     let file = match &flags.config {
         Some(path) => match read_config(path) {
@@ -322,7 +390,7 @@ fn main() -> ExitCode {
             );
         }
         say(
-            std::io::stderr(),
+            std::io::stderr().lock(),
             &format!("egress-mirror: confinement incomplete: {missing}"),
         );
     }
@@ -358,8 +426,7 @@ fn main() -> ExitCode {
             )
         }
     };
-    say(
-        std::io::stdout(),
+    say_out(
         &format!(
             "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {}/",
             id.to_hex(),
@@ -398,10 +465,7 @@ fn raise_open_file_limit() {}
 /// Runs the hidden self-tests from inside the (possibly) confined process:
 /// one stdout line each, `blocked` or `allowed`, then exit 0.
 fn self_test(flags: &Flags, summary: &str) -> ExitCode {
-    say(
-        std::io::stdout(),
-        &format!("egress-mirror: self-test confinement: {summary}"),
-    );
+    say_out(&format!("egress-mirror: self-test confinement: {summary}"));
     for target in &flags.self_test_connect {
         let Ok(addr) = target.parse::<SocketAddr>() else {
             return fail(
@@ -413,23 +477,19 @@ fn self_test(flags: &Flags, summary: &str) -> ExitCode {
             Ok(_) => "allowed".to_string(),
             Err(e) => format!("blocked ({e})"),
         };
-        say(
-            std::io::stdout(),
-            &format!("egress-mirror: self-test connect {addr}: {outcome}"),
-        );
+        say_out(&format!(
+            "egress-mirror: self-test connect {addr}: {outcome}"
+        ));
     }
     for path in &flags.self_test_read {
         let outcome = match std::fs::read(path) {
             Ok(bytes) => format!("allowed ({} bytes)", bytes.len()),
             Err(e) => format!("blocked ({e})"),
         };
-        say(
-            std::io::stdout(),
-            &format!(
-                "egress-mirror: self-test read {}: {outcome}",
-                path.display()
-            ),
-        );
+        say_out(&format!(
+            "egress-mirror: self-test read {}: {outcome}",
+            path.display()
+        ));
     }
     ExitCode::SUCCESS
 }
@@ -438,7 +498,7 @@ fn self_test(flags: &Flags, summary: &str) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn flags(args: &[&str]) -> Result<Option<Flags>, String> {
+    fn flags(args: &[&str]) -> Result<Option<Flags>, clap::Error> {
         parse_flags(args.iter().map(|s| s.to_string()))
     }
 
@@ -526,7 +586,7 @@ mod tests {
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
             ("[oops\n", "line 1"),
         ] {
-            let e = parse_config(bad).unwrap_err();
+            let e = parse_config(bad).unwrap_err().to_string();
             assert!(e.contains(want) && !e.contains('\n'), "{bad:?}: {e}");
         }
     }
