@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod check;
+#[path = "check/npm.rs"]
 mod check_npm;
 mod fetch;
 pub mod keygen;

@@ -5,13 +5,16 @@
 //! alone with [`report::judge_all`]. `report verify` calls the same function
 //! on a saved report, so a verdict can be re-derived offline by anyone.
 
+#[path = "pypi/table.rs"]
 pub mod catalog;
 pub mod classify;
 pub mod collect;
+#[path = "pypi/facts.rs"]
 pub mod facts;
 pub mod judge;
 pub mod npm;
 pub mod plan;
+#[path = "pypi/mod.rs"]
 pub mod probes;
 pub mod render;
 pub mod report;

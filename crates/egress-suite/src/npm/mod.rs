@@ -7,6 +7,7 @@
 //! exactly as a PyPI one. The catalog is [`catalog::CATALOG`];
 //! docs/predicates.md describes every sub-probe.
 
+#[path = "table.rs"]
 pub mod catalog;
 pub mod controls;
 pub mod doc;
