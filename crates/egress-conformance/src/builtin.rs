@@ -13,7 +13,8 @@ use egress_fixtures::npm_proxy::NpmCachingProxy;
 use egress_fixtures::proxy::CachingProxy;
 use egress_model::NpmName;
 use egress_model::{Upstream, Url};
-use egress_suite::{ManifestSource, NpmPlan, Plan, PresentSpec, Report, Target};
+use egress_suite::pypi::PresentSpec;
+use egress_suite::{npm, pypi, ManifestSource, Packages, Plan, Report, Target};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,23 +35,23 @@ const NPM_SLOW_TARBALL: &str = "ec-present-1.1.0.tgz";
 pub const NPM_NAME_A: &str = "npm reference (A)";
 pub const NPM_NAME_B: &str = "npm caching proxy (B)";
 
-pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan {
+pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Packages> {
     let up = upstream.plan();
     Plan {
         index_url: index.to_string(),
-        protocol: "pypi".into(),
-        present: vec![PresentSpec {
-            name: up.present.clone(),
-            version: None,
-        }],
+        packages: Packages::Pypi(pypi::Packages {
+            present: vec![PresentSpec {
+                name: up.present.clone(),
+                version: None,
+            }],
+            absent: vec![up.upstream_only.clone()],
+            sdist_only: Some(up.tripwire.clone()),
+            template: Some(up.template.clone()),
+        }),
         present_source: "built-in".into(),
-        absent: vec![up.upstream_only.clone()],
-        sdist_only: Some(up.tripwire.clone()),
-        template: Some(up.template.clone()),
         upstream: Some(up),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
-        npm: None,
     }
 }
 
@@ -143,19 +144,18 @@ fn npm_name(s: &str) -> Result<NpmName, Failure> {
 
 /// The plan of an npm run against `registry` (ending in `/`) with the npm
 /// canary as the controlled upstream.
-pub fn npm_plan_for(registry: &Url, upstream: &NpmCanary, signers: bool) -> Result<Plan, Failure> {
+pub fn npm_plan_for(
+    registry: &Url,
+    upstream: &NpmCanary,
+    signers: bool,
+) -> Result<Plan<Packages>, Failure> {
     Ok(Plan {
         index_url: registry.to_string(),
-        protocol: "npm".into(),
-        present: Vec::new(),
         present_source: "built-in".into(),
-        absent: Vec::new(),
-        sdist_only: None,
-        template: None,
         upstream: Some(upstream.plan()),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
-        npm: Some(NpmPlan {
+        packages: Packages::Npm(npm::Packages {
             present: vec![npm_name(npm_canary::PRESENT)?],
             scoped: Some(npm_name(npm_canary::SCOPED)?),
             absent: vec![
@@ -316,7 +316,7 @@ pub fn run_npm_both() -> Result<(Report, Report), Failure> {
 /// Whether a pair behaves as references: (A) passes everything and every
 /// predicate separates it from (B).
 pub fn references_hold(a: &Report, b: &Report) -> bool {
-    let all_discriminate = egress_suite::catalog::PREDICATES.iter().all(|(p, _)| {
+    let all_discriminate = egress_suite::PREDICATES.iter().all(|(p, _)| {
         a.predicate(p)
             .is_some_and(|v| v.status == egress_model::Status::Pass)
             && b.predicate(p)

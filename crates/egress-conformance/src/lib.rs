@@ -5,8 +5,6 @@
 
 pub mod builtin;
 pub mod check;
-#[path = "check/npm.rs"]
-mod check_npm;
 mod fetch;
 pub mod keygen;
 pub mod output;

@@ -4,10 +4,13 @@
 //! bytes do not have, is not passed on.
 
 use super::doc::{integrity_matches, sha512_entries, version_dist, Packument};
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::facts::{final_of, success_body};
+use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{NpmName, ProbeRecord, Url};
 
 /// At most this many tarballs are fetched per sub-probe.
@@ -18,9 +21,7 @@ const PACKUMENT: &str = "packument";
 /// The packages whose documents P1 reads: the present ones (up to three)
 /// and the scoped one.
 fn listed_packages(c: &Collector) -> Vec<NpmName> {
-    let Some(p) = plan_of(c) else {
-        return Vec::new();
-    };
+    let p = &c.plan.packages;
     let mut out: Vec<NpmName> = p.present.iter().take(3).cloned().collect();
     out.extend(p.scoped.iter().cloned());
     out.dedup();
@@ -335,11 +336,10 @@ const VERSION_DOC: &str = "version document";
 
 pub fn collect_version_doc(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.present.first()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.present.first(), c.plan.index()) else {
         return ev;
     };
-    let npm = f.npm();
+    let npm = f;
     let mut versions: Vec<String> = vec!["latest".into()];
     if let Some((v, _)) = npm.control_version(&registry) {
         versions.push(v.version.clone());
@@ -355,7 +355,7 @@ pub fn judge_version_doc(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.packument") {
         return v;
     }
-    let npm = j.facts.npm();
+    let npm = j.facts;
     let Some(full) = npm.full.as_ref() else {
         return inconclusive("the full packument was not recorded");
     };

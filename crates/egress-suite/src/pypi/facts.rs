@@ -1,10 +1,14 @@
-//! Facts the judges and later collectors share, derived from the positive
-//! controls' evidence only. Both the live run and `report verify` build them
-//! with [`Facts::derive`], so they cannot drift apart.
+//! What the PyPI controls establish, derived from their evidence only. Both
+//! the live run and `report verify` build them with [`derive`], so they
+//! cannot drift apart.
 
-use crate::plan::Plan;
-use egress_model::{Exchange, ProbeRecord, Sha256Digest, Status, Url};
+use super::plan::{Packages, Plan};
+use crate::facts::{final_of, find, request_url, success_body, ControlFacts, Controls};
+use egress_model::{ProbeRecord, Sha256Digest, Status, Url};
 use egress_simple::{FileEntry, ProjectPage};
+
+/// A judge of a PyPI run.
+pub type Judge<'a> = crate::judge::Judge<'a, Packages, Facts>;
 
 /// Labels of the control exchanges; judges find exchanges by these.
 pub mod label {
@@ -37,8 +41,7 @@ impl ListedFile {
 
 #[derive(Debug, Default)]
 pub struct Facts {
-    /// Status of each control, by id.
-    pub controls: Vec<(String, Status)>,
+    pub controls: Controls,
     pub index: Option<Url>,
     pub project_url: Option<Url>,
     pub project_html: Option<ProjectPage>,
@@ -47,59 +50,28 @@ pub struct Facts {
     pub files: Vec<ListedFile>,
     /// The file the file control fetched, and the digest of its bytes.
     pub control_file: Option<(Url, Sha256Digest)>,
-    /// What the npm controls established, in an npm run.
-    pub npm: Option<crate::npm::facts::NpmFacts>,
 }
 
-pub fn find<'a>(record: &'a ProbeRecord, label: &str) -> Option<&'a Exchange> {
-    record.exchanges.iter().find(|e| e.label == label)
-}
-
-/// The last exchange of a redirect chain whose first exchange has `label`.
-pub fn final_of<'a>(record: &'a ProbeRecord, label: &str) -> Option<&'a Exchange> {
-    let start = record.exchanges.iter().position(|e| e.label == label)?;
-    let follow = format!("{label} (redirect)");
-    let mut last = &record.exchanges[start];
-    for e in &record.exchanges[start + 1..] {
-        if e.label == follow {
-            last = e;
-        } else {
-            break;
-        }
+impl ControlFacts for Facts {
+    fn status(&self, control: &str) -> Status {
+        self.controls.status(control)
     }
-    Some(last)
-}
 
-pub fn success_body(ex: &Exchange) -> Option<&[u8]> {
-    let r = ex.response.as_ref()?;
-    if r.is_success() {
-        r.full_body()
-    } else {
-        None
+    fn served_artifact(&self) -> Option<Url> {
+        control_file(self).and_then(|l| l.url.clone())
     }
 }
 
 impl Facts {
-    pub fn status(&self, control: &str) -> Status {
-        self.controls
-            .iter()
-            .find(|(id, _)| id == control)
-            .map_or(Status::Inconclusive, |(_, s)| *s)
-    }
-
     /// Builds facts from already-judged control records.
     pub fn derive(plan: &Plan, records: &[ProbeRecord]) -> Self {
-        if plan.is_npm() {
-            return crate::npm::facts::derive(plan, records);
-        }
         let mut f = Facts {
             index: plan.index().ok(),
+            controls: Controls::of(records),
             ..Facts::default()
         };
-        for r in records.iter().filter(|r| r.id.starts_with("C.")) {
-            f.controls.push((r.id.clone(), r.status));
-        }
         let project_url = plan
+            .packages
             .present
             .first()
             .and_then(|p| plan.project_url(&p.name).ok());
@@ -109,7 +81,11 @@ impl Facts {
             if rec.status == Status::Pass {
                 if let Some(body) = find(rec, label::PROJECT_HTML).and_then(success_body) {
                     if let Ok(page) = egress_simple::parse_project_html(body) {
-                        let version = plan.present.first().and_then(|p| p.version.clone());
+                        let version = plan
+                            .packages
+                            .present
+                            .first()
+                            .and_then(|p| p.version.clone());
                         f.files = page
                             .files
                             .iter()
@@ -146,14 +122,11 @@ impl Facts {
     }
 }
 
-/// The absolute URL an exchange requested: its absolute-form target, or its
-/// origin-form target on the target's origin.
-pub fn request_url(origin: &Url, ex: &Exchange) -> Url {
-    let target = ex.request_target();
-    if target.starts_with("http://") || target.starts_with("https://") {
-        if let Ok(u) = Url::parse(&target) {
-            return u;
-        }
-    }
-    origin.with_path(&target)
+/// The file the file control fetches: the first listed file on the target's origin.
+pub fn control_file(facts: &Facts) -> Option<&ListedFile> {
+    let origin = facts.index.as_ref()?;
+    facts
+        .files
+        .iter()
+        .find(|f| f.url.as_ref().is_some_and(|u| u.same_origin(origin)))
 }

@@ -1,18 +1,19 @@
-//! The sub-probes, one module per predicate. Each sub-probe is a collector
-//! (talks to the target, records evidence) and a judge (pure function of that
-//! evidence); [`crate::catalog`] lists them with their stable IDs.
+//! The suite in PyPI's terms: the simple API (PEP 503 HTML, PEP 691 JSON)
+//! and files addressed by digest. One module per predicate; each sub-probe is
+//! a collector (talks to the target, records evidence) and a judge (a pure
+//! function of that evidence), and [`table::TABLE`] lists them with their
+//! stable ids. docs/predicates.md describes every sub-probe.
 
-#[path = "controls.rs"]
 pub mod controls;
-#[path = "p1.rs"]
-pub mod p1_digest;
-#[path = "p2.rs"]
-pub mod p2_replay;
-#[path = "p3.rs"]
-pub mod p3_passthrough;
-#[path = "p4.rs"]
-pub mod p4_build;
-#[path = "p5.rs"]
-pub mod p5_snapshot;
-#[path = "p6.rs"]
-pub mod p6_control;
+pub mod facts;
+pub mod p1;
+pub mod p2;
+pub mod p3;
+pub mod p4;
+pub mod p5;
+pub mod p6;
+pub mod plan;
+pub mod table;
+
+pub use plan::{Packages, PresentSpec, DEFAULT_ABSENT};
+pub use table::{Pypi, TABLE};

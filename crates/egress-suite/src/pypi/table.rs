@@ -1,299 +1,463 @@
-//! Every sub-probe with its stable ID, the predicate it belongs to, a title
-//! and its judge. IDs never change meaning; docs/predicates.md describes each.
+//! The PyPI sub-probes: one row each, in report order (controls first).
+//! Collection order is each row's phase and order: the offsite redirect
+//! first, while caches are cold; the read-only probes; the write attempts,
+//! bracketed by P6.effect; the upstream mutations last among the probes, so
+//! that they cannot disturb any other sub-probe's evidence; the whole run's
+//! upstream contact at the end.
 
-use crate::judge::{Judge, Verdict};
-use crate::probes::{
-    controls, p1_digest as p1, p2_replay as p2, p3_passthrough as p3, p4_build as p4,
-    p5_snapshot as p5, p6_control as p6,
-};
+use super::facts::{self, Facts};
+use super::plan::{Packages, Plan};
+use super::{controls, p1, p2, p3, p4, p5, p6};
+use crate::common::{passthrough, snapshot, writes};
+use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
-pub type JudgeFn = fn(&Judge, &ProbeRecord) -> Verdict;
+/// The PyPI simple API (PEP 503 pages, PEP 691 JSON, files by digest).
+pub struct Pypi;
 
-pub struct SubProbe {
-    pub id: &'static str,
-    /// `C` for positive controls, else `P1`..`P6`.
-    pub predicate: &'static str,
-    pub title: &'static str,
-    pub judge: JudgeFn,
+impl Suite for Pypi {
+    type Packages = Packages;
+    type Facts = Facts;
+    const TABLE: &'static [SubProbe<Self>] = TABLE;
+    const PHASES: &'static [Phase] = &[
+        Phase::Controls,
+        Phase::ColdCaches,
+        Phase::Reads,
+        Phase::Writes,
+        Phase::Upstream,
+        Phase::WholeRun,
+    ];
+    const SERVING: &'static [SubProbeId] = &[
+        SubProbeId::new("C.index"),
+        SubProbeId::new("C.project-html"),
+    ];
+
+    fn facts(plan: &Plan, records: &[ProbeRecord]) -> Facts {
+        facts::Facts::derive(plan, records)
+    }
+
+    fn discover(plan: &mut Plan, records: &[ProbeRecord]) {
+        controls::discover(plan, records);
+    }
+
+    fn describe(packages: &Packages) -> (Vec<String>, Vec<String>) {
+        (
+            packages
+                .present
+                .iter()
+                .map(|p| match &p.version {
+                    Some(v) => format!("{}=={v}", p.name),
+                    None => p.name.to_string(),
+                })
+                .collect(),
+            packages.absent.iter().map(|a| a.to_string()).collect(),
+        )
+    }
 }
 
-pub const PREDICATES: [(&str, &str); 6] = [
-    ("P1", "digest binding"),
-    ("P2", "replay only"),
-    ("P3", "no path passthrough"),
-    ("P4", "no build path"),
-    ("P5", "snapshot immutability"),
-    ("P6", "no control channel"),
-];
-
-const fn sp(
-    id: &'static str,
-    predicate: &'static str,
-    title: &'static str,
-    judge: JudgeFn,
-) -> SubProbe {
+/// Every PyPI sub-probe, in report order.
+pub const TABLE: &[SubProbe<Pypi>] = &[
     SubProbe {
-        id,
-        predicate,
-        title,
-        judge,
-    }
-}
-
-/// In report order. Controls come first: every other judge may read them.
-pub const CATALOG: &[SubProbe] = &[
-    sp(
-        "C.index",
-        "C",
-        "the index serves a simple-API page",
-        controls::judge_index,
-    ),
-    sp(
-        "C.project-html",
-        "C",
-        "a present project's page is served (PEP 503 HTML)",
-        controls::judge_project_html,
-    ),
-    sp(
-        "C.project-json",
-        "C",
-        "a present project's page is served (PEP 691 JSON)",
-        controls::judge_project_json,
-    ),
-    sp(
-        "C.file",
-        "C",
-        "a present file is served as a valid archive",
-        controls::judge_file,
-    ),
-    sp(
-        "P1.html-hashes",
-        "P1",
-        "every HTML file link carries a sha256",
-        p1::judge_html_hashes,
-    ),
-    sp(
-        "P1.json-hashes",
-        "P1",
-        "every PEP 691 file carries a sha256",
-        p1::judge_json_hashes,
-    ),
-    sp(
-        "P1.bytes-match",
-        "P1",
-        "served bytes match the listed sha256",
-        p1::judge_bytes_match,
-    ),
-    sp(
-        "P1.altered-digest",
-        "P1",
-        "file URLs carry their digest; an altered digest serves nothing",
-        p1::judge_altered,
-    ),
-    sp(
-        "P1.name-version-path",
-        "P1",
-        "no file by name and version alone",
-        p1::judge_name_version,
-    ),
-    sp(
-        "P1.upstream-no-digest",
-        "P1",
-        "a project the upstream lists without digests is not passed on",
-        p1::judge_no_digest,
-    ),
-    sp(
-        "P1.upstream-bad-digest",
-        "P1",
-        "bytes that contradict the upstream's listed digest are not passed on",
-        p1::judge_bad_digest,
-    ),
-    sp(
-        "P2.absent-page",
-        "P2",
-        "a project absent from the snapshot has no page",
-        p2::judge_page,
-    ),
-    sp(
-        "P2.absent-file",
-        "P2",
-        "a project absent from the snapshot has no files",
-        p2::judge_file,
-    ),
-    sp(
-        "P2.upstream-contact",
-        "P2",
-        "the upstream is never contacted",
-        p2::judge_upstream_contact,
-    ),
-    sp(
-        "P3.absolute-form",
-        "P3",
-        "absolute-form targets naming another host are refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.connect",
-        "P3",
-        "CONNECT is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.dotdot-raw",
-        "P3",
-        "raw ../ traversal is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.dotdot-percent",
-        "P3",
-        "percent-encoded traversal is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.dotdot-double",
-        "P3",
-        "double-encoded traversal is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.dotdot-backslash",
-        "P3",
-        "backslash traversal is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.dotdot-overlong",
-        "P3",
-        "overlong UTF-8 traversal is refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.double-slash",
-        "P3",
-        "//host/ paths are refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.url-param",
-        "P3",
-        "?url=-style parameters are ignored or refused",
-        p3::judge_url_param,
-    ),
-    sp(
-        "P3.unknown-route",
-        "P3",
-        "unknown routes are refused",
-        p3::judge_passthrough,
-    ),
-    sp(
-        "P3.offsite-redirect",
-        "P3",
-        "no redirect or link leaves the mirror's origin",
-        p3::judge_offsite,
-    ),
-    sp(
-        "P4.metadata-sdist",
-        "P4",
-        "no metadata is computed for sdist-only releases",
-        p4::judge_metadata_sdist,
-    ),
-    sp(
-        "P4.tripwire",
-        "P4",
-        "a tripwire sdist's build code never runs",
-        p4::judge_tripwire,
-    ),
-    sp(
-        "P4.template-text",
-        "P4",
-        "template expressions in package text are never evaluated",
-        p4::judge_template,
-    ),
-    sp(
-        "P5.manifest",
-        "P5",
-        "a manifest is published and its digests recompute",
-        p5::judge_manifest,
-    ),
-    sp(
-        "P5.signature",
-        "P5",
-        "the manifest's signature verifies with the allowed signers",
-        p5::judge_signature,
-    ),
-    sp(
-        "P5.index-in-manifest",
-        "P5",
-        "everything served is in the manifest with the same digest",
-        p5::judge_index_in_manifest,
-    ),
-    sp(
-        "P5.stable-bytes",
-        "P5",
-        "bytes for one URL never change across fetches",
-        p5::judge_stable,
-    ),
-    sp(
-        "P5.upstream-new-version",
-        "P5",
-        "a version published upstream mid-run never shows",
-        p5::judge_new_version,
-    ),
-    sp(
-        "P5.upstream-replaced-bytes",
-        "P5",
-        "bytes replaced upstream mid-run never show",
-        p5::judge_replaced,
-    ),
-    sp(
-        "P6.write-methods",
-        "P6",
-        "POST, PUT, DELETE, PATCH on read routes are refused",
-        p6::judge_refused,
-    ),
-    sp(
-        "P6.legacy-upload",
-        "P6",
-        "the legacy upload API is refused and has no effect",
-        p6::judge_legacy_upload,
-    ),
-    sp(
-        "P6.user-routes",
-        "P6",
-        "user creation and login routes are refused",
-        p6::judge_refused,
-    ),
-    sp(
-        "P6.webdav",
-        "P6",
-        "WebDAV verbs are refused",
-        p6::judge_refused,
-    ),
-    sp("P6.trace", "P6", "TRACE is refused", p6::judge_refused),
-    sp(
-        "P6.effect",
-        "P6",
-        "index, pages and files are unchanged by the attempts",
-        p6::judge_effect,
-    ),
+        id: SubProbeId::new("C.index"),
+        predicate: Predicate::Control,
+        title: r#"the index serves a simple-API page"#,
+        doc: r#"`GET {index}` with `Accept: text/html`"#,
+        phase: Phase::Controls,
+        order: 1,
+        collect: Collect::Plain(|c, _| controls::collect_index(c)),
+        judge: controls::judge_index,
+    },
+    SubProbe {
+        id: SubProbeId::new("C.project-html"),
+        predicate: Predicate::Control,
+        title: r#"a present project's page is served (PEP 503 HTML)"#,
+        doc: r#"`GET {index}{present}/` with `Accept: text/html`"#,
+        phase: Phase::Controls,
+        order: 2,
+        collect: Collect::Plain(|c, _| controls::collect_project(c, false)),
+        judge: controls::judge_project_html,
+    },
+    SubProbe {
+        id: SubProbeId::new("C.project-json"),
+        predicate: Predicate::Control,
+        title: r#"a present project's page is served (PEP 691 JSON)"#,
+        doc: r#"same URL, `Accept: application/vnd.pypi.simple.v1+json`"#,
+        phase: Phase::Controls,
+        order: 3,
+        collect: Collect::Plain(|c, _| controls::collect_project(c, true)),
+        judge: controls::judge_project_json,
+    },
+    SubProbe {
+        id: SubProbeId::new("C.file"),
+        predicate: Predicate::Control,
+        title: r#"a present file is served as a valid archive"#,
+        doc: r#"`GET` of the first file on the HTML page (only the planned version, if `--present` named one) whose URL is on the target's origin. Same-origin redirects are followed for up to 5 hops"#,
+        phase: Phase::Controls,
+        order: 4,
+        collect: Collect::Plain(controls::collect_file),
+        judge: controls::judge_file,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.html-hashes"),
+        predicate: Predicate::P1,
+        title: r#"every HTML file link carries a sha256"#,
+        doc: r#"`GET {index}{present}/`, `Accept: text/html`."#,
+        phase: Phase::Reads,
+        order: 1,
+        collect: Collect::Plain(p1::collect_page_html),
+        judge: p1::judge_html_hashes,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.json-hashes"),
+        predicate: Predicate::P1,
+        title: r#"every PEP 691 file carries a sha256"#,
+        doc: r#"the same URL with `Accept: application/vnd.pypi.simple.v1+json`."#,
+        phase: Phase::Reads,
+        order: 2,
+        collect: Collect::Plain(p1::collect_page_json),
+        judge: p1::judge_json_hashes,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.bytes-match"),
+        predicate: Predicate::P1,
+        title: r#"served bytes match the listed sha256"#,
+        doc: r#"the HTML project page. Then, for up to 16 listed files (only the planned version if one was given), `GET` of the file URL, following same-origin redirects up to 5 hops. If the link advertises core metadata with a sha256 (`data-core-metadata` / `data-dist-info-metadata`), also `GET <file URL>.metadata`, following redirects the same way. File links to another origin are skipped: P3.offsite-redirect judges them."#,
+        phase: Phase::Reads,
+        order: 3,
+        collect: Collect::Plain(p1::collect_bytes_match),
+        judge: p1::judge_bytes_match,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.altered-digest"),
+        predicate: Predicate::P1,
+        title: r#"file URLs carry their digest; an altered digest serves nothing"#,
+        doc: r#"- **Control:** C.file (strict: any 3xx fails). - **Sends:** - `GET` of the control file's URL, exactly as listed, with no redirect following. - If that answer is 2xx and the SHA-256 hex of its bytes appears in the URL's path or query (case-insensitive), two more `GET`s: the same URL with the **first** hex digit of the digest altered, and with the **last** one altered. The altered digit becomes `0`, or `1` if it already was `0`. - **FAIL:** - The listed URL does not contain the SHA-256 of the bytes it served (the reason is `not addressed by digest`). - Or an altered URL gets a 2xx, any 3xx (even same-origin), or a 502/504. These requests carry no marker token, so forwarding is judged by status only. - **INCONCLUSIVE:** the control failed; the listed URL was not 2xx this time. **A listed URL that answers with a redirect lands here.** - **PASS:** the URL carries the digest, and both altered URLs are refused."#,
+        phase: Phase::Reads,
+        order: 4,
+        collect: Collect::Plain(p1::collect_altered),
+        judge: p1::judge_altered,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.name-version-path"),
+        predicate: Predicate::P1,
+        title: r#"no file by name and version alone"#,
+        doc: r#"`GET` of each of these paths, built from the control file's filename (`{n}` = name as parsed from the filename, `{v}` = version, `{f}` = first letter of the name). The path equal to the listed one is skipped. - `/packages/{filename}` - `/files/{filename}` - `/{filename}` - `{index}{n}/{filename}` - `/packages/source/{f}/{n}/{filename}` - `/packages/{n}/{v}/{filename}` - `/files/{n}/{v}/{filename}`"#,
+        phase: Phase::Reads,
+        order: 5,
+        collect: Collect::Plain(p1::collect_name_version),
+        judge: p1::judge_name_version,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.upstream-no-digest"),
+        predicate: Predicate::P1,
+        title: r#"a project the upstream lists without digests is not passed on"#,
+        doc: r#"in a window, the target's HTML page for that project, and up to 4 of the files it lists (same-origin redirects followed)."#,
+        phase: Phase::Reads,
+        order: 6,
+        collect: Collect::Plain(p1::collect_no_digest),
+        judge: p1::judge_no_digest,
+    },
+    SubProbe {
+        id: SubProbeId::new("P1.upstream-bad-digest"),
+        predicate: Predicate::P1,
+        title: r#"bytes that contradict the listed digest are not passed on"#,
+        doc: r#"as P1.upstream-no-digest, for that project."#,
+        phase: Phase::Reads,
+        order: 7,
+        collect: Collect::Plain(p1::collect_bad_digest),
+        judge: p1::judge_bad_digest,
+    },
+    SubProbe {
+        id: SubProbeId::new("P2.absent-page"),
+        predicate: Predicate::P2,
+        title: r#"a project absent from the snapshot has no page"#,
+        doc: r#"for each of up to 3 absent projects, `GET {index}{name}/`, once with `Accept: text/html` and once with the PEP 691 JSON type. No tokens and no window are used."#,
+        phase: Phase::Reads,
+        order: 8,
+        collect: Collect::Plain(p2::collect_page),
+        judge: p2::judge_page,
+    },
+    SubProbe {
+        id: SubProbeId::new("P2.absent-file"),
+        predicate: Predicate::P2,
+        title: r#"a project absent from the snapshot has no files"#,
+        doc: r#"- **Control:** C.file, checked *before* the SKIPPED condition. - **Sends:** - Each absent project's HTML page again. For up to 4 files a served page lists, `GET` of the file URL; links to another origin are recorded as not fetched. - With a controlled upstream, for each of the upstream-only project's file paths on the upstream: `GET` of the same path on the target, and `GET` of the control file's URL with its filename replaced by the absent file's name. - **FAIL:** any 2xx, an off-origin 3xx, or a 502/504. - **PASS:** none served. - **SKIPPED:** no file URL of an absent project is known. This is the usual result for a conformant mirror under `check`. - **Cannot see:** under `check`, file URLs that the suite cannot guess."#,
+        phase: Phase::Reads,
+        order: 9,
+        collect: Collect::Plain(p2::collect_file),
+        judge: p2::judge_file,
+    },
+    SubProbe {
+        id: SubProbeId::new("P2.upstream-contact"),
+        predicate: Predicate::P2,
+        title: r#"the upstream is never contacted"#,
+        doc: r#"nothing of its own. It reads the controlled upstream's log for the **whole run**, from before C.index to after the last probe."#,
+        phase: Phase::WholeRun,
+        order: 1,
+        collect: Collect::UpstreamLog,
+        judge: p2::judge_upstream_contact,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.absolute-form"),
+        predicate: Predicate::P3,
+        title: r#"absolute-form targets naming another host are refused"#,
+        doc: r#"raw `GET http://{other}/simple/{tok}/`; raw `GET http://{other}/packages/{tok}/x-1.0-py3-none-any.whl`"#,
+        phase: Phase::Reads,
+        order: 10,
+        collect: Collect::Plain(passthrough::collect_absolute_form),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.connect"),
+        predicate: Predicate::P3,
+        title: r#"CONNECT is refused"#,
+        doc: r#"`CONNECT {other} HTTP/1.1` with `Host: {other}`. Only if the target answers 2xx, a second exchange sends `GET /simple/{tok}/` through the tunnel"#,
+        phase: Phase::Reads,
+        order: 11,
+        collect: Collect::Plain(passthrough::collect_connect),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.dotdot-raw"),
+        predicate: Predicate::P3,
+        title: r#"raw ../ traversal is refused"#,
+        doc: r#"step `../`"#,
+        phase: Phase::Reads,
+        order: 12,
+        collect: Collect::Plain(|c, _| p3::collect_traversal(c, "raw")),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.dotdot-percent"),
+        predicate: Predicate::P3,
+        title: r#"percent-encoded traversal is refused"#,
+        doc: r#"steps `%2e%2e/`, `%2e%2e%2f`, `..%2f`, `.%2e/`, `%2E%2E%2F`"#,
+        phase: Phase::Reads,
+        order: 13,
+        collect: Collect::Plain(|c, _| p3::collect_traversal(c, "percent")),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.dotdot-double"),
+        predicate: Predicate::P3,
+        title: r#"double-encoded traversal is refused"#,
+        doc: r#"steps `%252e%252e%252f`, `%252e%252e/`, `..%252f`"#,
+        phase: Phase::Reads,
+        order: 14,
+        collect: Collect::Plain(|c, _| p3::collect_traversal(c, "double")),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.dotdot-backslash"),
+        predicate: Predicate::P3,
+        title: r#"backslash traversal is refused"#,
+        doc: r#"steps `..\` (raw byte), `..%5c`, `%2e%2e%5c`, `..%255c`"#,
+        phase: Phase::Reads,
+        order: 15,
+        collect: Collect::Plain(|c, _| p3::collect_traversal(c, "backslash")),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.dotdot-overlong"),
+        predicate: Predicate::P3,
+        title: r#"overlong UTF-8 traversal is refused"#,
+        doc: r#"steps `%c0%ae%c0%ae/`, `%c0%ae%c0%ae%c0%af`, `..%c0%af`, `..%c1%9c`, `%e0%80%ae%e0%80%ae/`"#,
+        phase: Phase::Reads,
+        order: 16,
+        collect: Collect::Plain(|c, _| p3::collect_traversal(c, "overlong")),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.double-slash"),
+        predicate: Predicate::P3,
+        title: r#"//host/ paths are refused"#,
+        doc: r#"raw `GET //{other}/simple/{tok}/`, `GET //egress-conformance.invalid/{tok}`, `GET ///{other}/{tok}`"#,
+        phase: Phase::Reads,
+        order: 17,
+        collect: Collect::Plain(passthrough::collect_double_slash),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.url-param"),
+        predicate: Predicate::P3,
+        title: r#"?url=-style parameters are ignored or refused"#,
+        doc: r#"for each of three paths (the index path, `/`, and the present project's page), first a baseline `GET` with `Accept: text/html`, then six `GET`s with `?url=`, `?target=`, `?redirect=`, `?next=`, `?uri=` and `?proxy=`, each set to `http://{other}/{tok}`. Finally `GET /proxy?url=http://{other}/{tok}`. That is up to 22 requests."#,
+        phase: Phase::Reads,
+        order: 18,
+        collect: Collect::Plain(p3::collect_url_param),
+        judge: p3::judge_url_param,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.unknown-route"),
+        predicate: Predicate::P3,
+        title: r#"unknown routes are refused"#,
+        doc: r#"`GET` with `Accept: text/html` of `/{tok}`, `/{tok}/`, `{index}{tok}/{tok}`, `/api/{tok}`, `/admin/{tok}`, `/+api?{tok}`, `/-/{tok}`, `/.git/config?{tok}`, and `{index}{present}/{tok}/` when a present project is known"#,
+        phase: Phase::Reads,
+        order: 19,
+        collect: Collect::Plain(p3::collect_unknown),
+        judge: p3::judge_passthrough,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.offsite-redirect"),
+        predicate: Predicate::P3,
+        title: r#"no redirect or link leaves the mirror's origin"#,
+        doc: r#"- **Control:** C.project-html. - **Sends:** - the HTML project page; - `GET {index}{name}` (no trailing slash) and `GET {index}{NAME_UPPER}/` (with `-` replaced by `_`); - each listed file URL (up to 16; a link to another origin is not fetched); - the first absent project's page; - with a controlled upstream, the upstream-only file paths on the target. - **FAIL:** - The served project page lists any file whose resolved URL is on another origin. - Or any answer is a 3xx whose `Location` is off-origin or cannot be resolved. - **PASS:** neither. Same-origin redirects are counted but not followed. - **INCONCLUSIVE:** the control failed; fewer than 2 requests were recorded. - **Cannot see:** a same-origin redirect that leads to a second, off-origin redirect. The second hop is never requested."#,
+        phase: Phase::ColdCaches,
+        order: 1,
+        collect: Collect::Plain(p3::collect_offsite),
+        judge: p3::judge_offsite,
+    },
+    SubProbe {
+        id: SubProbeId::new("P4.metadata-sdist"),
+        predicate: Predicate::P4,
+        title: r#"no core metadata is computed for sdists"#,
+        doc: r#"in a window, the HTML page of the sdist-only project (when the plan names one: the built-in run's `ec-tripwire`) and of the present project. Then, for up to 4 sdists each page lists, `GET <sdist URL path>.metadata` (PEP 658 location)."#,
+        phase: Phase::Reads,
+        order: 20,
+        collect: Collect::Plain(p4::collect_metadata_sdist),
+        judge: p4::judge_metadata_sdist,
+    },
+    SubProbe {
+        id: SubProbeId::new("P4.tripwire"),
+        predicate: Predicate::P4,
+        title: r#"a tripwire sdist's build code never runs"#,
+        doc: r#"in a window: - the tripwire project's page (HTML and JSON); - for up to 2 listed sdists, `GET` of the sdist (same-origin redirects followed) and `GET <sdist path>.metadata`; - `GET /pypi/{name}/json` and `GET /project/{name}/`."#,
+        phase: Phase::Reads,
+        order: 21,
+        collect: Collect::Plain(p4::collect_tripwire),
+        judge: p4::judge_tripwire,
+    },
+    SubProbe {
+        id: SubProbeId::new("P4.template-text"),
+        predicate: Predicate::P4,
+        title: r#"template expressions in package text are never evaluated"#,
+        doc: r#"- **Control:** C.project-html (after the SKIPPED check). - **Sends:** - the template project's page (HTML and JSON); - for up to 4 listed files, `GET <file path>.metadata`; - `GET /pypi/{name}/json`, `GET /project/{name}/` and `GET /{name}/`."#,
+        phase: Phase::Reads,
+        order: 22,
+        collect: Collect::Plain(p4::collect_template),
+        judge: p4::judge_template,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.manifest"),
+        predicate: Predicate::P5,
+        title: r#"a manifest is published and its digests recompute"#,
+        doc: r#"- **Control:** C.index. - **Sends / reads:** depends on where the manifest comes from. - By default: `GET` of the well-known `MANIFEST` and `SNAPSHOT.json`. - With `--manifest FILE`: reads the file and the `SNAPSHOT.json` beside it. Both are recorded as `input`. If there is no sibling file, `SNAPSHOT.json` is fetched from the target's well-known path. - With `--manifest URL`: fetches the URL and `SNAPSHOT.json` relative to it, from that URL's origin. - **FAIL** if any of these holds: - there is no manifest; - it does not parse in the strict format; - `SNAPSHOT.json` cannot be read; - the manifest does not list `SNAPSHOT.json`; - `SNAPSHOT.json` hashes to something other than its listed digest; - `SNAPSHOT.json` does not parse or has the wrong schema; - a `served` entry points at a blob the manifest does not list. - **PASS:** all of the above hold. The reason shows the first 16 hex digits of the snapshot ID. - **INCONCLUSIVE:** the control failed. - **Cannot see:** it does not fetch or re-hash the blobs themselves. P5.index-in-manifest samples what is actually served."#,
+        phase: Phase::Reads,
+        order: 23,
+        collect: Collect::Plain(snapshot::collect_manifest),
+        judge: p5::judge_manifest,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.signature"),
+        predicate: Predicate::P5,
+        title: r#"the manifest's signature verifies with the allowed signers"#,
+        doc: r#"- **Control:** none. - **Reads:** `MANIFEST.sig`, from wherever the manifest came from (beside the file, beside the URL, or the well-known path), and the `--allowed-signers` file, recorded as `input`. - **FAIL:** there are no manifest bytes (from P5.manifest's record); there is no signature; or the SSHSIG does not verify over the exact MANIFEST bytes for the namespace above with a key in the given file. - **PASS:** it verifies. The reason names the principal and the key fingerprint. - **INCONCLUSIVE:** P5.manifest's record is missing; the signers file does not parse. `check` already refuses an unparseable file with exit 4. - **SKIPPED:** no `--allowed-signers`. A key the mirror publishes about itself proves nothing. - **Notes:** - Only `ssh-ed25519` keys can match. - A `namespaces="…"` option is honoured. - `valid-after` and `valid-before` options are rejected as unsupported, so the file does not parse. - **Cannot see:** who holds the key. See the [threat model](threat-model.md)."#,
+        phase: Phase::Reads,
+        order: 24,
+        collect: Collect::Plain(snapshot::collect_signature),
+        judge: snapshot::judge_signature,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.index-in-manifest"),
+        predicate: Predicate::P5,
+        title: r#"everything served is in the manifest with the same digest"#,
+        doc: r#"- **Control:** C.project-html. It also needs P5.manifest's evidence to verify. - **Sends:** - the index (HTML and JSON); - up to 3 present projects' pages (HTML and JSON); - up to 16 listed files, with `<file path>.metadata` when the link advertises metadata."#,
+        phase: Phase::Reads,
+        order: 25,
+        collect: Collect::Plain(p5::collect_index_in_manifest),
+        judge: p5::judge_index_in_manifest,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.stable-bytes"),
+        predicate: Predicate::P5,
+        title: r#"bytes for one URL never change across fetches"#,
+        doc: r#"twice: the control file's URL and the HTML project page, each following same-origin redirects as C.file does."#,
+        phase: Phase::Reads,
+        order: 26,
+        collect: Collect::Plain(p5::collect_stable),
+        judge: p5::judge_stable,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.upstream-new-version"),
+        predicate: Predicate::P5,
+        title: r#"a version published upstream mid-run never shows"#,
+        doc: r#"in a window, the present project's HTML page. The controlled upstream then publishes a new version of that project. The suite fetches the page again, as HTML and as JSON."#,
+        phase: Phase::Upstream,
+        order: 1,
+        collect: Collect::Plain(p5::collect_new_version),
+        judge: p5::judge_new_version,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.upstream-replaced-bytes"),
+        predicate: Predicate::P5,
+        title: r#"bytes replaced upstream mid-run never show"#,
+        doc: r#"in a window, the present project's page. The upstream then replaces the bytes of the control file's filename, keeping the name and updating the digest on its own pages. The suite then fetches: - the page again; - the file at its old URL (same-origin redirects followed); - the file at the URL the page now lists, if different."#,
+        phase: Phase::Upstream,
+        order: 2,
+        collect: Collect::Plain(p5::collect_replaced),
+        judge: p5::judge_replaced,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.write-methods"),
+        predicate: Predicate::P6,
+        title: r#"POST, PUT, DELETE, PATCH on read routes are refused"#,
+        doc: r#"`POST`, `PUT`, `DELETE` and `PATCH` on each of: the index URL, the project page URL, and the control file URL. Each carries `Content-Type: application/json` and the body `{"ecm":"{tok}"}`. That is up to 12 requests."#,
+        phase: Phase::Writes,
+        order: 1,
+        collect: Collect::Plain(p6::collect_write_methods),
+        judge: p6::judge_refused,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.legacy-upload"),
+        predicate: Predicate::P6,
+        title: r#"the legacy upload API is refused and has no effect"#,
+        doc: r#"- **Sends:** - A real wheel, `{present}-6.6.6-py3-none-any.whl`, as a `multipart/form-data` body with the fields `:action=file_upload`, `protocol_version=1`, `name`, `version=6.6.6`, `filetype=bdist_wheel`, `pyversion=py3`, `metadata_version=2.1` and `sha256_digest`, and the file in `content`. - `POST` to `/`, `/legacy/` and the index path, each without and with `Authorization: Basic ZWdyZXNzOmVncmVzcw==` (`egress:egress`). That is 6 requests. - Then the project page as HTML and as JSON. - **FAIL (checked first, needs no control):** either page now lists a file of version 6.6.6. - **Then:** the passthrough judge over the 6 upload requests, with control C.index. - **Cannot see:** an upload that becomes visible later, or under another project."#,
+        phase: Phase::Writes,
+        order: 2,
+        collect: Collect::Plain(p6::collect_legacy_upload),
+        judge: p6::judge_legacy_upload,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.user-routes"),
+        predicate: Predicate::P6,
+        title: r#"user creation and login routes are refused"#,
+        doc: r#"- **Sends** (7 requests, with a token as user name and password): - `PUT /{tok}` with JSON (devpi-style user creation) - `POST /+login` with JSON - `PUT /-/user/org.couchdb.user:{tok}` with JSON (npm-style) - `POST /account/register/`, form-encoded - `POST /account/login/`, form-encoded - `POST /login`, form-encoded - `POST /api/users` with JSON - **Judge:** passthrough, control C.index."#,
+        phase: Phase::Writes,
+        order: 3,
+        collect: Collect::Plain(p6::collect_user_routes),
+        judge: p6::judge_refused,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.webdav"),
+        predicate: Predicate::P6,
+        title: r#"WebDAV verbs are refused"#,
+        doc: r#"- **Sends** (8 requests). `<file>` is the control file's path, or the index path if there is none. - `PROPFIND /` and `PROPFIND {index}` (`Depth: 1`, allprop body) - `MKCOL /{tok}/` - `COPY <file>` and `MOVE <file>`, with `Destination: /{tok}.whl` - `PROPPATCH <file>` - `LOCK <file>` - `UNLOCK <file>` with a `Lock-Token` - **Judge:** passthrough, control C.index. A `207 Multi-Status` is a 2xx, so it FAILs."#,
+        phase: Phase::Writes,
+        order: 4,
+        collect: Collect::Plain(writes::collect_webdav),
+        judge: p6::judge_refused,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.trace"),
+        predicate: Predicate::P6,
+        title: r#"TRACE is refused"#,
+        doc: r#"`TRACE /` and `TRACE {index}`, with `X-Egress-Marker: {tok}`."#,
+        phase: Phase::Writes,
+        order: 5,
+        collect: Collect::Plain(writes::collect_trace),
+        judge: p6::judge_refused,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.effect"),
+        predicate: Predicate::P6,
+        title: r#"index, pages and file are unchanged by the attempts"#,
+        doc: r#"the same four fetches, once before all the P6 attempts above and once after them (before P5's upstream mutations): the index (HTML), the project page (HTML), the project page (JSON), and the control file."#,
+        phase: Phase::Writes,
+        order: 0,
+        collect: Collect::Bracket {
+            before: p6::collect_effect_before,
+            after: p6::collect_effect_after,
+        },
+        judge: p6::judge_effect,
+    },
 ];
-
-/// The PyPI catalog's entry `id`.
-pub fn find(id: &str) -> Option<&'static SubProbe> {
-    CATALOG.iter().find(|s| s.id == id)
-}
-
-/// The catalog of a registry protocol (`pypi` or `npm`): each protocol
-/// states the six predicates in its own terms.
-pub fn for_protocol(protocol: &str) -> &'static [SubProbe] {
-    match protocol {
-        "npm" => crate::npm::catalog::CATALOG,
-        _ => CATALOG,
-    }
-}
-
-pub fn find_in(protocol: &str, id: &str) -> Option<&'static SubProbe> {
-    for_protocol(protocol).iter().find(|s| s.id == id)
-}
