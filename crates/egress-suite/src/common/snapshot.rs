@@ -8,6 +8,7 @@ use crate::facts::{final_of, find, ControlFacts};
 use crate::judge::{fail, inconclusive, pass, skipped, Judge, Verdict};
 use crate::plan::ManifestSource;
 use egress_model::{BodyEnd, Observation, ProbeRecord, Sha256Digest, Url, WireBytes};
+use egress_snapshot::manifest::ManifestError;
 use egress_snapshot::manifest::SNAPSHOT_JSON;
 use egress_snapshot::{well_known, Manifest, SnapshotDoc};
 
@@ -96,34 +97,49 @@ pub fn document<'a>(rec: &'a ProbeRecord, name: &str) -> Option<&'a [u8]> {
         .or_else(|| find(rec, name).and_then(success_body))
 }
 
+/// Why a recorded manifest and snapshot document do not stand together.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestProblem {
+    #[error("no manifest: {0}")]
+    NotServed(String),
+    #[error("no manifest was read")]
+    NotRead,
+    #[error(transparent)]
+    Parse(#[from] ManifestError),
+    #[error("SNAPSHOT.json could not be read")]
+    NoSnapshotDoc,
+    #[error("the manifest does not list SNAPSHOT.json")]
+    SnapshotDocUnlisted,
+    #[error("SNAPSHOT.json hashes to {}…, the manifest says {}…", &.actual.to_hex()[..16], &.listed.to_hex()[..16])]
+    SnapshotDocDigest {
+        actual: Sha256Digest,
+        listed: Sha256Digest,
+    },
+    #[error("SNAPSHOT.json serves {0} from a blob the manifest does not list")]
+    UnlistedBlob(String),
+}
+
 /// The manifest and snapshot document, checked against each other.
 pub fn verified_manifest(
     rec: &ProbeRecord,
-) -> Result<(Manifest, SnapshotDoc, Sha256Digest), String> {
+) -> Result<(Manifest, SnapshotDoc, Sha256Digest), ManifestProblem> {
     let bytes = document(rec, MANIFEST).ok_or_else(|| match find(rec, MANIFEST) {
-        Some(ex) => format!("no manifest: {}", ex.summary()),
-        None => "no manifest was read".to_string(),
+        Some(ex) => ManifestProblem::NotServed(ex.summary()),
+        None => ManifestProblem::NotRead,
     })?;
-    let manifest = Manifest::parse(bytes).map_err(|e| e.to_string())?;
+    let manifest = Manifest::parse(bytes)?;
     let id = Sha256Digest::of(bytes);
-    let doc_bytes = document(rec, SNAPSHOT_JSON).ok_or("SNAPSHOT.json could not be read")?;
+    let doc_bytes = document(rec, SNAPSHOT_JSON).ok_or(ManifestProblem::NoSnapshotDoc)?;
     let listed = manifest
         .get(SNAPSHOT_JSON)
-        .ok_or("the manifest does not list SNAPSHOT.json")?;
+        .ok_or(ManifestProblem::SnapshotDocUnlisted)?;
     let actual = Sha256Digest::of(doc_bytes);
     if listed != actual {
-        return Err(format!(
-            "SNAPSHOT.json hashes to {}…, the manifest says {}…",
-            &actual.to_hex()[..16],
-            &listed.to_hex()[..16]
-        ));
+        return Err(ManifestProblem::SnapshotDocDigest { actual, listed });
     }
-    let doc = SnapshotDoc::parse(doc_bytes).map_err(|e| e.to_string())?;
+    let doc = SnapshotDoc::parse(doc_bytes)?;
     if let Some(e) = doc.served.iter().find(|e| !manifest.has_blob(&e.sha256)) {
-        return Err(format!(
-            "SNAPSHOT.json serves {} from a blob the manifest does not list",
-            e.path
-        ));
+        return Err(ManifestProblem::UnlistedBlob(e.path.clone()));
     }
     Ok((manifest, doc, id))
 }
@@ -145,7 +161,7 @@ pub fn manifest_verdict<P, F: ControlFacts>(
             m.len(),
             doc.served.len()
         )),
-        Err(e) => fail(e),
+        Err(e) => fail(e.to_string()),
     }
 }
 

@@ -135,9 +135,18 @@ pub fn collect_bytes_match(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
+/// A tarball served against its packument's integrity.
+#[derive(Debug, thiserror::Error)]
+enum TarballMismatch {
+    #[error("the tarball of {0} is served although its packument lists no sha512 integrity")]
+    NoIntegrity(String),
+    #[error("the tarball of {0} does not match the integrity its packument lists")]
+    Differs(String),
+}
+
 /// Checks each tarball served after a packument against the integrity that
 /// packument lists for it: `(checked, unchecked)` or the first mismatch.
-fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), String> {
+fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), TarballMismatch> {
     let mut checked = 0;
     let mut unchecked = Vec::new();
     for ex in rec
@@ -162,17 +171,11 @@ fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), String> {
                 .as_deref()
                 .filter(|i| !sha512_entries(i).is_empty())
             else {
-                return Err(format!(
-                    "the tarball of {what} is served although its packument lists no sha512 integrity"
-                ));
+                return Err(TarballMismatch::NoIntegrity(what));
             };
             match r.full_body() {
                 Some(bytes) if integrity_matches(integrity, bytes) => checked += 1,
-                Some(_) => {
-                    return Err(format!(
-                        "the tarball of {what} does not match the integrity its packument lists"
-                    ))
-                }
+                Some(_) => return Err(TarballMismatch::Differs(what)),
                 None => {
                     unchecked.push(format!("{what} ({} bytes, not recorded whole)", r.body_len))
                 }
@@ -187,7 +190,7 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return v;
     }
     match check_tarballs(rec) {
-        Err(e) => fail(e),
+        Err(e) => fail(e.to_string()),
         Ok((0, unchecked)) if !unchecked.is_empty() => inconclusive(format!(
             "no tarball was recorded whole, so no integrity could be checked: {}",
             unchecked.join(", ")
