@@ -53,6 +53,7 @@ pub fn collect<S: Suite>(
         let ev = match &sp.collect {
             Collect::Plain(f) => f(&c, &facts),
             Collect::AfterRecords(f) => f(&c, &facts, &records),
+            // Nothing to bracket or to log before the run has begun.
             Collect::Bracket { .. } | Collect::UpstreamLog => Evidence::default(),
         };
         records.push(record(sp.id, ev));

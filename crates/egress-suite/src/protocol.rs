@@ -3,7 +3,7 @@
 //! in JSON); everything generic reaches a protocol's table through here.
 //!
 //! Adding a protocol: a folder beside `pypi/` and `npm/` whose `Suite`
-//! implementation holds its table, and one line in [`protocols!`] below.
+//! implementation holds its table, and one line in the `protocols!` call below.
 
 use crate::driver::{self, Wire};
 use crate::plan::Plan;

@@ -134,7 +134,7 @@ impl PartialEq<&str> for Predicate {
 
 /// When a sub-probe is collected. A protocol walks the phases in the order
 /// its [`Suite::PHASES`] gives; within a phase, entries go by `order`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// Positive controls, judged as they come: later controls and every
     /// other collector read their facts. The run stops after them when none

@@ -173,7 +173,7 @@ fn ids_are_unique_and_ordered_by_phase() {
         for sp in S::TABLE {
             assert!(seen.insert(sp.id), "{} twice", sp.id);
             assert!(
-                places.insert((format!("{:?}", sp.phase), sp.order)),
+                places.insert((sp.phase, sp.order)),
                 "{}: another entry has phase {:?} and order {}",
                 sp.id,
                 sp.phase,
