@@ -7,7 +7,6 @@ pub mod npm;
 pub mod pypi;
 
 use crate::{exit, output, Failure, Format};
-use args::base_url;
 pub use args::CheckArgs;
 use egress_model::Url;
 use egress_suite::{ManifestSource, Protocol, Target};
@@ -20,7 +19,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         .map_err(|e: egress_suite::protocol::UnknownProtocol| Failure::usage(e.to_string()))?;
     let index = match protocol {
         Protocol::Pypi => pypi::index_url(&args.url)?,
-        Protocol::Npm => base_url(&args.url, "/")?,
+        Protocol::Npm => npm::registry_url(&args.url)?,
     };
     if args.timeout == 0 || args.timeout > 3600 {
         return Err(Failure::usage(

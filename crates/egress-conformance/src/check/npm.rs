@@ -13,6 +13,12 @@ use egress_snapshot::{SnapshotDoc, NPM_ABBREVIATED};
 use egress_suite::npm::{self, DEFAULT_NPM_ABSENT};
 use egress_suite::{ManifestSource, Packages, Plan};
 
+/// The registry URL the suite probes: a bare origin means `/`, and the path
+/// always ends in `/` so that packuments join under it.
+pub fn registry_url(raw: &str) -> Result<Url, Failure> {
+    super::args::base_url(raw, "/")
+}
+
 /// The packages whose abbreviated packuments a snapshot serves.
 pub fn packages_in(doc: &SnapshotDoc) -> Vec<NpmName> {
     let mut names: Vec<NpmName> = doc

@@ -1,5 +1,5 @@
 //! What the npm controls establish, derived from their evidence alone (the
-//! live run and `report verify` both call [`derive`]).
+//! live run and `report verify` both call [`derive()`]).
 
 use super::doc::{Packument, VersionDist};
 use super::plan::{Packages, Plan};

@@ -2,7 +2,7 @@
 //! records and the same judging rules, over the npm registry protocol
 //! (packuments full and abbreviated, scoped names, tarballs with `dist.integrity`).
 //!
-//! A run's plan says `protocol: npm`; [`crate::run`], [`crate::judge_all`] and
+//! A run's plan says `protocol: npm`; [`crate::run()`], [`crate::judge_all`] and
 //! `report verify` dispatch on it, so an npm report is re-derived offline
 //! exactly as a PyPI one. The table is [`table::TABLE`]; docs/predicates.md
 //! describes every sub-probe.
