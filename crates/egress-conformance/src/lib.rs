@@ -9,7 +9,6 @@
 #![warn(clippy::print_stdout)]
 
 pub mod check;
-mod check_npm;
 pub mod keygen;
 pub mod output;
 pub mod run_builtin;

@@ -108,7 +108,7 @@ fn json_and_junit_formats_are_well_formed() {
     assert_eq!(xml.matches("<testsuite ").count(), 4);
     assert_eq!(
         xml.matches("<testcase ").count(),
-        2 * egress_suite::catalog::CATALOG.len() + 2 * egress_suite::npm::catalog::CATALOG.len()
+        2 * egress_suite::pypi::TABLE.len() + 2 * egress_suite::npm::TABLE.len()
     );
     assert!(xml.contains("<failure message="));
 }

@@ -12,8 +12,8 @@ use egress_references::npm::builtin as npm_builtin;
 #[test]
 fn every_predicate_discriminates_between_the_npm_references() {
     let (a, b) = npm_builtin::run_npm_both().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(a.plan.protocol, "npm");
-    for sp in egress_suite::npm::catalog::CATALOG {
+    assert_eq!(a.plan.protocol(), "npm");
+    for sp in egress_suite::npm::TABLE {
         let p = a
             .probe(sp.id)
             .unwrap_or_else(|| panic!("(A) lacks {}", sp.id));
@@ -26,7 +26,7 @@ fn every_predicate_discriminates_between_the_npm_references() {
             );
         }
     }
-    for (pid, _) in egress_suite::catalog::PREDICATES {
+    for (pid, _) in egress_suite::PREDICATES {
         assert_eq!(
             a.predicate(pid).map(|p| p.status),
             Some(Status::Pass),
@@ -116,7 +116,7 @@ fn check_protocol_npm_from_the_command_line() {
     let json: egress_suite::Report =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report"))
             .expect("json");
-    for (pid, _) in egress_suite::catalog::PREDICATES {
+    for (pid, _) in egress_suite::PREDICATES {
         let want = if pid == "P4" {
             Status::Inconclusive
         } else {
@@ -247,20 +247,15 @@ fn check_protocol_npm_from_the_command_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan {
+fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan<egress_suite::Packages> {
     let name = |s: &str| egress_model::NpmName::new(s).expect("name");
     egress_suite::Plan {
         index_url: registry.to_string(),
-        protocol: "npm".into(),
-        present: Vec::new(),
         present_source: "--present".into(),
-        absent: Vec::new(),
-        sdist_only: None,
-        template: None,
         upstream: None,
         manifest: egress_suite::ManifestSource::WellKnown,
         allowed_signers: false,
-        npm: Some(egress_suite::NpmPlan {
+        packages: egress_suite::Packages::Npm(egress_suite::npm::Packages {
             present: vec![name("ec-present")],
             scoped: Some(name("@ec/scoped")),
             absent: vec![name("ec-upstream-only")],

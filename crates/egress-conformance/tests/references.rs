@@ -5,7 +5,8 @@
 use egress_model::{Status, Url};
 use egress_references::hostile::{self, Hostile};
 use egress_references::pypi::builtin::{self, run_both};
-use egress_suite::{ManifestSource, Plan, PresentSpec, Target};
+use egress_suite::pypi::{self, PresentSpec};
+use egress_suite::{ManifestSource, Packages, Plan, Target};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -21,7 +22,7 @@ fn every_predicate_discriminates_between_the_references() {
             );
         }
     }
-    for (pid, _) in egress_suite::catalog::PREDICATES {
+    for (pid, _) in egress_suite::PREDICATES {
         assert_eq!(
             a.predicate(pid).map(|p| p.status),
             Some(Status::Pass),
@@ -40,7 +41,7 @@ fn every_predicate_discriminates_between_the_references() {
     assert!(egress_suite::verify(&a).is_empty());
     assert!(egress_suite::verify(&b).is_empty());
     let matrix = egress_suite::render::matrix_text(&[&a, &b]);
-    for (pid, name) in egress_suite::catalog::PREDICATES {
+    for (pid, name) in egress_suite::PREDICATES {
         let row = matrix
             .lines()
             .find(|l| l.starts_with(&format!("{pid} {name}")))
@@ -97,22 +98,22 @@ fn two_runs_give_the_same_matrix() {
     );
 }
 
-fn plan(index: &Url) -> Plan {
+fn plan(index: &Url) -> Plan<Packages> {
     Plan {
         index_url: index.to_string(),
-        protocol: "pypi".into(),
-        present: vec![PresentSpec {
-            name: "ec-present".parse().expect("name"),
-            version: None,
-        }],
+        packages: Packages::Pypi(pypi::Packages {
+            present: vec![PresentSpec {
+                name: "ec-present".parse().expect("name"),
+                version: None,
+            }],
+            absent: vec!["ec-upstream-only".parse().expect("name")],
+            sdist_only: None,
+            template: None,
+        }),
         present_source: "--present".into(),
-        absent: vec!["ec-upstream-only".parse().expect("name")],
-        sdist_only: None,
-        template: None,
         upstream: None,
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
-        npm: None,
     }
 }
 

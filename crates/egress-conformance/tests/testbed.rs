@@ -114,7 +114,7 @@ fn every_peer_runs_and_its_report_reverifies() {
     let (pypi_table, npm_table) = matrix.split_once("### npm").expect("an npm matrix");
     assert!(pypi_table.contains("### PyPI"), "{matrix}");
     for r in &reports {
-        let npm = r.plan.protocol == "npm";
+        let npm = r.plan.protocol() == "npm";
         let table = if npm { npm_table } else { pypi_table };
         assert!(table.contains(&format!(" {} |", r.target_name)), "{matrix}");
         // The peer really served: every sub-probe below has a meaning.

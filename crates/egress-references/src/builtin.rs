@@ -137,7 +137,7 @@ pub fn demo_signers() -> Vec<u8> {
 /// Whether a pair behaves as references: (A) passes everything and every
 /// predicate separates it from (B).
 pub fn references_hold(a: &Report, b: &Report) -> bool {
-    let all_discriminate = egress_suite::catalog::PREDICATES.iter().all(|(p, _)| {
+    let all_discriminate = egress_suite::PREDICATES.iter().all(|(p, _)| {
         a.predicate(p).is_some_and(|v| v.status == Status::Pass)
             && b.predicate(p).is_some_and(|v| v.status == Status::Fail)
     });

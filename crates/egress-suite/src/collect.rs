@@ -21,15 +21,19 @@ impl Evidence {
     }
 }
 
-pub struct Collector<'a> {
+/// Gathers evidence for a run of one protocol, whose packages are `P`.
+pub struct Collector<'a, P> {
     pub client: &'a Client,
-    pub plan: &'a Plan,
+    pub plan: &'a Plan<P>,
     pub upstream: Option<&'a dyn Upstream>,
     /// Bytes of `--allowed-signers`, recorded as input by P5.signature.
     pub allowed_signers: Option<Vec<u8>>,
+    /// A marker token fixed for the whole run: the name of a package that
+    /// exists nowhere, which write attempts try to create.
+    pub fresh: &'a str,
 }
 
-impl Collector<'_> {
+impl<P> Collector<'_, P> {
     /// Origin-form target for a URL on the target's origin.
     fn target_of(url: &Url) -> String {
         url.path_and_query().to_string()
@@ -73,16 +77,7 @@ impl Collector<'_> {
 
     /// A fresh marker token (see [`crate::classify::tokens_in`]).
     pub fn token(&self) -> String {
-        let mut b = [0u8; 8];
-        // Tokens only need to be unlikely to collide; fall back to time.
-        if getrandom::getrandom(&mut b).is_err() {
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            b = (t as u64).to_le_bytes();
-        }
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!("ecm{hex}")
+        token()
     }
 
     /// Runs `f` and, when the suite controls the upstream, records every
@@ -97,6 +92,20 @@ impl Collector<'_> {
             });
         }
     }
+}
+
+/// A fresh marker token (see [`crate::classify::tokens_in`]).
+pub fn token() -> String {
+    let mut b = [0u8; 8];
+    // Tokens only need to be unlikely to collide; fall back to time.
+    if getrandom::getrandom(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        b = (t as u64).to_le_bytes();
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("ecm{hex}")
 }
 
 /// The suite never sends a request to another origin than the target's; a

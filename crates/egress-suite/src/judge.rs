@@ -3,21 +3,23 @@
 //! one-line reason; `report verify` calls exactly the same functions.
 
 use crate::classify::{self, Answer};
-use crate::facts::Facts;
+use crate::facts::ControlFacts;
 use crate::plan::Plan;
 use egress_model::{ProbeRecord, Status, Url};
 
 pub type Verdict = (Status, String);
 
-pub struct Judge<'a> {
-    pub plan: &'a Plan,
-    pub facts: &'a Facts,
+/// What a judge of one protocol reads: its plan (packages `P`), its control
+/// facts `F`, and the other records.
+pub struct Judge<'a, P, F> {
+    pub plan: &'a Plan<P>,
+    pub facts: &'a F,
     /// Every record of the report, for the few judges that read another
     /// sub-probe's evidence (P5 reads the manifest's).
     pub records: &'a [ProbeRecord],
 }
 
-impl Judge<'_> {
+impl<P, F: ControlFacts> Judge<'_, P, F> {
     pub fn origin(&self) -> Option<Url> {
         self.plan.index().ok()
     }
@@ -73,7 +75,12 @@ pub const STRICT: Strictness = Strictness {
 /// The common judge for "every request here must be refused, and nothing may
 /// reach the upstream": requires `control`, then fails on any forwarded token,
 /// any 2xx, any off-origin 3xx, and as `strict` says.
-pub fn refusals(j: &Judge, rec: &ProbeRecord, control: &str, strict: Strictness) -> Verdict {
+pub fn refusals<P, F: ControlFacts>(
+    j: &Judge<P, F>,
+    rec: &ProbeRecord,
+    control: &str,
+    strict: Strictness,
+) -> Verdict {
     if let Some(v) = j.require(control) {
         return v;
     }

@@ -1,22 +1,31 @@
 //! The egress conformance suite for PyPI and npm mirrors.
 //!
-//! A run collects evidence for each sub-probe of the six predicates (see
-//! [`catalog::CATALOG`]) and then derives every verdict from that evidence
-//! alone with [`report::judge_all`]. `report verify` calls the same function
-//! on a saved report, so a verdict can be re-derived offline by anyone.
+//! Each protocol (`pypi/`, `npm/`) is a [`subprobe::Suite`]: one table of
+//! sub-probes of the six predicates, each with its collector and judge. A
+//! run ([`run()`]) collects every sub-probe's evidence in the order its table
+//! gives ([`driver`]) and then derives every verdict from that evidence alone
+//! ([`judge_all`]). `report verify` calls the same function on a saved
+//! report, so a verdict can be re-derived offline by anyone. [`protocol`] is
+//! the one place that names every protocol.
 
-pub mod catalog;
 pub mod classify;
 pub mod collect;
+pub mod common;
+pub mod driver;
 pub mod facts;
 pub mod judge;
 pub mod npm;
 pub mod plan;
-pub mod probes;
+pub mod protocol;
+pub mod pypi;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod subprobe;
+pub mod verdicts;
 
-pub use plan::{ManifestSource, NpmPlan, Plan, PresentSpec, Upstream, UpstreamPlan};
-pub use report::{judge_all, verify, Disagreement, Report};
+pub use plan::{ManifestSource, Plan, Upstream, UpstreamPlan};
+pub use protocol::{judge_all, Packages, Protocol};
+pub use report::{verify, Disagreement, Report};
 pub use run::{run, Target};
+pub use subprobe::{Predicate, SubProbeId, PREDICATES};

@@ -2,8 +2,9 @@
 //! (the full report with transcripts), JUnit XML (one test case per
 //! sub-probe), and the discrimination matrix across targets.
 
-use crate::catalog::{for_protocol, PREDICATES};
+use crate::protocol::Protocol;
 use crate::report::Report;
+use crate::subprobe::{Predicate, PREDICATES};
 use egress_model::{ProbeRecord, Status};
 use std::fmt::Write;
 
@@ -28,28 +29,7 @@ fn key_exchange(rec: &ProbeRecord) -> Option<String> {
 pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "== {} — {}", report.target_name, report.plan.index_url);
-    let (present, absent): (Vec<String>, Vec<&str>) = match &report.plan.npm {
-        Some(npm) => (
-            npm.present
-                .iter()
-                .chain(&npm.scoped)
-                .map(|n| n.to_string())
-                .collect(),
-            npm.absent.iter().map(|a| a.as_str()).collect(),
-        ),
-        None => (
-            report
-                .plan
-                .present
-                .iter()
-                .map(|p| match &p.version {
-                    Some(v) => format!("{}=={v}", p.name),
-                    None => p.name.to_string(),
-                })
-                .collect(),
-            report.plan.absent.iter().map(|a| a.as_str()).collect(),
-        ),
-    };
+    let (present, absent) = report.plan.describe();
     let _ = writeln!(
         out,
         "   present: {} ({}); absent: {}; upstream: {}",
@@ -69,7 +49,7 @@ pub fn text(report: &Report) -> String {
                 u.origin
             )),
     );
-    let groups = std::iter::once(("C", "positive controls")).chain(PREDICATES);
+    let groups = std::iter::once((Predicate::Control, Predicate::Control.name())).chain(PREDICATES);
     for (pid, name) in groups {
         match report.predicate(pid) {
             Some(p) => {
@@ -82,7 +62,7 @@ pub fn text(report: &Report) -> String {
         for rec in report
             .probes
             .iter()
-            .filter(|r| r.id.split('.').next() == Some(pid))
+            .filter(|r| r.id.split('.').next() == Some(pid.as_str()))
         {
             let _ = writeln!(
                 out,
@@ -218,13 +198,15 @@ pub fn discriminates(statuses: &[Status]) -> bool {
 /// Rows of (row id, statuses per report), sub-probes first then predicates.
 pub fn matrix_rows(reports: &[&Report]) -> Vec<(String, Vec<Status>)> {
     let mut rows = Vec::new();
-    let protocol = reports.first().map_or("pypi", |r| r.plan.protocol.as_str());
-    for sp in for_protocol(protocol) {
+    let protocol = reports
+        .first()
+        .map_or(Protocol::Pypi, |r| r.plan.protocol());
+    for id in protocol.ids() {
         rows.push((
-            sp.id.to_string(),
+            id.to_string(),
             reports
                 .iter()
-                .map(|r| r.probe(sp.id).map_or(Status::Skipped, |p| p.status))
+                .map(|r| r.probe(id).map_or(Status::Skipped, |p| p.status))
                 .collect(),
         ));
     }

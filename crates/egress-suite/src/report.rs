@@ -1,11 +1,9 @@
-//! The report: plan, evidence and verdicts of one run, and the one function
-//! that derives verdicts from evidence ([`judge_all`]), used by the live run
-//! and by `report verify` alike.
+//! The report: plan, evidence and verdicts of one run, and `report verify`,
+//! which re-derives every verdict with the same function as the live run
+//! ([`judge_all`]).
 
-use crate::catalog::{self, PREDICATES};
-use crate::facts::Facts;
-use crate::judge::Judge;
 use crate::plan::Plan;
+use crate::protocol::{judge_all, Packages};
 use egress_model::{PredicateVerdict, ProbeRecord, Status};
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +41,7 @@ pub struct Report {
     pub target_name: String,
     /// Seconds since the Unix epoch when the run started.
     pub started_unix: u64,
-    pub plan: Plan,
+    pub plan: Plan<Packages>,
     pub limits: LimitsRecord,
     pub probes: Vec<ProbeRecord>,
     pub predicates: Vec<PredicateVerdict>,
@@ -60,128 +58,13 @@ impl Report {
         }
     }
 
-    pub fn probe(&self, id: &str) -> Option<&ProbeRecord> {
-        self.probes.iter().find(|p| p.id == id)
+    pub fn probe(&self, id: impl AsRef<str>) -> Option<&ProbeRecord> {
+        self.probes.iter().find(|p| p.id == id.as_ref())
     }
 
-    pub fn predicate(&self, id: &str) -> Option<&PredicateVerdict> {
-        self.predicates.iter().find(|p| p.id == id)
+    pub fn predicate(&self, id: impl AsRef<str>) -> Option<&PredicateVerdict> {
+        self.predicates.iter().find(|p| p.id == id.as_ref())
     }
-}
-
-/// Judges one record with the catalog's judge, given the facts so far.
-fn judge_one(
-    plan: &Plan,
-    facts: &Facts,
-    records: &[ProbeRecord],
-    rec: &ProbeRecord,
-) -> (Status, String) {
-    match catalog::find_in(&plan.protocol, &rec.id) {
-        Some(sp) => (sp.judge)(
-            &Judge {
-                plan,
-                facts,
-                records,
-            },
-            rec,
-        ),
-        None => (
-            Status::Inconclusive,
-            format!("unknown sub-probe {:?}", rec.id),
-        ),
-    }
-}
-
-/// Judges controls in order; later controls see earlier ones (C.file needs
-/// the page). Returns the facts derived from them.
-pub fn judge_controls(plan: &Plan, records: &mut [ProbeRecord]) -> Facts {
-    for i in 0..records.len() {
-        if !records[i].id.starts_with("C.") {
-            continue;
-        }
-        let facts = Facts::derive(plan, &records[..i]);
-        let (s, r) = judge_one(plan, &facts, records, &records[i]);
-        records[i].status = s;
-        records[i].reason = r;
-    }
-    Facts::derive(plan, records)
-}
-
-/// Derives every verdict from the evidence, in place, and returns the
-/// predicate verdicts and the outcome. Pure: no I/O, no clock.
-pub fn judge_all(plan: &Plan, records: &mut [ProbeRecord]) -> (Vec<PredicateVerdict>, Status) {
-    let facts = judge_controls(plan, records);
-    // Judges read other records' evidence, never their verdicts: blank them
-    // so that the live run and `report verify` see exactly the same input.
-    let snapshot: Vec<ProbeRecord> = records
-        .iter()
-        .map(|r| ProbeRecord {
-            status: if r.id.starts_with("C.") {
-                r.status
-            } else {
-                Status::Inconclusive
-            },
-            reason: if r.id.starts_with("C.") {
-                r.reason.clone()
-            } else {
-                String::new()
-            },
-            ..r.clone()
-        })
-        .collect();
-    for rec in records.iter_mut().filter(|r| !r.id.starts_with("C.")) {
-        let (s, r) = judge_one(plan, &facts, &snapshot, rec);
-        rec.status = s;
-        rec.reason = r;
-    }
-    aggregate(records)
-}
-
-pub fn aggregate(records: &[ProbeRecord]) -> (Vec<PredicateVerdict>, Status) {
-    let mut out = Vec::new();
-    for (pid, name) in PREDICATES {
-        let subs: Vec<&ProbeRecord> = records
-            .iter()
-            .filter(|r| r.id.split('.').next() == Some(pid))
-            .collect();
-        let first = |s: Status| subs.iter().find(|r| r.status == s);
-        let (status, reason) = if let Some(f) = first(Status::Fail) {
-            (Status::Fail, format!("{}: {}", f.id, f.reason))
-        } else if let Some(i) = first(Status::Inconclusive) {
-            (Status::Inconclusive, format!("{}: {}", i.id, i.reason))
-        } else {
-            let passed = subs.iter().filter(|r| r.status == Status::Pass).count();
-            let skipped = subs.len() - passed;
-            if passed == 0 {
-                (
-                    Status::Inconclusive,
-                    format!("no sub-probe of {name} could run"),
-                )
-            } else if skipped > 0 {
-                (
-                    Status::Pass,
-                    format!(
-                        "{passed} sub-probes pass ({skipped} skipped: need inputs this run lacks)"
-                    ),
-                )
-            } else {
-                (Status::Pass, format!("all {passed} sub-probes pass"))
-            }
-        };
-        out.push(PredicateVerdict {
-            id: pid.to_string(),
-            status,
-            reason,
-        });
-    }
-    let outcome = if out.iter().any(|p| p.status == Status::Fail) {
-        Status::Fail
-    } else if out.iter().any(|p| p.status != Status::Pass) {
-        Status::Inconclusive
-    } else {
-        Status::Pass
-    };
-    (out, outcome)
 }
 
 /// A verdict that the evidence no longer supports.
@@ -229,11 +112,7 @@ pub fn verify(report: &Report) -> Vec<Disagreement> {
             derived: (outcome, String::new()),
         });
     }
-    let known: Vec<&str> = catalog::for_protocol(&report.plan.protocol)
-        .iter()
-        .map(|s| s.id)
-        .collect();
-    for id in known {
+    for id in report.plan.protocol().ids() {
         if report.probe(id).is_none() {
             out.push(Disagreement {
                 id: id.to_string(),

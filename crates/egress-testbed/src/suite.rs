@@ -382,7 +382,7 @@ pub fn by_protocol(reports: &[Report]) -> Vec<(&'static str, Vec<&Report>)> {
     [("PyPI", "pypi"), ("npm", "npm")]
         .into_iter()
         .map(|(title, p)| {
-            let group = reports.iter().filter(|r| r.plan.protocol == p).collect();
+            let group = reports.iter().filter(|r| r.plan.protocol() == p).collect();
             (title, group)
         })
         .filter(|(_, g): &(_, Vec<&Report>)| !g.is_empty())

@@ -7,7 +7,7 @@ use crate::npm::canary::{self as npm_canary, NpmCanary};
 use crate::npm::proxy::NpmCachingProxy;
 use crate::relay::SLOW_FETCH;
 use egress_model::{NpmName, Upstream, Url};
-use egress_suite::{ManifestSource, NpmPlan, Plan, Report, Target};
+use egress_suite::{npm, ManifestSource, Packages, Plan, Report, Target};
 use std::sync::Arc;
 
 /// The newest tarball of the present npm package: never the one the
@@ -26,19 +26,14 @@ pub fn npm_plan_for(
     registry: &Url,
     upstream: &NpmCanary,
     signers: bool,
-) -> Result<Plan, BuiltinError> {
+) -> Result<Plan<Packages>, BuiltinError> {
     Ok(Plan {
         index_url: registry.to_string(),
-        protocol: "npm".into(),
-        present: Vec::new(),
         present_source: "built-in".into(),
-        absent: Vec::new(),
-        sdist_only: None,
-        template: None,
         upstream: Some(upstream.plan()),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
-        npm: Some(NpmPlan {
+        packages: Packages::Npm(npm::Packages {
             present: vec![npm_name(npm_canary::PRESENT)?],
             scoped: Some(npm_name(npm_canary::SCOPED)?),
             absent: vec![

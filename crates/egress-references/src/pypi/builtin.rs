@@ -9,7 +9,8 @@ use crate::pypi::canary::Canary;
 use crate::pypi::proxy::CachingProxy;
 use crate::relay::SLOW_FETCH;
 use egress_model::{Upstream, Url};
-use egress_suite::{ManifestSource, Plan, PresentSpec, Report, Target};
+use egress_suite::pypi::PresentSpec;
+use egress_suite::{pypi, ManifestSource, Packages, Plan, Report, Target};
 use std::sync::Arc;
 
 /// The newest file of the present project: never the one the file control fetches.
@@ -18,23 +19,23 @@ const SLOW_FILE: &str = "ec_present-1.1.0-py3-none-any.whl";
 pub const NAME_A: &str = "reference (A)";
 pub const NAME_B: &str = "caching proxy (B)";
 
-pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan {
+pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Packages> {
     let up = upstream.plan();
     Plan {
         index_url: index.to_string(),
-        protocol: "pypi".into(),
-        present: vec![PresentSpec {
-            name: up.present.clone(),
-            version: None,
-        }],
+        packages: Packages::Pypi(pypi::Packages {
+            present: vec![PresentSpec {
+                name: up.present.clone(),
+                version: None,
+            }],
+            absent: vec![up.upstream_only.clone()],
+            sdist_only: Some(up.tripwire.clone()),
+            template: Some(up.template.clone()),
+        }),
         present_source: "built-in".into(),
-        absent: vec![up.upstream_only.clone()],
-        sdist_only: Some(up.tripwire.clone()),
-        template: Some(up.template.clone()),
         upstream: Some(up),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
-        npm: None,
     }
 }
 

@@ -8,16 +8,22 @@
 
 use super::doc::Packument;
 use super::facts::label;
-use super::{packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, find, success_body, Facts};
-use crate::judge::{inconclusive, pass, skipped, Judge, Verdict};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::facts::{final_of, find, success_body};
+use crate::judge::{inconclusive, pass, skipped, Verdict};
 use egress_model::{BodyEnd, ProbeRecord};
 
 pub fn collect_packument(c: &Collector, abbreviated: bool) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(url) = plan_of(c)
-        .and_then(|p| p.present.first())
+    let Some(url) = c
+        .plan
+        .packages
+        .present
+        .first()
         .and_then(|n| packument_url(c, n))
     else {
         return ev;
@@ -31,7 +37,7 @@ pub fn collect_packument(c: &Collector, abbreviated: bool) -> Evidence {
 }
 
 fn judge_doc(j: &Judge, rec: &ProbeRecord, label: &str, want_name: Option<&str>) -> Verdict {
-    if j.plan.npm.as_ref().is_none_or(|n| n.present.is_empty()) {
+    if j.plan.packages.present.is_empty() {
         return inconclusive(
             "no package known to be in the snapshot: give --present NAME or --manifest",
         );
@@ -69,19 +75,22 @@ fn judge_doc(j: &Judge, rec: &ProbeRecord, label: &str, want_name: Option<&str>)
 }
 
 pub fn judge_packument(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    let name = j.plan.npm.as_ref().and_then(|n| n.present.first());
+    let name = j.plan.packages.present.first();
     judge_doc(j, rec, label::FULL, name.map(|n| n.as_str()))
 }
 
 pub fn judge_abbreviated(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    let name = j.plan.npm.as_ref().and_then(|n| n.present.first());
+    let name = j.plan.packages.present.first();
     judge_doc(j, rec, label::ABBREVIATED, name.map(|n| n.as_str()))
 }
 
 pub fn collect_scoped(c: &Collector) -> Evidence {
     let mut ev = Evidence::default();
-    if let Some(url) = plan_of(c)
-        .and_then(|p| p.scoped.as_ref())
+    if let Some(url) = c
+        .plan
+        .packages
+        .scoped
+        .as_ref()
         .and_then(|n| packument_url(c, n))
     {
         ev.push(c.get(label::SCOPED, &url, Some(ABBREVIATED)));
@@ -90,7 +99,7 @@ pub fn collect_scoped(c: &Collector) -> Evidence {
 }
 
 pub fn judge_scoped(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    let Some(name) = j.plan.npm.as_ref().and_then(|n| n.scoped.as_ref()) else {
+    let Some(name) = j.plan.packages.scoped.as_ref() else {
         return skipped("no scoped package is known to be in the snapshot");
     };
     judge_doc(j, rec, label::SCOPED, Some(name.as_str()))
@@ -98,7 +107,7 @@ pub fn judge_scoped(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 pub fn collect_tarball(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Ok(registry), npm) = (c.plan.index(), f.npm()) else {
+    let (Ok(registry), npm) = (c.plan.index(), f) else {
         return ev;
     };
     if let Some((_, url)) = npm.control_version(&registry) {
@@ -108,7 +117,7 @@ pub fn collect_tarball(c: &Collector, f: &Facts) -> Evidence {
 }
 
 pub fn judge_tarball(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.facts.status("C.packument") != egress_model::Status::Pass {
+    if j.facts.controls.status("C.packument") != egress_model::Status::Pass {
         return inconclusive("no packument to take a tarball URL from (C.packument did not pass)");
     }
     let Some(ex) = final_of(rec, label::TARBALL) else {

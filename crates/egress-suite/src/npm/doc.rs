@@ -25,15 +25,26 @@ pub struct Packument {
     pub versions: Vec<VersionDist>,
 }
 
+/// Why a body is not a packument.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAPackument {
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("not a JSON object")]
+    NotObject,
+    #[error("no `versions` object")]
+    NoVersions,
+}
+
 impl Packument {
     /// A JSON object with a `versions` object; anything else is not a packument.
-    pub fn parse(body: &[u8]) -> Result<Packument, String> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
-        let obj = v.as_object().ok_or("not a JSON object")?;
+    pub fn parse(body: &[u8]) -> Result<Packument, NotAPackument> {
+        let v: Value = serde_json::from_slice(body)?;
+        let obj = v.as_object().ok_or(NotAPackument::NotObject)?;
         let versions = obj
             .get("versions")
             .and_then(Value::as_object)
-            .ok_or("no `versions` object")?;
+            .ok_or(NotAPackument::NoVersions)?;
         let dist_tags = obj
             .get("dist-tags")
             .and_then(Value::as_object)

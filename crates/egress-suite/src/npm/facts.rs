@@ -1,10 +1,13 @@
 //! What the npm controls establish, derived from their evidence alone (the
-//! live run and `report verify` both call [`derive`]).
+//! live run and `report verify` both call [`derive()`]).
 
 use super::doc::{Packument, VersionDist};
-use crate::facts::{final_of, find, success_body, Facts};
-use crate::plan::Plan;
+use super::plan::{Packages, Plan};
+use crate::facts::{final_of, find, success_body, ControlFacts, Controls};
 use egress_model::{ProbeRecord, Sha256Digest, Status, Url};
+
+/// A judge of an npm run.
+pub type Judge<'a> = crate::judge::Judge<'a, Packages, Facts>;
 
 /// Labels of the control exchanges; judges find exchanges by these.
 pub mod label {
@@ -25,7 +28,10 @@ pub struct ControlTarball {
 }
 
 #[derive(Debug, Default, Clone)]
-pub struct NpmFacts {
+pub struct Facts {
+    pub controls: Controls,
+    /// The registry URL.
+    pub index: Option<Url>,
     /// The present package's packument URL (npm's encoding).
     pub packument_url: Option<Url>,
     pub full: Option<Packument>,
@@ -34,7 +40,17 @@ pub struct NpmFacts {
     pub control_tarball: Option<ControlTarball>,
 }
 
-impl NpmFacts {
+impl ControlFacts for Facts {
+    fn status(&self, control: &str) -> Status {
+        self.controls.status(control)
+    }
+
+    fn served_artifact(&self) -> Option<Url> {
+        self.control_tarball.as_ref().map(|t| t.url.clone())
+    }
+}
+
+impl Facts {
     /// The version the tarball control takes: the lowest the full packument
     /// lists with a same-origin tarball (so that `latest`, which the
     /// upstream mutations move, is not it when there are several).
@@ -63,23 +79,21 @@ fn passed<'a>(records: &'a [ProbeRecord], id: &str) -> Option<&'a ProbeRecord> {
 }
 
 pub fn derive(plan: &Plan, records: &[ProbeRecord]) -> Facts {
-    let mut f = Facts {
+    let mut n = Facts {
         index: plan.index().ok(),
+        controls: Controls::of(records),
         ..Facts::default()
     };
-    for r in records.iter().filter(|r| r.id.starts_with("C.")) {
-        f.controls.push((r.id.clone(), r.status));
-    }
-    let mut n = NpmFacts::default();
-    if let (Some(registry), Some(npm)) = (&f.index, &plan.npm) {
+    let npm = &plan.packages;
+    if let Some(registry) = &n.index {
         n.packument_url = npm
             .present
             .first()
-            .map(|p| super::at(registry, &p.packument_path()));
+            .map(|p| super::plan::at(registry, &p.packument_path()));
         n.scoped_url = npm
             .scoped
             .as_ref()
-            .map(|p| super::at(registry, &p.packument_path()));
+            .map(|p| super::plan::at(registry, &p.packument_path()));
     }
     let doc = |id: &str, label: &str| {
         passed(records, id)
@@ -90,35 +104,19 @@ pub fn derive(plan: &Plan, records: &[ProbeRecord]) -> Facts {
     n.full = doc("C.packument", label::FULL);
     n.abbreviated = doc("C.abbreviated", label::ABBREVIATED);
     if let Some(rec) = passed(records, "C.tarball") {
-        if let (Some(ex), Some(registry)) = (final_of(rec, label::TARBALL), &f.index) {
-            if let Some((v, url)) = n.control_version(registry) {
-                if let Some(r) = &ex.response {
-                    n.control_tarball = Some(ControlTarball {
-                        version: v.version.clone(),
-                        integrity: v.integrity.clone(),
-                        url,
-                        sha256: r.body_sha256,
-                    });
-                }
+        if let (Some(ex), Some(registry)) = (final_of(rec, label::TARBALL), &n.index) {
+            let tarball = n.control_version(registry).and_then(|(v, url)| {
+                ex.response.as_ref().map(|r| ControlTarball {
+                    version: v.version.clone(),
+                    integrity: v.integrity.clone(),
+                    url,
+                    sha256: r.body_sha256,
+                })
+            });
+            if tarball.is_some() {
+                n.control_tarball = tarball;
             }
         }
     }
-    f.npm = Some(n);
-    f
-}
-
-/// The facts of a run whose npm controls established nothing.
-static NO_NPM_FACTS: NpmFacts = NpmFacts {
-    packument_url: None,
-    full: None,
-    abbreviated: None,
-    scoped_url: None,
-    control_tarball: None,
-};
-
-impl Facts {
-    /// The npm facts; empty in a PyPI run.
-    pub fn npm(&self) -> &NpmFacts {
-        self.npm.as_ref().unwrap_or(&NO_NPM_FACTS)
-    }
+    n
 }

@@ -4,10 +4,13 @@
 //! bytes do not have, is not passed on.
 
 use super::doc::{integrity_matches, sha512_entries, version_dist, Packument};
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::facts::{final_of, success_body};
+use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{NpmName, ProbeRecord, Url};
 
 /// At most this many tarballs are fetched per sub-probe.
@@ -18,9 +21,7 @@ const PACKUMENT: &str = "packument";
 /// The packages whose documents P1 reads: the present ones (up to three)
 /// and the scoped one.
 fn listed_packages(c: &Collector) -> Vec<NpmName> {
-    let Some(p) = plan_of(c) else {
-        return Vec::new();
-    };
+    let p = &c.plan.packages;
     let mut out: Vec<NpmName> = p.present.iter().take(3).cloned().collect();
     out.extend(p.scoped.iter().cloned());
     out.dedup();
@@ -134,9 +135,18 @@ pub fn collect_bytes_match(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
+/// A tarball served against its packument's integrity.
+#[derive(Debug, thiserror::Error)]
+enum TarballMismatch {
+    #[error("the tarball of {0} is served although its packument lists no sha512 integrity")]
+    NoIntegrity(String),
+    #[error("the tarball of {0} does not match the integrity its packument lists")]
+    Differs(String),
+}
+
 /// Checks each tarball served after a packument against the integrity that
 /// packument lists for it: `(checked, unchecked)` or the first mismatch.
-fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), String> {
+fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), TarballMismatch> {
     let mut checked = 0;
     let mut unchecked = Vec::new();
     for ex in rec
@@ -161,17 +171,11 @@ fn check_tarballs(rec: &ProbeRecord) -> Result<(usize, Vec<String>), String> {
                 .as_deref()
                 .filter(|i| !sha512_entries(i).is_empty())
             else {
-                return Err(format!(
-                    "the tarball of {what} is served although its packument lists no sha512 integrity"
-                ));
+                return Err(TarballMismatch::NoIntegrity(what));
             };
             match r.full_body() {
                 Some(bytes) if integrity_matches(integrity, bytes) => checked += 1,
-                Some(_) => {
-                    return Err(format!(
-                        "the tarball of {what} does not match the integrity its packument lists"
-                    ))
-                }
+                Some(_) => return Err(TarballMismatch::Differs(what)),
                 None => {
                     unchecked.push(format!("{what} ({} bytes, not recorded whole)", r.body_len))
                 }
@@ -186,7 +190,7 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return v;
     }
     match check_tarballs(rec) {
-        Err(e) => fail(e),
+        Err(e) => fail(e.to_string()),
         Ok((0, unchecked)) if !unchecked.is_empty() => inconclusive(format!(
             "no tarball was recorded whole, so no integrity could be checked: {}",
             unchecked.join(", ")
@@ -335,11 +339,10 @@ const VERSION_DOC: &str = "version document";
 
 pub fn collect_version_doc(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.present.first()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.present.first(), c.plan.index()) else {
         return ev;
     };
-    let npm = f.npm();
+    let npm = f;
     let mut versions: Vec<String> = vec!["latest".into()];
     if let Some((v, _)) = npm.control_version(&registry) {
         versions.push(v.version.clone());
@@ -355,7 +358,7 @@ pub fn judge_version_doc(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.packument") {
         return v;
     }
-    let npm = j.facts.npm();
+    let npm = j.facts;
     let Some(full) = npm.full.as_ref() else {
         return inconclusive("the full packument was not recorded");
     };

@@ -4,18 +4,21 @@
 //! and at best the upstream is never contacted at all.
 
 use super::doc::Packument;
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, refusals, short, tally, Judge, Verdict, PASSTHROUGH};
-use crate::probes::p2_replay::absent_listings;
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::common::replay::absent_listings;
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, refusals, short, tally, Verdict, PASSTHROUGH};
 use egress_model::{NpmName, ProbeRecord};
 
 const ABSENT: &str = "absent package's packument";
 
 pub fn collect_absent_packument(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(p) = plan_of(c) else { return ev };
+    let p = &c.plan.packages;
     c.window("P2.absent-packument", &mut ev, |ev| {
         for name in p.absent.iter().take(3) {
             if let Some(u) = packument_url(c, name) {
@@ -53,7 +56,7 @@ pub fn judge_absent_packument(j: &Judge, rec: &ProbeRecord) -> Verdict {
 /// is controlled, else the conventional path of version 1.0.0.
 pub fn collect_absent_tarball(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(p), Ok(registry)) = (plan_of(c), c.plan.index()) else {
+    let (p, Ok(registry)) = (&c.plan.packages, c.plan.index()) else {
         return ev;
     };
     c.window("P2.absent-tarball", &mut ev, |ev| {
@@ -90,7 +93,7 @@ fn offsite_name(c: &Collector) -> Option<NpmName> {
 
 pub fn collect_offsite_tarball(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(p) = plan_of(c) else { return ev };
+    let p = &c.plan.packages;
     let mut names: Vec<NpmName> = p.present.iter().take(3).cloned().collect();
     names.extend(p.scoped.iter().cloned());
     names.extend(offsite_name(c));
@@ -181,5 +184,5 @@ pub fn judge_offsite_tarball(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 /// Collected last: the whole run's upstream log.
 pub fn judge_upstream_contact(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    crate::probes::p2_replay::upstream_contact_verdict(j, rec, "C.packument")
+    crate::common::replay::upstream_contact_verdict(j, rec, "C.packument")
 }

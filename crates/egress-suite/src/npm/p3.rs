@@ -5,14 +5,15 @@
 //! audits), unknown routes, and redirects to another origin.
 
 use super::doc::Packument;
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::{self, tokens_in};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{success_body, Facts};
-use crate::judge::{
-    fail, inconclusive, pass, refusals, short, skipped, Judge, Verdict, PASSTHROUGH,
-};
-use crate::probes::p3_passthrough::{same_origin_redirects, traversal_steps};
+use crate::collect::Evidence;
+use crate::common::passthrough::{same_origin_redirects, traversal_steps};
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
 use egress_transcript::Request;
 
@@ -37,7 +38,7 @@ pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
     };
     let host = c.client.base().host_header();
     let mut bases = vec![registry.path().to_string()];
-    if let Some(name) = plan_of(c).and_then(|p| p.present.first()) {
+    if let Some(name) = c.plan.packages.present.first() {
         bases.push(at(&registry, &format!("/{name}/-/")).path().to_string());
     }
     c.window(&format!("P3.traversal-{class}"), &mut ev, |ev| {
@@ -53,7 +54,7 @@ pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
 
 pub fn collect_scoped_encodings(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(p), Ok(registry)) = (plan_of(c), c.plan.index()) else {
+    let (p, Ok(registry)) = (&c.plan.packages, c.plan.index()) else {
         return ev;
     };
     let Some(scoped) = &p.scoped else { return ev };
@@ -88,7 +89,7 @@ pub fn collect_scoped_encodings(c: &Collector, _f: &Facts) -> Evidence {
 }
 
 pub fn judge_scoped_encodings(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.plan.npm.as_ref().is_none_or(|n| n.scoped.is_none()) {
+    if j.plan.packages.scoped.is_none() {
         return skipped("no scoped package is known to be in the snapshot");
     }
     refusals(j, rec, "C.scoped", PASSTHROUGH)
@@ -98,8 +99,11 @@ const FORGED: &str = "packument with forged host headers";
 
 pub fn collect_host_headers(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(url) = plan_of(c)
-        .and_then(|p| p.present.first())
+    let Some(url) = c
+        .plan
+        .packages
+        .present
+        .first()
         .and_then(|n| packument_url(c, n))
     else {
         return ev;
@@ -217,7 +221,7 @@ pub fn collect_unknown(c: &Collector, _f: &Facts) -> Evidence {
     let Ok(registry) = c.plan.index() else {
         return ev;
     };
-    let present = plan_of(c).and_then(|p| p.present.first()).cloned();
+    let present = c.plan.packages.present.first().cloned();
     c.window("P3.unknown-route", &mut ev, |ev| {
         let mut paths = vec![
             format!("/-/{}", c.token()),
@@ -249,7 +253,7 @@ const REDIRECT_PROBE: &str = "request that registries commonly redirect";
 /// client to its upstream on a slow first fetch.
 pub fn collect_offsite_redirect(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(p), Ok(registry)) = (plan_of(c), c.plan.index()) else {
+    let (p, Ok(registry)) = (&c.plan.packages, c.plan.index()) else {
         return ev;
     };
     c.window("P3.offsite-redirect", &mut ev, |ev| {

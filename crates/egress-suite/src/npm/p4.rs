@@ -3,11 +3,14 @@
 //! evaluated in anything the mirror serves.
 
 use super::doc::Packument;
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::has_upstream_log;
-use crate::collect::{Collector, Evidence};
-use crate::facts::{success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
+use crate::collect::Evidence;
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{NpmName, ProbeRecord};
 
 /// Routes where registries render package text: the Verdaccio web UI's
@@ -25,8 +28,7 @@ const TRIP: &str = "tripwire package";
 
 pub fn collect_tripwire(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.tripwire.clone()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.tripwire.clone(), c.plan.index()) else {
         return ev;
     };
     let Some(page) = packument_url(c, &name) else {
@@ -56,7 +58,7 @@ pub fn judge_tripwire(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.packument") {
         return v;
     }
-    if let Some(hit) = crate::probes::p4_build::tripwire_hits(rec).first() {
+    if let Some(hit) = crate::common::build::tripwire_hits(rec).first() {
         return fail(format!(
             "a lifecycle script of the tripwire package ran on the mirror: the canary received {}",
             short(&hit.target)
@@ -81,8 +83,7 @@ const TEXT: &str = "document that may carry package text";
 
 pub fn collect_template(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.template.clone()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.template.clone(), c.plan.index()) else {
         return ev;
     };
     if let Some(page) = packument_url(c, &name) {
@@ -96,13 +97,13 @@ pub fn collect_template(c: &Collector, _f: &Facts) -> Evidence {
 }
 
 pub fn judge_template(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.plan.npm.as_ref().is_none_or(|n| n.template.is_none()) {
+    if j.plan.packages.template.is_none() {
         return skipped("no package carrying template text is known in the snapshot");
     }
     if let Some(v) = j.require("C.packument") {
         return v;
     }
-    let carrying = match crate::probes::p4_build::template_scan(rec) {
+    let carrying = match crate::common::build::template_scan(rec) {
         Ok(n) => n,
         Err(v) => return v,
     };

@@ -4,24 +4,25 @@
 //! tarball bytes, a moved dist-tag) that never show through.
 
 use super::doc::Packument;
-use super::{packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, find, success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
-use crate::probes::p5_snapshot::{
-    input, mutation, served_as_listed, verified_manifest, whole_digest,
-};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::common::snapshot::{input, mutation, served_as_listed, verified_manifest, whole_digest};
+use crate::facts::{final_of, find, success_body};
+use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{BodyEnd, NpmName, ProbeRecord, ProjectName};
 
 pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    crate::probes::p5_snapshot::manifest_verdict(j, rec, "C.packument")
+    crate::common::snapshot::manifest_verdict(j, rec, "C.packument")
 }
 
 const SERVED: &str = "served content";
 
 pub fn collect_served_in_manifest(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(p) = plan_of(c) else { return ev };
+    let p = &c.plan.packages;
     let mut names: Vec<NpmName> = p.present.iter().take(3).cloned().collect();
     names.extend(p.scoped.iter().cloned());
     for name in &names {
@@ -32,16 +33,16 @@ pub fn collect_served_in_manifest(c: &Collector, f: &Facts) -> Evidence {
         ev.push(c.get(SERVED, &u, Some(ABBREVIATED)));
         // The raw spelling of a scoped name is a served path of its own.
         if let (Some(_), Ok(registry)) = (name.scope(), c.plan.index()) {
-            let raw = super::at(&registry, &name.packument_path_raw());
+            let raw = super::plan::at(&registry, &name.packument_path_raw());
             ev.push(c.get(SERVED, &raw, Some(FULL)));
         }
     }
-    if let Some(t) = &f.npm().control_tarball {
+    if let Some(t) = &f.control_tarball {
         ev.push(c.get(SERVED, &t.url, None));
     }
     // Registry keys, where a mirror replays them, are served content too.
     if let Ok(registry) = c.plan.index() {
-        ev.push(c.get(SERVED, &super::at(&registry, "/-/npm/v1/keys"), None));
+        ev.push(c.get(SERVED, &super::plan::at(&registry, "/-/npm/v1/keys"), None));
     }
     ev
 }
@@ -99,7 +100,7 @@ const AGAIN: &str = "fetched again";
 
 pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let npm = f.npm();
+    let npm = f;
     for n in 1..=2 {
         if let Some(t) = &npm.control_tarball {
             c.get_following(&mut ev, &format!("{AGAIN} ({n}): tarball"), &t.url, None);
@@ -115,7 +116,7 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.tarball") {
         return v;
     }
-    let npm = j.facts.npm();
+    let npm = j.facts;
     let Some(want) = npm.control_tarball.as_ref().map(|t| t.sha256) else {
         return inconclusive("the tarball control recorded no bytes");
     };
@@ -153,7 +154,7 @@ fn mutation_failed(e: String) -> egress_model::Observation {
 
 /// The present package as the controlled upstream's trait names it.
 fn present_project(c: &Collector) -> Option<(NpmName, ProjectName)> {
-    let n = plan_of(c)?.present.first()?.clone();
+    let n = c.plan.packages.present.first()?.clone();
     let p = ProjectName::new(n.as_str()).ok()?;
     Some((n, p))
 }
@@ -209,7 +210,7 @@ pub fn judge_new_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.packument") {
         return v;
     }
-    let Some(name) = j.plan.npm.as_ref().and_then(|n| n.present.first()) else {
+    let Some(name) = j.plan.packages.present.first() else {
         return inconclusive("no present package");
     };
     let Some((filename, _, _)) = mutation(rec) else {
@@ -245,7 +246,7 @@ pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
     let (Some(up), Some((name, _))) = (c.upstream, present_project(c)) else {
         return ev;
     };
-    let Some(t) = &f.npm().control_tarball else {
+    let Some(t) = &f.control_tarball else {
         return ev;
     };
     let filename = format!("{}-{}.tgz", name.bare(), t.version);
@@ -270,7 +271,7 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.tarball") {
         return v;
     }
-    let npm = j.facts.npm();
+    let npm = j.facts;
     let Some(t) = npm.control_tarball.as_ref() else {
         return inconclusive("the tarball control recorded no bytes");
     };
@@ -327,7 +328,7 @@ pub fn collect_dist_tag(c: &Collector, f: &Facts) -> Evidence {
     else {
         return ev;
     };
-    let npm = f.npm();
+    let npm = f;
     let Some((target, _)) = npm.control_version(&registry) else {
         return ev;
     };

@@ -3,10 +3,13 @@
 //! status and by effect (nothing new published or deleted afterwards).
 
 use super::doc::Packument;
-use super::{at, packument_url, plan_of, ABBREVIATED, FULL};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{find, success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, refusals, Judge, Verdict, PASSTHROUGH};
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use super::plan::{at, packument_url, ABBREVIATED, FULL};
+use crate::collect::Evidence;
+use crate::facts::{find, success_body};
+use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::{base64, Exchange, NpmName, ProbeRecord};
 use egress_transcript::Request;
 
@@ -130,9 +133,30 @@ pub fn tokens_handed_out(exchanges: &[Exchange]) -> Vec<String> {
 /// Publish attempts: a new version of a present package, and a package
 /// that exists nowhere (`fresh`), each anonymous, with a made-up token, and
 /// with every token the target handed out to the adduser attempts.
-pub fn collect_publish(c: &Collector, fresh: &NpmName, tokens: &[String]) -> Evidence {
+/// The package the write attempts try to create: the run's fresh marker, a
+/// name that exists nowhere, so that any sign of it afterwards is the
+/// attempts' effect.
+fn fresh(c: &Collector) -> Option<NpmName> {
+    NpmName::new(c.fresh).ok()
+}
+
+/// Publishes after adduser: each token the target handed out to
+/// `P6.adduser` is then used to publish, as anyone who can register would.
+pub fn collect_publish(c: &Collector, _f: &Facts, records: &[ProbeRecord]) -> Evidence {
+    let Some(name) = fresh(c) else {
+        return Evidence::default();
+    };
+    let tokens = records
+        .iter()
+        .find(|r| r.id == "P6.adduser")
+        .map(|r| tokens_handed_out(&r.exchanges))
+        .unwrap_or_default();
+    publish(c, &name, &tokens)
+}
+
+fn publish(c: &Collector, fresh: &NpmName, tokens: &[String]) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(p), Ok(registry)) = (plan_of(c), c.plan.index()) else {
+    let (p, Ok(registry)) = (&c.plan.packages, c.plan.index()) else {
         return ev;
     };
     let mut names = vec![fresh.clone()];
@@ -155,8 +179,7 @@ pub fn collect_publish(c: &Collector, fresh: &NpmName, tokens: &[String]) -> Evi
 
 pub fn collect_unpublish(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.present.first()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.present.first(), c.plan.index()) else {
         return ev;
     };
     c.window("P6.unpublish", &mut ev, |ev| {
@@ -189,8 +212,7 @@ pub fn collect_unpublish(c: &Collector, _f: &Facts) -> Evidence {
 
 pub fn collect_dist_tags(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(name), Ok(registry)) = (plan_of(c).and_then(|p| p.present.first()), c.plan.index())
-    else {
+    let (Some(name), Ok(registry)) = (c.plan.packages.present.first(), c.plan.index()) else {
         return ev;
     };
     c.window("P6.dist-tags", &mut ev, |ev| {
@@ -295,20 +317,24 @@ const AFTER: &str = "after the write attempts";
 
 /// The effect check brackets every other P6 sub-probe: these fetches run
 /// before them, [`collect_effect_after`] after them.
-pub fn collect_effect_before(c: &Collector, f: &Facts, fresh: &NpmName) -> Evidence {
+pub fn collect_effect_before(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    effect_fetches(c, f, fresh, &mut ev, BEFORE);
+    if let Some(name) = fresh(c) {
+        effect_fetches(c, f, &name, &mut ev, BEFORE);
+    }
     ev
 }
 
-pub fn collect_effect_after(c: &Collector, f: &Facts, fresh: &NpmName, ev: &mut Evidence) {
-    effect_fetches(c, f, fresh, ev, AFTER);
+pub fn collect_effect_after(c: &Collector, f: &Facts, ev: &mut Evidence) {
+    if let Some(name) = fresh(c) {
+        effect_fetches(c, f, &name, ev, AFTER);
+    }
 }
 
 const FRESH: &str = "package that publish attempts named";
 
 fn effect_fetches(c: &Collector, f: &Facts, fresh: &NpmName, ev: &mut Evidence, when: &str) {
-    let npm = f.npm();
+    let npm = f;
     if let Some(u) = &npm.packument_url {
         ev.push(c.get(&format!("{when}: packument"), u, Some(FULL)));
         ev.push(c.get(
@@ -349,7 +375,7 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
             }
         }
     }
-    let compared = match crate::probes::p6_control::unchanged(
+    let compared = match crate::common::writes::unchanged(
         rec,
         BEFORE,
         AFTER,

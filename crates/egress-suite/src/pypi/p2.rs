@@ -2,11 +2,15 @@
 //! never served, neither its page nor its files; at best, the upstream is
 //! never contacted at all.
 
-use crate::classify::{self, has_upstream_log, Answer};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, tally, Judge, Verdict};
-use crate::probes::controls::control_file;
+use super::facts::control_file;
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use crate::classify::{self, Answer};
+use crate::collect::Evidence;
+use crate::common::replay::{absent_listings, upstream_contact_verdict};
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, short, skipped, tally, Verdict};
 use egress_model::ProbeRecord;
 use egress_simple::{HTML_LEGACY, JSON_V1};
 
@@ -15,7 +19,7 @@ const FILE: &str = "absent project's file";
 
 pub fn collect_page(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    for name in c.plan.absent.iter().take(3) {
+    for name in c.plan.packages.absent.iter().take(3) {
         if let Ok(url) = c.plan.project_url(name) {
             ev.push(c.get(&format!("{PAGE} (HTML)"), &url, Some(HTML_LEGACY)));
             ev.push(c.get(&format!("{PAGE} (JSON)"), &url, Some(JSON_V1)));
@@ -30,50 +34,6 @@ fn listed(body: &[u8]) -> Option<usize> {
         .or_else(|_| egress_simple::parse_project_json(body))
         .ok()
         .map(|p| p.files.len())
-}
-
-/// How an absent name's listing documents were answered: one code per
-/// answer, or the failure for the first that served a listing with entries
-/// (`count` says how many; `None`: not a listing at all), tried to fetch it,
-/// or redirected off the origin. Shared by PyPI pages and npm packuments.
-pub fn absent_listings(
-    origin: &egress_model::Url,
-    rec: &ProbeRecord,
-    count: impl Fn(&[u8]) -> Option<usize>,
-    entries: &str,
-    listing: &str,
-) -> Result<Vec<String>, Verdict> {
-    let mut codes = Vec::new();
-    for ex in &rec.exchanges {
-        let what = format!("{} {}", ex.request_method(), short(&ex.request_target()));
-        match classify::classify(origin, ex) {
-            Answer::Served(s) => match success_body(ex).and_then(&count) {
-                Some(0) => codes.push(format!("{s} empty")),
-                Some(n) => {
-                    return Err(fail(format!(
-                        "{what} served a {listing} listing {n} {entries} absent from the snapshot"
-                    )))
-                }
-                None => {
-                    return Err(fail(format!(
-                        "{what} was answered {s} with content that is not an empty {listing}"
-                    )))
-                }
-            },
-            Answer::RedirectOffOrigin(loc) => {
-                return Err(fail(format!("{what} was redirected to {}", short(&loc))))
-            }
-            Answer::Gateway(s) => {
-                return Err(fail(format!(
-                    "{what} was answered {s}: the target tried to fetch it upstream"
-                )))
-            }
-            Answer::RedirectSameOrigin(_) => codes.push("3xx".into()),
-            Answer::Refused(s) => codes.push(s.to_string()),
-            Answer::NoAnswer => codes.push("no answer".into()),
-        }
-    }
-    Ok(codes)
 }
 
 pub fn judge_page(j: &Judge, rec: &ProbeRecord) -> Verdict {
@@ -97,7 +57,7 @@ pub fn collect_file(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     let Ok(index) = c.plan.index() else { return ev };
     // Files the absent pages list, if a (non-conformant) target served any.
-    for name in c.plan.absent.iter().take(3) {
+    for name in c.plan.packages.absent.iter().take(3) {
         let Ok(url) = c.plan.project_url(name) else {
             continue;
         };
@@ -175,29 +135,4 @@ pub fn judge_file(j: &Judge, rec: &ProbeRecord) -> Verdict {
 /// Collected last: the whole run's upstream log.
 pub fn judge_upstream_contact(j: &Judge, rec: &ProbeRecord) -> Verdict {
     upstream_contact_verdict(j, rec, "C.project-html")
-}
-
-/// P2.upstream-contact once `control` passed: any request in the whole
-/// run's upstream log (tripwire hits aside) fails. Shared by PyPI and npm.
-pub fn upstream_contact_verdict(j: &Judge, rec: &ProbeRecord, control: &str) -> Verdict {
-    if !has_upstream_log(rec) {
-        return skipped(
-            "the upstream is not controlled by the suite, so contact cannot be observed",
-        );
-    }
-    if let Some(v) = j.require(control) {
-        return v;
-    }
-    let log: Vec<_> = classify::upstream_log(rec)
-        .filter(|u| !u.tripwire)
-        .collect();
-    match log.first() {
-        Some(first) => fail(format!(
-            "the target contacted the upstream {} times during the run, first {} {}",
-            log.len(),
-            first.method,
-            short(&first.target)
-        )),
-        None => pass("the upstream received no request from the target during the whole run"),
-    }
 }

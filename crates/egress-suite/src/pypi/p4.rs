@@ -2,11 +2,15 @@
 //! supplies: no sdist build to compute metadata, no lifecycle scripts, no
 //! template rendering of package text.
 
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
 use crate::classify::{self, has_upstream_log, Answer};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
-use egress_model::{DistFilename, DistKind, ProbeRecord, Url, TEMPLATE_MARKERS};
+use crate::collect::Evidence;
+use crate::common::build::{template_scan, tripwire_hits};
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
+use egress_model::{DistFilename, DistKind, ProbeRecord, Url};
 use egress_simple::{HTML_LEGACY, JSON_V1};
 
 const PAGE: &str = "project page listing sdists";
@@ -29,8 +33,8 @@ fn sdists(page_url: &Url, body: &[u8]) -> Vec<(String, Url)> {
 /// metadata aside, see docs/predicates.md).
 pub fn collect_metadata_sdist(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let mut names: Vec<_> = c.plan.sdist_only.iter().cloned().collect();
-    names.extend(c.plan.present.iter().map(|p| p.name.clone()));
+    let mut names: Vec<_> = c.plan.packages.sdist_only.iter().cloned().collect();
+    names.extend(c.plan.packages.present.iter().map(|p| p.name.clone()));
     names.dedup();
     c.window("P4.metadata-sdist", &mut ev, |ev| {
         for name in &names {
@@ -48,10 +52,6 @@ pub fn collect_metadata_sdist(c: &Collector, _f: &Facts) -> Evidence {
         }
     });
     ev
-}
-
-pub fn tripwire_hits(rec: &ProbeRecord) -> Vec<&egress_model::UpstreamRequest> {
-    classify::upstream_log(rec).filter(|u| u.tripwire).collect()
 }
 
 pub fn judge_metadata_sdist(j: &Judge, rec: &ProbeRecord) -> Verdict {
@@ -156,7 +156,7 @@ const TEXT: &str = "page that may carry package text";
 
 pub fn collect_template(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(name) = c.plan.template.clone() else {
+    let Some(name) = c.plan.packages.template.clone() else {
         return ev;
     };
     let (Ok(index), Ok(url)) = (c.plan.index(), c.plan.project_url(&name)) else {
@@ -187,48 +187,8 @@ pub fn collect_template(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
-/// The number of served bodies that carry a raw template marker, or the
-/// failure for the first body in which a marker came back evaluated.
-pub fn template_scan(rec: &ProbeRecord) -> Result<usize, Verdict> {
-    let mut carrying = 0;
-    for ex in &rec.exchanges {
-        let Some(body) = success_body(ex) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(body);
-        for (raw, evaluated) in TEMPLATE_MARKERS {
-            if text.contains(evaluated) {
-                return Err(fail(format!(
-                    "GET {} evaluated package text: {raw:?} came back as {evaluated:?}",
-                    short(&ex.request_target())
-                )));
-            }
-        }
-        if carries_raw_marker(&text) {
-            carrying += 1;
-        }
-    }
-    Ok(carrying)
-}
-
-/// Whether `text` carries a raw (unevaluated) template marker in any form.
-pub fn carries_raw_marker(text: &str) -> bool {
-    TEMPLATE_MARKERS
-        .iter()
-        .any(|(raw, _)| raw_forms(raw).iter().any(|f| text.contains(f.as_str())))
-}
-
-/// Forms in which a raw marker may appear once escaped for HTML or JSON.
-fn raw_forms(raw: &str) -> [String; 3] {
-    [
-        raw.to_string(),
-        raw.replace('<', "&lt;").replace('>', "&gt;"),
-        raw.replace('<', "\\u003c").replace('>', "\\u003e"),
-    ]
-}
-
 pub fn judge_template(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.plan.template.is_none() {
+    if j.plan.packages.template.is_none() {
         return skipped("no project carrying template text is known in the snapshot");
     }
     if let Some(v) = j.require("C.project-html") {

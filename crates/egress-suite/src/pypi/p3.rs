@@ -3,102 +3,23 @@
 //! encoding, `//host/` paths, `?url=`-style parameters, unknown routes, and
 //! redirects that hand the client to another origin.
 
+use super::facts::Judge;
+use super::facts::{Facts, ListedFile};
+use super::plan::Collector;
 use crate::classify::{self, Answer};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{find, success_body, Facts, ListedFile};
-use crate::judge::{fail, inconclusive, pass, refusals, short, Judge, Verdict, PASSTHROUGH};
-use egress_model::{ProbeRecord, Url};
+use crate::collect::Evidence;
+use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
+use crate::facts::{find, success_body};
+use crate::judge::{fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH};
+use egress_model::ProbeRecord;
 use egress_simple::HTML_LEGACY;
-
-/// A host that never resolves (RFC 2606), named when no upstream is controlled.
-pub const NOWHERE: &str = "egress-conformance.invalid";
-
-/// The authority a probe asks the target to reach: the controlled upstream
-/// when there is one (so forwarding is observed there), else a name that
-/// never resolves (so forwarding shows as a gateway error).
-fn elsewhere(c: &Collector) -> String {
-    c.plan
-        .upstream
-        .as_ref()
-        .and_then(|u| Url::parse(&u.origin).ok())
-        .map_or_else(|| format!("{NOWHERE}:80"), |u| u.authority())
-}
-
-fn host_header(c: &Collector) -> String {
-    c.client.base().host_header()
-}
-
-fn raw_get(c: &Collector, target: &str) -> Vec<u8> {
-    format!(
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: egress-conformance/{}\r\nConnection: close\r\n\r\n",
-        host_header(c),
-        env!("CARGO_PKG_VERSION")
-    )
-    .into_bytes()
-}
-
-pub fn collect_absolute_form(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    let other = elsewhere(c);
-    c.window("P3.absolute-form", &mut ev, |ev| {
-        for target in [
-            format!("http://{other}/simple/{}/", c.token()),
-            format!(
-                "http://{other}/packages/{}/x-1.0-py3-none-any.whl",
-                c.token()
-            ),
-        ] {
-            ev.push(c.send_raw(
-                "absolute-form target naming another host",
-                &raw_get(c, &target),
-            ));
-        }
-    });
-    ev
-}
-
-pub fn collect_connect(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    let other = elsewhere(c);
-    c.window("P3.connect", &mut ev, |ev| {
-        let host = other.split(':').next().unwrap_or(NOWHERE).to_string();
-        let inner = format!(
-            "GET /simple/{}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
-            c.token()
-        );
-        for ex in c
-            .client
-            .connect_tunnel("CONNECT to another host", &other, inner.as_bytes())
-        {
-            ev.push(ex);
-        }
-    });
-    ev
-}
-
-/// One traversal step in each encoding class.
-pub fn traversal_steps(class: &str) -> &'static [&'static str] {
-    match class {
-        "raw" => &["../"],
-        "percent" => &["%2e%2e/", "%2e%2e%2f", "..%2f", ".%2e/", "%2E%2E%2F"],
-        "double" => &["%252e%252e%252f", "%252e%252e/", "..%252f"],
-        "backslash" => &["..\\", "..%5c", "%2e%2e%5c", "..%255c"],
-        "overlong" => &[
-            "%c0%ae%c0%ae/",
-            "%c0%ae%c0%ae%c0%af",
-            "..%c0%af",
-            "..%c1%9c",
-            "%e0%80%ae%e0%80%ae/",
-        ],
-        _ => &[],
-    }
-}
 
 pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
     let mut ev = Evidence::default();
     let Ok(index) = c.plan.index() else { return ev };
     let project = c
         .plan
+        .packages
         .present
         .first()
         .map(|p| format!("{}{}/", index.path(), p.name))
@@ -114,21 +35,6 @@ pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
     ev
 }
 
-pub fn collect_double_slash(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    let other = elsewhere(c);
-    c.window("P3.double-slash", &mut ev, |ev| {
-        for target in [
-            format!("//{other}/simple/{}/", c.token()),
-            format!("//{NOWHERE}/{}", c.token()),
-            format!("///{other}/{}", c.token()),
-        ] {
-            ev.push(c.send_raw("//host/ path", &raw_get(c, &target)));
-        }
-    });
-    ev
-}
-
 const BASELINE: &str = "baseline without parameters";
 const WITH_PARAM: &str = "with a URL parameter";
 
@@ -137,7 +43,7 @@ pub fn collect_url_param(c: &Collector, _f: &Facts) -> Evidence {
     let Ok(index) = c.plan.index() else { return ev };
     let other = elsewhere(c);
     let mut paths = vec![index.path().to_string(), "/".to_string()];
-    if let Some(p) = c.plan.present.first() {
+    if let Some(p) = c.plan.packages.present.first() {
         paths.push(format!("{}{}/", index.path(), p.name));
     }
     c.window("P3.url-param", &mut ev, |ev| {
@@ -223,6 +129,7 @@ pub fn collect_unknown(c: &Collector, _f: &Facts) -> Evidence {
     let Ok(index) = c.plan.index() else { return ev };
     let project = c
         .plan
+        .packages
         .present
         .first()
         .map(|p| format!("{}{}/", index.path(), p.name));
@@ -253,7 +160,7 @@ const REDIRECT_PROBE: &str = "request that mirrors commonly redirect";
 pub fn collect_offsite(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     let Ok(index) = c.plan.index() else { return ev };
-    let Some(present) = c.plan.present.first() else {
+    let Some(present) = c.plan.packages.present.first() else {
         return ev;
     };
     c.window("P3.offsite-redirect", &mut ev, |ev| {
@@ -268,12 +175,12 @@ pub fn collect_offsite(c: &Collector, f: &Facts) -> Evidence {
         ] {
             ev.push(c.get(REDIRECT_PROBE, &index.with_path(&p), Some(HTML_LEGACY)));
         }
-        for file in f.files.iter().take(crate::probes::p1_digest::MAX_FILES) {
+        for file in f.files.iter().take(super::p1::MAX_FILES) {
             if let Some(u) = &file.url {
                 ev.push(c.get(REDIRECT_PROBE, u, None));
             }
         }
-        for name in c.plan.absent.iter().take(1) {
+        for name in c.plan.packages.absent.iter().take(1) {
             if let Ok(u) = c.plan.project_url(name) {
                 ev.push(c.get(REDIRECT_PROBE, &u, Some(HTML_LEGACY)));
             }
@@ -285,27 +192,6 @@ pub fn collect_offsite(c: &Collector, f: &Facts) -> Evidence {
         }
     });
     ev
-}
-
-/// The number of same-origin redirects among the record's answers, or the
-/// failure for the first redirect that leaves `origin`.
-pub fn same_origin_redirects(origin: &Url, rec: &ProbeRecord) -> Result<usize, Verdict> {
-    let mut redirects = 0;
-    for ex in &rec.exchanges {
-        match classify::classify(origin, ex) {
-            Answer::RedirectOffOrigin(loc) => {
-                return Err(fail(format!(
-                    "{} {} was redirected off the mirror's origin to {}",
-                    ex.request_method(),
-                    short(&ex.request_target()),
-                    short(&loc)
-                )))
-            }
-            Answer::RedirectSameOrigin(_) => redirects += 1,
-            _ => {}
-        }
-    }
-    Ok(redirects)
 }
 
 pub fn judge_offsite(j: &Judge, rec: &ProbeRecord) -> Verdict {

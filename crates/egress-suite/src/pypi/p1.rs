@@ -2,11 +2,15 @@
 //! digest the client can verify; served bytes match it; artifacts are
 //! addressed by digest.
 
+use super::controls;
+use super::facts::control_file;
+use super::facts::Judge;
+use super::facts::{label, Facts, ListedFile};
+use super::plan::Collector;
 use crate::classify::{classify, Answer};
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, find, label, success_body, Facts, ListedFile};
-use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Judge, Verdict, STRICT};
-use crate::probes::controls::{self, control_file};
+use crate::collect::Evidence;
+use crate::facts::{final_of, find, success_body};
+use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, STRICT};
 use egress_model::{DistFilename, ProbeRecord, ProjectName, Sha256Digest, Status};
 
 /// At most this many files of the present project are fetched and checked.
@@ -120,13 +124,19 @@ fn last_segment(path: &str) -> &str {
 
 /// Files of the HTML page recorded in `exchanges`, resolved against the page URL.
 fn listed_files(
-    plan: &crate::plan::Plan,
+    plan: &super::plan::Plan,
     exchanges: &[egress_model::Exchange],
 ) -> Option<Vec<ListedFile>> {
     let ex = exchanges.iter().find(|e| e.label == label::PROJECT_HTML)?;
     let page = egress_simple::parse_project_html(success_body(ex)?).ok()?;
-    let url = plan.project_url(&plan.present.first()?.name).ok()?;
-    let version = plan.present.first().and_then(|p| p.version.clone());
+    let url = plan
+        .project_url(&plan.packages.present.first()?.name)
+        .ok()?;
+    let version = plan
+        .packages
+        .present
+        .first()
+        .and_then(|p| p.version.clone());
     Some(
         page.files
             .iter()

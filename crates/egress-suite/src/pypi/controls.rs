@@ -5,10 +5,14 @@
 //! A control never checks the property under test (no hash, no manifest):
 //! a mirror whose links carry no hashes fails P1, it is not inconclusive.
 
-use crate::collect::{Collector, Evidence};
-use crate::facts::{final_of, find, label, success_body, Facts};
-use crate::judge::{inconclusive, pass, Judge, Verdict};
-use egress_model::{DistFilename, DistKind, ProbeRecord};
+use super::facts::control_file;
+use super::facts::Judge;
+use super::facts::{label, Facts};
+use super::plan::{Collector, Plan, PresentSpec};
+use crate::collect::Evidence;
+use crate::facts::{final_of, find, success_body};
+use crate::judge::{inconclusive, pass, Verdict};
+use egress_model::{DistFilename, DistKind, ProbeRecord, ProjectName, Status};
 use egress_simple::{HTML_LEGACY, JSON_V1};
 
 pub fn collect_index(c: &Collector) -> Evidence {
@@ -38,7 +42,7 @@ pub fn judge_index(_j: &Judge, rec: &ProbeRecord) -> Verdict {
 }
 
 fn project_or_inconclusive(j: &Judge) -> Result<(), Verdict> {
-    if j.plan.present.is_empty() {
+    if j.plan.packages.present.is_empty() {
         return Err(inconclusive(
             "no project known to be in the snapshot: give --present NAME==VERSION or --manifest",
         ));
@@ -50,6 +54,7 @@ pub fn collect_project(c: &Collector, json: bool) -> Evidence {
     let mut ev = Evidence::default();
     if let Some(url) = c
         .plan
+        .packages
         .present
         .first()
         .and_then(|p| c.plan.project_url(&p.name).ok())
@@ -119,15 +124,6 @@ pub fn judge_project_json(j: &Judge, rec: &ProbeRecord) -> Verdict {
     }
 }
 
-/// The file the file control fetches: the first listed file on the target's origin.
-pub fn control_file(facts: &Facts) -> Option<&crate::facts::ListedFile> {
-    let origin = facts.index.as_ref()?;
-    facts
-        .files
-        .iter()
-        .find(|f| f.url.as_ref().is_some_and(|u| u.same_origin(origin)))
-}
-
 pub fn collect_file(c: &Collector, facts: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     if let Some(url) = control_file(facts).and_then(|f| f.url.clone()) {
@@ -149,7 +145,7 @@ pub fn looks_like_artifact(filename: &str, body: &[u8]) -> bool {
 }
 
 pub fn judge_file(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if j.facts.status("C.project-html") != egress_model::Status::Pass {
+    if j.facts.controls.status("C.project-html") != egress_model::Status::Pass {
         return inconclusive(
             "no project page to take a file link from (C.project-html did not pass)",
         );
@@ -191,5 +187,39 @@ fn fail_or_inconclusive_no_same_origin(j: &Judge) -> Verdict {
         // Every link leaves the mirror: nothing can be fetched from the target
         // itself. P3 judges the hand-off; here there is no control.
         inconclusive("every file link on the project page points to another origin")
+    }
+}
+
+/// Picks the first project the index lists that is not planned as absent,
+/// when the plan names no present project and the index control passed.
+pub fn discover(plan: &mut Plan, records: &[ProbeRecord]) {
+    if !plan.packages.present.is_empty() {
+        return;
+    }
+    let Some(index_record) = records
+        .iter()
+        .find(|r| r.id == "C.index" && r.status == Status::Pass)
+    else {
+        return;
+    };
+    let Some(body) = find(index_record, label::INDEX).and_then(success_body) else {
+        return;
+    };
+    let Ok(idx) = egress_simple::parse_index_html(body) else {
+        return;
+    };
+    let mut names: Vec<ProjectName> = idx
+        .projects
+        .iter()
+        .filter_map(|n| ProjectName::new(n).ok())
+        .filter(|n| !plan.packages.absent.contains(n))
+        .collect();
+    names.sort();
+    if let Some(n) = names.into_iter().next() {
+        plan.packages.present.push(PresentSpec {
+            name: n,
+            version: None,
+        });
+        plan.present_source = "root index".into();
     }
 }

@@ -6,12 +6,18 @@
 //! show whether the mirror really serves them, so a mirror cannot pass by
 //! declaring nothing.
 
-use crate::check::CheckArgs;
+use super::args::CheckArgs;
 use crate::Failure;
 use egress_model::{NpmName, Url};
 use egress_snapshot::{SnapshotDoc, NPM_ABBREVIATED};
-use egress_suite::plan::DEFAULT_NPM_ABSENT;
-use egress_suite::{ManifestSource, NpmPlan, Plan};
+use egress_suite::npm::{self, DEFAULT_NPM_ABSENT};
+use egress_suite::{ManifestSource, Packages, Plan};
+
+/// The registry URL the suite probes: a bare origin means `/`, and the path
+/// always ends in `/` so that packuments join under it.
+pub fn registry_url(raw: &str) -> Result<Url, Failure> {
+    super::args::base_url(raw, "/")
+}
 
 /// The packages whose abbreviated packuments a snapshot serves.
 pub fn packages_in(doc: &SnapshotDoc) -> Vec<NpmName> {
@@ -72,7 +78,7 @@ pub fn plan(
     client: &egress_transcript::Client,
     manifest: ManifestSource,
     allowed_signers: bool,
-) -> Result<Plan, Failure> {
+) -> Result<Plan<Packages>, Failure> {
     let given = names("--present", &args.present)?;
     let (present, source) = if !given.is_empty() {
         (given, "--present")
@@ -107,21 +113,16 @@ pub fn plan(
     };
     Ok(Plan {
         index_url: registry.to_string(),
-        protocol: "npm".into(),
-        present: Vec::new(),
-        present_source: source.into(),
-        absent: Vec::new(),
-        sdist_only: None,
-        template: None,
-        upstream: None,
-        manifest,
-        allowed_signers,
-        npm: Some(NpmPlan {
+        packages: Packages::Npm(npm::Packages {
             present: ordered,
             scoped,
             absent,
             tripwire: None,
             template: None,
         }),
+        present_source: source.into(),
+        upstream: None,
+        manifest,
+        allowed_signers,
     })
 }

@@ -2,10 +2,14 @@
 //! user creation, login, WebDAV verbs) are never honoured on the egress path,
 //! judged by status and by effect.
 
-use crate::collect::{Collector, Evidence};
-use crate::facts::{find, success_body, Facts};
-use crate::judge::{fail, inconclusive, pass, refusals, Judge, Verdict, PASSTHROUGH};
-use crate::probes::controls::control_file;
+use super::facts::control_file;
+use super::facts::Facts;
+use super::facts::Judge;
+use super::plan::Collector;
+use crate::collect::Evidence;
+use crate::common::writes::unchanged;
+use crate::facts::success_body;
+use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::{DistFilename, ProbeRecord, Url, Version};
 use egress_simple::{HTML_LEGACY, JSON_V1};
 use egress_transcript::Request;
@@ -69,7 +73,7 @@ fn multipart(boundary: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Ve
 
 pub fn collect_legacy_upload(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let (Some(present), Ok(index)) = (c.plan.present.first(), c.plan.index()) else {
+    let (Some(present), Ok(index)) = (c.plan.packages.present.first(), c.plan.index()) else {
         return ev;
     };
     let Ok(version) = Version::new(UPLOAD_VERSION) else {
@@ -219,48 +223,6 @@ pub fn collect_user_routes(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
-pub fn collect_webdav(c: &Collector, f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    let Ok(index) = c.plan.index() else { return ev };
-    c.window("P6.webdav", &mut ev, |ev| {
-        let token = c.token();
-        // The file control's URL (PyPI) or the tarball control's (npm).
-        let file = control_file(f)
-            .and_then(|l| l.url.clone())
-            .or_else(|| f.npm.as_ref()?.control_tarball.as_ref().map(|t| t.url.clone()))
-            .unwrap_or_else(|| index.clone());
-        let propfind = b"<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><allprop/></propfind>".to_vec();
-        let attempts = vec![
-            Request::new("PROPFIND", "/").header("Depth", "1").header("Content-Type", "application/xml").body(propfind.clone()),
-            Request::new("PROPFIND", index.path()).header("Depth", "1").header("Content-Type", "application/xml").body(propfind),
-            Request::new("MKCOL", &format!("/{token}/")),
-            Request::new("COPY", file.path()).header("Destination", &format!("/{token}.whl")),
-            Request::new("MOVE", file.path()).header("Destination", &format!("/{token}.whl")),
-            Request::new("PROPPATCH", file.path()).header("Content-Type", "application/xml").body(b"<propertyupdate xmlns=\"DAV:\"/>".to_vec()),
-            Request::new("LOCK", file.path()).header("Content-Type", "application/xml").body(b"<lockinfo xmlns=\"DAV:\"><lockscope><exclusive/></lockscope><locktype><write/></locktype></lockinfo>".to_vec()),
-            Request::new("UNLOCK", file.path()).header("Lock-Token", &format!("<urn:uuid:{token}>")),
-        ];
-        for req in attempts {
-            ev.push(c.send(&format!("WebDAV {}", req.method), &req));
-        }
-    });
-    ev
-}
-
-pub fn collect_trace(c: &Collector, _f: &Facts) -> Evidence {
-    let mut ev = Evidence::default();
-    let Ok(index) = c.plan.index() else { return ev };
-    c.window("P6.trace", &mut ev, |ev| {
-        for path in ["/", index.path()] {
-            let token = c.token();
-            let req = Request::new("TRACE", &format!("{path}?ec={token}"))
-                .header("X-Egress-Marker", &token);
-            ev.push(c.send("TRACE", &req));
-        }
-    });
-    ev
-}
-
 pub fn judge_refused(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.index", PASSTHROUGH)
 }
@@ -310,50 +272,4 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return inconclusive("nothing was fetched before and after the write attempts");
     }
     pass(format!("index, project pages and file are byte-identical before and after the write attempts ({compared} compared)"))
-}
-
-/// Compares each `"{before}: {what}"` exchange with its `"{after}: {what}"`
-/// twin by status and body digest: the number compared, or the verdict for
-/// the first that changed or did not arrive whole. Shared by PyPI and npm.
-pub fn unchanged(
-    rec: &ProbeRecord,
-    before: &str,
-    after: &str,
-    whats: &[&str],
-) -> Result<usize, Verdict> {
-    let mut compared = 0;
-    for what in whats {
-        let (Some(b), Some(a)) = (
-            find(rec, &format!("{before}: {what}")),
-            find(rec, &format!("{after}: {what}")),
-        ) else {
-            continue;
-        };
-        let whole = |e: &egress_model::Exchange| {
-            e.response.as_ref().is_some_and(|r| {
-                matches!(
-                    r.body_end,
-                    egress_model::BodyEnd::Complete | egress_model::BodyEnd::NoBody
-                )
-            })
-        };
-        if !whole(b) || !whole(a) {
-            return Err(inconclusive(format!(
-                "the {what} did not arrive whole before and after: {} then {}",
-                b.summary(),
-                a.summary()
-            )));
-        }
-        let key =
-            |e: &egress_model::Exchange| e.response.as_ref().map(|r| (r.status, r.body_sha256));
-        if key(b) != key(a) {
-            return Err(fail(format!(
-                "the {what} changed after the write attempts: {} then {}",
-                b.summary(),
-                a.summary()
-            )));
-        }
-        compared += 1;
-    }
-    Ok(compared)
 }

@@ -1,0 +1,66 @@
+//! The flags of `check`, and the URL forms they accept.
+
+use crate::{Failure, Format};
+use egress_model::Url;
+use egress_suite::Protocol;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The mirror's index URL, e.g. http://127.0.0.1:8080/simple/ (a bare origin
+    /// means /simple/); with --protocol npm, its registry URL (a bare origin means /).
+    pub url: String,
+    /// Registry protocol the mirror speaks.
+    #[arg(
+        long,
+        default_value = "pypi",
+        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+    )]
+    pub protocol: String,
+    /// The snapshot manifest (a MANIFEST file or its URL); by default the mirror's
+    /// /.well-known/egress-mirror/MANIFEST.
+    #[arg(long, value_name = "PATH|URL")]
+    pub manifest: Option<String>,
+    /// An OpenSSH allowed_signers file trusted to sign the manifest.
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// A project (and version) the snapshot holds; repeatable. By default taken
+    /// from the manifest or the root index (npm: a package name, `@scope/name`
+    /// too; by default taken from the manifest's SNAPSHOT.json).
+    #[arg(long, value_name = "NAME==VERSION")]
+    pub present: Vec<String>,
+    /// A project that exists upstream but must not be in the snapshot; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub absent: Vec<String>,
+    /// PEM file of CA certificates to trust for an https mirror.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Output format on standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write the report in every format into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Longest time, in seconds, for any single exchange.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub timeout: u64,
+}
+
+/// `raw` with its path ending in `/`; a bare origin gets `root`.
+pub fn base_url(raw: &str, root: &str) -> Result<Url, Failure> {
+    let url = Url::parse(raw).map_err(|e| Failure::usage(format!("URL: {e}")))?;
+    let path = url.path();
+    let fixed = if path == "/" {
+        root.to_string()
+    } else if path.ends_with('/') {
+        path.to_string()
+    } else {
+        format!("{path}/")
+    };
+    if url.path_and_query().contains('?') {
+        return Err(Failure::usage(
+            "URL: the index URL must not carry a query string",
+        ));
+    }
+    Ok(url.with_path(&fixed))
+}

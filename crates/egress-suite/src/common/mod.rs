@@ -1,0 +1,8 @@
+//! Sub-probe pieces that every protocol shares, generic over the protocol's
+//! packages and facts: a protocol's table names them beside its own.
+
+pub mod build;
+pub mod passthrough;
+pub mod replay;
+pub mod snapshot;
+pub mod writes;

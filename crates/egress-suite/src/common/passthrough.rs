@@ -1,0 +1,130 @@
+//! P3 sub-probes every protocol shares: absolute-form targets, CONNECT and
+//! `//host/` paths naming another host, the traversal encodings, and the
+//! count of same-origin redirects an offsite-redirect judge allows.
+
+use crate::classify::{self, Answer};
+use crate::collect::{Collector, Evidence};
+use crate::facts::ControlFacts;
+use crate::judge::Verdict;
+use crate::judge::{fail, short};
+use egress_model::{ProbeRecord, Url};
+
+/// A host that never resolves (RFC 2606), named when no upstream is controlled.
+pub const NOWHERE: &str = "egress-conformance.invalid";
+
+/// The authority a probe asks the target to reach: the controlled upstream
+/// when there is one (so forwarding is observed there), else a name that
+/// never resolves (so forwarding shows as a gateway error).
+pub fn elsewhere<P>(c: &Collector<P>) -> String {
+    c.plan
+        .upstream
+        .as_ref()
+        .and_then(|u| Url::parse(&u.origin).ok())
+        .map_or_else(|| format!("{NOWHERE}:80"), |u| u.authority())
+}
+
+fn host_header<P>(c: &Collector<P>) -> String {
+    c.client.base().host_header()
+}
+
+pub fn raw_get<P>(c: &Collector<P>, target: &str) -> Vec<u8> {
+    format!(
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: egress-conformance/{}\r\nConnection: close\r\n\r\n",
+        host_header(c),
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
+}
+
+pub fn collect_absolute_form<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.absolute-form", &mut ev, |ev| {
+        for target in [
+            format!("http://{other}/simple/{}/", c.token()),
+            format!(
+                "http://{other}/packages/{}/x-1.0-py3-none-any.whl",
+                c.token()
+            ),
+        ] {
+            ev.push(c.send_raw(
+                "absolute-form target naming another host",
+                &raw_get(c, &target),
+            ));
+        }
+    });
+    ev
+}
+
+pub fn collect_connect<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.connect", &mut ev, |ev| {
+        let host = other.split(':').next().unwrap_or(NOWHERE).to_string();
+        let inner = format!(
+            "GET /simple/{}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
+            c.token()
+        );
+        for ex in c
+            .client
+            .connect_tunnel("CONNECT to another host", &other, inner.as_bytes())
+        {
+            ev.push(ex);
+        }
+    });
+    ev
+}
+
+/// One traversal step in each encoding class.
+pub fn traversal_steps(class: &str) -> &'static [&'static str] {
+    match class {
+        "raw" => &["../"],
+        "percent" => &["%2e%2e/", "%2e%2e%2f", "..%2f", ".%2e/", "%2E%2E%2F"],
+        "double" => &["%252e%252e%252f", "%252e%252e/", "..%252f"],
+        "backslash" => &["..\\", "..%5c", "%2e%2e%5c", "..%255c"],
+        "overlong" => &[
+            "%c0%ae%c0%ae/",
+            "%c0%ae%c0%ae%c0%af",
+            "..%c0%af",
+            "..%c1%9c",
+            "%e0%80%ae%e0%80%ae/",
+        ],
+        _ => &[],
+    }
+}
+
+pub fn collect_double_slash<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
+    let mut ev = Evidence::default();
+    let other = elsewhere(c);
+    c.window("P3.double-slash", &mut ev, |ev| {
+        for target in [
+            format!("//{other}/simple/{}/", c.token()),
+            format!("//{NOWHERE}/{}", c.token()),
+            format!("///{other}/{}", c.token()),
+        ] {
+            ev.push(c.send_raw("//host/ path", &raw_get(c, &target)));
+        }
+    });
+    ev
+}
+
+/// The number of same-origin redirects among the record's answers, or the
+/// failure for the first redirect that leaves `origin`.
+pub fn same_origin_redirects(origin: &Url, rec: &ProbeRecord) -> Result<usize, Verdict> {
+    let mut redirects = 0;
+    for ex in &rec.exchanges {
+        match classify::classify(origin, ex) {
+            Answer::RedirectOffOrigin(loc) => {
+                return Err(fail(format!(
+                    "{} {} was redirected off the mirror's origin to {}",
+                    ex.request_method(),
+                    short(&ex.request_target()),
+                    short(&loc)
+                )))
+            }
+            Answer::RedirectSameOrigin(_) => redirects += 1,
+            _ => {}
+        }
+    }
+    Ok(redirects)
+}
