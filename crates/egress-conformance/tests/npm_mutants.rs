@@ -12,7 +12,7 @@
 mod common;
 
 use common::mutant::{self, body_of, with_body};
-use egress_http::{Handler, Limits, Reply, Request, Response, Server};
+use egress_http::{Handler, Limits, Method, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
 use egress_model::Url;
 use egress_references::npm::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
@@ -258,7 +258,7 @@ impl Mutant {
     /// The mirror's answer to a GET of `target` with `accept`.
     fn inner_get(&self, req: &Request, target: &str, accept: &str) -> Response {
         self.inner(Request {
-            method: "GET".into(),
+            method: Method::Get,
             target: target.into(),
             version: "HTTP/1.1".into(),
             headers: vec![("Accept".into(), accept.into())],

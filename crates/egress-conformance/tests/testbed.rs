@@ -230,7 +230,8 @@ fn forward(client: &egress_transcript::Client, req: &egress_http::Request) -> eg
         ["host", "connection", "content-length", "transfer-encoding"]
             .contains(&n.to_ascii_lowercase().as_str())
     };
-    let mut out = egress_transcript::Request::new(&req.method, &req.target).body(req.body.clone());
+    let mut out =
+        egress_transcript::Request::new(req.method.clone(), &req.target).body(req.body.clone());
     for (n, v) in req.headers.iter().filter(|(n, _)| !hop(n)) {
         out = out.header(n, v);
     }

@@ -39,11 +39,13 @@ use std::time::{Duration, Instant};
 
 use parse::Fail;
 
+pub use egress_model::Method;
+
 /// A parsed request. The body has been read completely before the handler
 /// sees it.
 #[derive(Debug, Clone)]
 pub struct Request {
-    pub method: String,
+    pub method: Method,
     /// The raw request-target exactly as received: not decoded, not
     /// normalised. Guaranteed to be visible ASCII (0x21..=0x7E).
     pub target: String,
@@ -570,7 +572,7 @@ fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             Err(fail) => return refuse(&reader.get_ref().stream, fail),
         };
 
-        let head_request = head.method == "HEAD";
+        let head_request = head.method == Method::Head;
         let http10 = head.version == "HTTP/1.0";
         let mut keep_alive = head.keep_alive;
         let req = Request {

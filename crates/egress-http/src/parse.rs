@@ -22,6 +22,7 @@
 use std::io::{self, BufRead, Read};
 
 use crate::Limits;
+use egress_model::Method;
 
 /// Most header fields accepted in one request head (431 beyond).
 pub(crate) const MAX_HEADERS: usize = 128;
@@ -54,7 +55,7 @@ pub(crate) enum Framing {
 /// A parsed request head.
 #[derive(Debug)]
 pub(crate) struct Head {
-    pub method: String,
+    pub method: Method,
     pub target: String,
     pub version: String,
     pub headers: Vec<(String, String)>,
@@ -165,16 +166,17 @@ fn is_version_syntax(v: &[u8]) -> bool {
 /// The target is accepted in any form (origin, absolute, authority, asterisk)
 /// and is never decoded; only its characters are checked: visible ASCII, so no
 /// controls, spaces, DEL or non-ASCII bytes.
-fn parse_request_line(line: &[u8]) -> Result<(String, String, String), Fail> {
+fn parse_request_line(line: &[u8]) -> Result<(Method, String, String), Fail> {
     let mut parts = line.split(|&b| b == b' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(Fail::Status(400));
     };
-    if !is_token(method) {
+    // A token is ASCII, so the text is the bytes as received.
+    let Ok(method) = Method::new(&ascii(method)) else {
         return Err(Fail::Status(400));
-    }
+    };
     if target.is_empty() || !target.iter().all(|b| (0x21..=0x7e).contains(b)) {
         return Err(Fail::Status(400));
     }
@@ -183,7 +185,7 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, String), Fail> {
         v if is_version_syntax(v) => return Err(Fail::Status(505)),
         _ => return Err(Fail::Status(400)),
     }
-    Ok((ascii(method), ascii(target), ascii(version)))
+    Ok((method, ascii(target), ascii(version)))
 }
 
 /// `field-line = field-name ":" OWS field-value OWS`.

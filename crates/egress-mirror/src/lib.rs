@@ -36,7 +36,7 @@
 
 #[cfg(unix)]
 use egress_http::SealedFile;
-use egress_http::{Body, Handler, Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{Body, Handler, Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::{Accept, Sha256Digest};
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
 use egress_snapshot::{
@@ -413,7 +413,7 @@ impl Mirror {
     fn respond(&self, req: &Request) -> (Response, Option<Sha256Digest>) {
         // P6: a mirror has nothing to change, so nothing but reads exists.
         // CONNECT lands here too: this is not a proxy.
-        if req.method != "GET" && req.method != "HEAD" {
+        if !req.method.is_read() {
             let resp = Response::text(
                 405,
                 "method not allowed: this mirror only answers GET and HEAD\n",
@@ -492,7 +492,7 @@ impl Handler for Mirror {
         let (resp, digest) = self.respond(&req);
         if self.log_requests {
             let sent = match resp.status {
-                _ if req.method == "HEAD" => 0,
+                _ if req.method == Method::Head => 0,
                 204 | 304 => 0,
                 _ => resp.body.content_length(),
             };

@@ -231,7 +231,7 @@ fn a_blob_changed_while_being_sent_is_not_vouched_for() {
         .zero_copy_budget(0)
         .log_to(log.sink());
     let req = Request {
-        method: "GET".into(),
+        method: egress_http::Method::Get,
         target: format!("/files/{big}/{BIG_SDIST}"),
         version: "HTTP/1.1".into(),
         headers: vec![("Host".into(), "m".into())],
@@ -661,7 +661,7 @@ fn a_large_blob_is_sent_zero_copy_and_refused_once_flipped() {
     let mirror = Mirror::from_store(Arc::clone(&store)).log_to(log.sink());
     assert!(mirror.zero_copy(), "{:?}", log.lines());
     let req = Request {
-        method: "GET".into(),
+        method: egress_http::Method::Get,
         target: url.clone(),
         version: "HTTP/1.1".into(),
         headers: vec![("Host".into(), "m".into())],

@@ -5,7 +5,7 @@
 //! everything a judge reads. Timings are recorded for people, never read by a
 //! judge.
 
-use crate::{base64, Sha256Digest};
+use crate::{base64, Method, Sha256Digest};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -218,7 +218,7 @@ fn truncate(s: &str, max: usize) -> String {
 pub struct UpstreamRequest {
     /// Sequence number in the canary's log, increasing.
     pub seq: u64,
-    pub method: String,
+    pub method: Method,
     pub target: String,
     /// `true` when the request hit the tripwire route (an artifact's build code ran).
     pub tripwire: bool,

@@ -2,8 +2,8 @@
 //!
 //! Every crate in the workspace uses these types for the concepts they name, so
 //! there is exactly one definition of a digest, an npm integrity, an `Accept`
-//! header, a project name, an npm name, a version, a distribution filename
-//! and an evidence record.
+//! header, an HTTP method, a project name, an npm name, a version, a
+//! distribution filename and an evidence record.
 
 // A parser of untrusted bytes: no indexing, string slicing or unwrap that
 // could panic; tests may.
@@ -19,6 +19,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod integrity;
+pub mod method;
 pub mod name;
 mod newtype;
 pub mod npm_name;
@@ -34,6 +35,7 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use integrity::{Integrity, IntegrityError};
+pub use method::{ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;
 pub use npm_name::NpmName;
 pub use upstream::{Upstream, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};

@@ -52,7 +52,8 @@ pub(crate) fn json(status: u16, doc: &serde_json::Value) -> Reply {
 
 /// The request's method, `target`, end-to-end headers and body.
 pub(crate) fn outbound(req: &Request, target: &str) -> egress_transcript::Request {
-    let mut out = egress_transcript::Request::new(&req.method, target).body(req.body.clone());
+    let mut out =
+        egress_transcript::Request::new(req.method.clone(), target).body(req.body.clone());
     for (name, value) in &req.headers {
         if !HOP_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
             out = out.header(name, value);

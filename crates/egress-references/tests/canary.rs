@@ -186,7 +186,9 @@ fn routing_negotiation_and_the_log() {
             .status(),
         Some(200)
     );
-    let put = egress_transcript::Request::new("PUT", "/simple/ec-present/").body(b"x".to_vec());
+    let put =
+        egress_transcript::Request::new(egress_transcript::Method::Put, "/simple/ec-present/")
+            .body(b"x".to_vec());
     assert_eq!(c.send("put", &put).status(), Some(404));
     let ex = c.get("tripwire", "/tripwire/by-hand", None);
     assert_eq!(ex.status(), Some(200));
@@ -648,7 +650,7 @@ fn xmlrpc_lists_projects_serials_and_the_changelog() {
     assert_eq!(got, serde_json::json!([-32601, -32602]));
     let mark = canary.mark();
     let xml = |body: &str, ctype: &str| {
-        egress_transcript::Request::new("POST", "/pypi")
+        egress_transcript::Request::new(egress_transcript::Method::Post, "/pypi")
             .header("Content-Type", ctype)
             .body(body.as_bytes().to_vec())
     };
@@ -669,7 +671,7 @@ fn xmlrpc_lists_projects_serials_and_the_changelog() {
     );
     let ex = c.send(
         "rpc2",
-        &egress_transcript::Request::new("POST", "/RPC2")
+        &egress_transcript::Request::new(egress_transcript::Method::Post, "/RPC2")
             .header("Content-Type", "text/xml")
             .body(
                 b"<methodCall><methodName>changelog_last_serial</methodName></methodCall>".to_vec(),
@@ -678,12 +680,13 @@ fn xmlrpc_lists_projects_serials_and_the_changelog() {
     let text = String::from_utf8(body(&ex)).unwrap();
     assert!(text.contains(&format!("<int>{}</int>", s + 4)), "{text}");
     assert_eq!(c.get("get", "/pypi", None).status(), Some(404));
-    let post = egress_transcript::Request::new("POST", "/simple/").body(b"x".to_vec());
+    let post = egress_transcript::Request::new(egress_transcript::Method::Post, "/simple/")
+        .body(b"x".to_vec());
     assert_eq!(c.send("post", &post).status(), Some(404));
     let seen: Vec<(String, String)> = canary
         .requests_since(mark)
         .into_iter()
-        .map(|r| (r.method, r.target))
+        .map(|r| (r.method.to_string(), r.target))
         .collect();
     let want: Vec<(String, String)> = [
         ("POST", "/pypi"),

@@ -226,7 +226,7 @@ fn every_request_is_logged_and_writes_are_refused() {
         ("POST", "/-/npm/v1/security/audits/quick", "{}".into()),
     ];
     for (method, target, payload) in &writes {
-        let req = Request::new(method, target)
+        let req = Request::new(method.parse().unwrap(), target)
             .header("Content-Type", "application/json")
             .header("Authorization", "Bearer npm_canarytoken")
             .body(payload.clone().into_bytes());
@@ -453,13 +453,13 @@ fn offsite_tarball_is_served_only_by_the_cdn_origin_and_logged() {
     ] {
         assert_eq!(cdn.get("cdn", target, None).status(), Some(404), "{target}");
     }
-    let put = Request::new("PUT", &path).body(b"x".to_vec());
+    let put = Request::new(egress_transcript::Method::Put, &path).body(b"x".to_vec());
     assert_eq!(cdn.send("put", &put).status(), Some(405));
     // Every request to either origin is in the one log, in order.
     let seen: Vec<(String, String)> = canary
         .requests_since(mark)
         .into_iter()
-        .map(|r| (r.method, r.target))
+        .map(|r| (r.method.to_string(), r.target))
         .collect();
     let get = |t: &str| ("GET".to_string(), t.to_string());
     assert_eq!(

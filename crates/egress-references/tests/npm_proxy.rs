@@ -300,7 +300,7 @@ fn publish_doc(name: &str, version: &str) -> (Value, Vec<u8>) {
 }
 
 fn write(c: &Client, method: &str, target: &str, body: &Value) -> Exchange {
-    let req = Request::new(method, target)
+    let req = Request::new(method.parse().unwrap(), target)
         .header("Content-Type", "application/json")
         .header("Authorization", "Bearer anything-at-all")
         .body(body.to_string().into_bytes());

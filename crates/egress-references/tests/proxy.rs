@@ -153,7 +153,7 @@ fn uploads_are_accepted_and_listed() {
     );
     form.extend_from_slice(&content);
     form.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let req = Request::new("POST", "/legacy/")
+    let req = Request::new(egress_transcript::Method::Post, "/legacy/")
         .header(
             "Content-Type",
             &format!("multipart/form-data; boundary={boundary}"),
@@ -175,7 +175,7 @@ fn uploads_are_accepted_and_listed() {
     assert!(index.projects.contains(&"ec-uploaded".to_string()));
 
     // Not an upload: 400, nothing stored.
-    let req = Request::new("POST", "/")
+    let req = Request::new(egress_transcript::Method::Post, "/")
         .header(
             "Content-Type",
             &format!("multipart/form-data; boundary={boundary}"),
@@ -327,7 +327,7 @@ fn everything_else_is_forwarded_verbatim() {
         ("POST", "/legacy/"),
     ];
     for (method, target) in cases {
-        let req = Request::new(method, target).body(b"payload".to_vec());
+        let req = Request::new(method.parse().unwrap(), target).body(b"payload".to_vec());
         let ex = s.client.send("forward", &req);
         assert_eq!(ex.status(), Some(404), "relayed: {}", ex.summary());
     }

@@ -4,7 +4,7 @@
 
 use egress_model::url::InvalidUrl;
 use egress_model::Url;
-use egress_transcript::{Client, Request};
+use egress_transcript::{Client, Method, Request};
 
 /// Why a peer could not be set up or warmed; `answer` is the status line,
 /// or why there was none.
@@ -62,7 +62,7 @@ pub fn devpi_mirror(
     let login = serde_json::json!({ "user": "root", "password": "" }).to_string();
     let ex = client.send(
         "devpi login",
-        &Request::new("POST", "/+login")
+        &Request::new(Method::Post, "/+login")
             .header("Content-Type", "application/json")
             .header("Accept", "application/json")
             .body(login.into_bytes()),
@@ -77,7 +77,7 @@ pub fn devpi_mirror(
     let spec = serde_json::json!({ "type": "mirror", "mirror_url": canary }).to_string();
     let ex = client.send(
         "devpi create mirror index",
-        &Request::new("PUT", &format!("/{user}/{index}"))
+        &Request::new(Method::Put, &format!("/{user}/{index}"))
             .header("Content-Type", "application/json")
             .header("Accept", "application/json")
             .header("X-Devpi-Auth", &auth)

@@ -130,10 +130,13 @@ fn adduser(registry: &Url, user: &str) -> egress_model::Exchange {
     });
     client(registry).send(
         "adduser",
-        &Request::new("PUT", &format!("/-/user/org.couchdb.user:{user}"))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .body(body.to_string().into_bytes()),
+        &Request::new(
+            egress_transcript::Method::Put,
+            &format!("/-/user/org.couchdb.user:{user}"),
+        )
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .body(body.to_string().into_bytes()),
     )
 }
 

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use egress_model::BodyEnd;
+pub use egress_model::{BodyEnd, Method};
 pub use tls::TlsError;
 
 /// Every bound the client applies to one exchange.
@@ -87,7 +87,7 @@ pub trait BodySink {
 /// exact wire form. Probes that need malformed bytes use [`Client::send_raw`].
 #[derive(Debug, Clone)]
 pub struct Request {
-    pub method: String,
+    pub method: Method,
     /// Written verbatim, never normalized or encoded.
     pub target: String,
     pub headers: Vec<(String, String)>,
@@ -96,12 +96,12 @@ pub struct Request {
 
 impl Request {
     pub fn get(target: &str) -> Self {
-        Self::new("GET", target)
+        Self::new(Method::Get, target)
     }
 
-    pub fn new(method: &str, target: &str) -> Self {
+    pub fn new(method: Method, target: &str) -> Self {
         Self {
-            method: method.to_string(),
+            method,
             target: target.to_string(),
             headers: Vec::new(),
             body: Vec::new(),
@@ -141,8 +141,8 @@ impl Request {
         for (n, v) in &self.headers {
             out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
         }
-        let wants_length =
-            !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        let wants_length = !self.body.is_empty()
+            || matches!(self.method, Method::Post | Method::Put | Method::Patch);
         if wants_length && !has("content-length") {
             out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
         }

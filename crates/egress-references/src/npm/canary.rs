@@ -952,7 +952,7 @@ impl State {
         if self.log.record(req) {
             return Response::text(200, "tripped\n").into();
         }
-        if req.method != "GET" && req.method != "HEAD" {
+        if !req.method.is_read() {
             return Response::new(405)
                 .with_header("Allow", "GET, HEAD")
                 .with_body("")
@@ -977,7 +977,7 @@ impl State {
         if tripwire {
             return Response::text(200, "tripped\n").into();
         }
-        if req.method != "GET" && req.method != "HEAD" {
+        if !req.method.is_read() {
             // Publish, unpublish, dist-tag changes, adduser, login, audit...
             return Response::new(405)
                 .with_header("Allow", "GET, HEAD")

@@ -60,7 +60,7 @@ use crate::relay::{absolute, connect, json, limits, outbound, relay, text, timed
 use crate::request_log::lock;
 use crate::template::render_template;
 use egress_artifacts::{is_valid_npm_name, npm_tarball_filename};
-use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::{Exchange, Url};
 use egress_transcript::Client;
 use serde_json::Value;
@@ -336,7 +336,7 @@ fn abbreviate(manifest: &Value) -> Value {
 
 impl State {
     fn handle(&self, req: Request) -> Reply {
-        if req.method == "CONNECT" {
+        if req.method == Method::Connect {
             return connect(&req.target);
         }
         let lower = req.target.to_ascii_lowercase();
@@ -350,50 +350,50 @@ impl State {
         let Some(p) = package_path(path) else {
             return self.forward(&req);
         };
-        let read = req.method == "GET" || req.method == "HEAD";
-        match (p.route, req.method.as_str()) {
+        let read = req.method.is_read();
+        match (p.route, &req.method) {
             (Route::Packument, _) if read => self.packument(&req, &p.name, p.raw),
             (Route::Version(spec), _) if read => self.version(&req, &p.name, p.raw, spec),
             (Route::Tarball(file), _) if read => self.tarball(&p.name, file),
-            (Route::Packument, "PUT") => self.publish(&p.name, &req.body),
-            (Route::DocRev, "PUT") => self.change_document(&p.name, p.raw, &req.body),
-            (Route::DocRev, "DELETE") => self.unpublish(&p.name),
-            (Route::TarballRev(file), "DELETE") => self.unpublish_file(&p.name, file),
+            (Route::Packument, Method::Put) => self.publish(&p.name, &req.body),
+            (Route::DocRev, Method::Put) => self.change_document(&p.name, p.raw, &req.body),
+            (Route::DocRev, Method::Delete) => self.unpublish(&p.name),
+            (Route::TarballRev(file), Method::Delete) => self.unpublish_file(&p.name, file),
             _ => self.forward(&req),
         }
     }
 
     /// Routes below `/-/`: the proxy's own, or upstream verbatim.
     fn dash(&self, req: &Request, rest: &str) -> Reply {
-        let method = req.method.as_str();
+        let method = &req.method;
         if let Some(tail) = rest.strip_prefix("package/") {
             if let Some((name, _, after)) = split_name(tail) {
                 if let Some(tag) = after.strip_prefix("/dist-tags/") {
                     let tag_ok = !tag.is_empty() && !tag.contains(['/', '%']);
                     match method {
-                        "PUT" if tag_ok => return self.set_tag(&name, tag, &req.body),
-                        "DELETE" if tag_ok => return self.remove_tag(&name, tag),
+                        Method::Put if tag_ok => return self.set_tag(&name, tag, &req.body),
+                        Method::Delete if tag_ok => return self.remove_tag(&name, tag),
                         _ => {}
                     }
                 }
             }
         }
         if let Some(user) = rest.strip_prefix("user/org.couchdb.user:") {
-            if method == "PUT" && !user.is_empty() {
+            if *method == Method::Put && !user.is_empty() {
                 return self.add_user(user);
             }
         }
         match (method, rest) {
-            ("POST", "v1/login") => return self.web_login(req),
-            ("GET", done) if done.starts_with("v1/done/") => return self.login_done(),
-            ("GET", cli) if cli.starts_with("v1/login/cli/") => {
+            (Method::Post, "v1/login") => return self.web_login(req),
+            (Method::Get, done) if done.starts_with("v1/done/") => return self.login_done(),
+            (Method::Get, cli) if cli.starts_with("v1/login/cli/") => {
                 return text(200, "You are logged in.\n")
             }
-            ("GET", "npm/v1/tokens") => return self.list_tokens(),
-            ("POST", "npm/v1/tokens") => return self.create_token(&req.body),
+            (Method::Get, "npm/v1/tokens") => return self.list_tokens(),
+            (Method::Post, "npm/v1/tokens") => return self.create_token(&req.body),
             _ => {}
         }
-        if method == "GET" || method == "HEAD" {
+        if method.is_read() {
             if let Some(name) = rest.strip_prefix("verdaccio/data/package/readme/") {
                 return self.web_readme(req, name);
             }

@@ -40,7 +40,7 @@
 
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
-use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
 use egress_model::{
     Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest, Version,
@@ -816,10 +816,10 @@ impl State {
             return Response::text(200, "tripped\n").into();
         }
         let path = req.path();
-        if req.method == "POST" && (path == "/pypi" || path == "/RPC2") {
+        if req.method == Method::Post && (path == "/pypi" || path == "/RPC2") {
             return self.xmlrpc(&req);
         }
-        if req.method != "GET" && req.method != "HEAD" {
+        if !req.method.is_read() {
             return not_found();
         }
         if let Some(rest) = path.strip_prefix("/pypi/") {

@@ -27,7 +27,7 @@ use crate::request_log::lock;
 use crate::template::render_template;
 use build::build_sdist_metadata;
 use egress_artifacts::{read_sdist_pkg_info, read_wheel_metadata};
-use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::{Exchange, ProjectName, Sha256Digest, Url, Version};
 use egress_simple::{FileEntry, Format, ProjectPage};
 use egress_transcript::Client;
@@ -126,7 +126,7 @@ fn is_plain_path(path: &str) -> bool {
 
 impl State {
     fn handle(&self, req: Request) -> Reply {
-        if req.method == "CONNECT" {
+        if req.method == Method::Connect {
             return connect(&req.target);
         }
         let lower = req.target.to_ascii_lowercase();
@@ -137,10 +137,10 @@ impl State {
         let is_form = req
             .header("content-type")
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("multipart/form-data"));
-        if req.method == "POST" && (path == "/" || path == "/legacy/") && is_form {
+        if req.method == Method::Post && (path == "/" || path == "/legacy/") && is_form {
             return self.upload(&req);
         }
-        if (req.method == "GET" || req.method == "HEAD") && is_plain_path(&path) {
+        if req.method.is_read() && is_plain_path(&path) {
             let segments: Vec<&str> = path[1..].split('/').collect();
             match segments.as_slice() {
                 ["simple", ""] => return self.index(&req),

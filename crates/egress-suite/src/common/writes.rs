@@ -5,7 +5,7 @@ use crate::collect::{Collector, Evidence};
 use crate::facts::{find, ControlFacts};
 use crate::judge::{fail, inconclusive, Verdict};
 use egress_model::ProbeRecord;
-use egress_transcript::Request;
+use egress_transcript::{Method, Request};
 
 pub fn collect_webdav<P, F: ControlFacts>(c: &Collector<P>, f: &F) -> Evidence {
     let mut ev = Evidence::default();
@@ -16,14 +16,14 @@ pub fn collect_webdav<P, F: ControlFacts>(c: &Collector<P>, f: &F) -> Evidence {
         let file = f.served_artifact().unwrap_or_else(|| index.clone());
         let propfind = b"<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><allprop/></propfind>".to_vec();
         let attempts = vec![
-            Request::new("PROPFIND", "/").header("Depth", "1").header("Content-Type", "application/xml").body(propfind.clone()),
-            Request::new("PROPFIND", index.path()).header("Depth", "1").header("Content-Type", "application/xml").body(propfind),
-            Request::new("MKCOL", &format!("/{token}/")),
-            Request::new("COPY", file.path()).header("Destination", &format!("/{token}.whl")),
-            Request::new("MOVE", file.path()).header("Destination", &format!("/{token}.whl")),
-            Request::new("PROPPATCH", file.path()).header("Content-Type", "application/xml").body(b"<propertyupdate xmlns=\"DAV:\"/>".to_vec()),
-            Request::new("LOCK", file.path()).header("Content-Type", "application/xml").body(b"<lockinfo xmlns=\"DAV:\"><lockscope><exclusive/></lockscope><locktype><write/></locktype></lockinfo>".to_vec()),
-            Request::new("UNLOCK", file.path()).header("Lock-Token", &format!("<urn:uuid:{token}>")),
+            Request::new(Method::Propfind, "/").header("Depth", "1").header("Content-Type", "application/xml").body(propfind.clone()),
+            Request::new(Method::Propfind, index.path()).header("Depth", "1").header("Content-Type", "application/xml").body(propfind),
+            Request::new(Method::Mkcol, &format!("/{token}/")),
+            Request::new(Method::Copy, file.path()).header("Destination", &format!("/{token}.whl")),
+            Request::new(Method::Move, file.path()).header("Destination", &format!("/{token}.whl")),
+            Request::new(Method::Proppatch, file.path()).header("Content-Type", "application/xml").body(b"<propertyupdate xmlns=\"DAV:\"/>".to_vec()),
+            Request::new(Method::Lock, file.path()).header("Content-Type", "application/xml").body(b"<lockinfo xmlns=\"DAV:\"><lockscope><exclusive/></lockscope><locktype><write/></locktype></lockinfo>".to_vec()),
+            Request::new(Method::Unlock, file.path()).header("Lock-Token", &format!("<urn:uuid:{token}>")),
         ];
         for req in attempts {
             ev.push(c.send(&format!("WebDAV {}", req.method), &req));
@@ -38,7 +38,7 @@ pub fn collect_trace<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
     c.window("P6.trace", &mut ev, |ev| {
         for path in ["/", index.path()] {
             let token = c.token();
-            let req = Request::new("TRACE", &format!("{path}?ec={token}"))
+            let req = Request::new(Method::Trace, &format!("{path}?ec={token}"))
                 .header("X-Egress-Marker", &token);
             ev.push(c.send("TRACE", &req));
         }

@@ -15,7 +15,7 @@ use crate::common::passthrough::{same_origin_redirects, traversal_steps};
 use crate::facts::success_body;
 use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
-use egress_transcript::Request;
+use egress_transcript::{Method, Request};
 
 pub fn judge_passthrough(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.packument", PASSTHROUGH)
@@ -111,7 +111,7 @@ pub fn collect_host_headers(c: &Collector, _f: &Facts) -> Evidence {
     c.window("P3.host-headers", &mut ev, |ev| {
         let target = url.path_and_query().to_string();
         let forged = |name: &str, value: String| {
-            Request::new("GET", &target)
+            Request::new(Method::Get, &target)
                 .header("Accept", FULL)
                 .header(name, &value)
         };
@@ -207,7 +207,7 @@ pub fn collect_registry_routes(c: &Collector, _f: &Facts) -> Evidence {
             let token = c.token();
             let target = format!("{}?ec={token}", at(&registry, path).path());
             let body = format!("{{\"name\":\"{token}\",\"version\":\"1.0.0\",\"requires\":{{}},\"dependencies\":{{}}}}");
-            let req = Request::new("POST", &target)
+            let req = Request::new(Method::Post, &target)
                 .header("Content-Type", "application/json")
                 .body(body.into_bytes());
             ev.push(c.send("audit request", &req));

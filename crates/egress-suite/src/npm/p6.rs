@@ -11,7 +11,7 @@ use crate::collect::Evidence;
 use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::{base64, Exchange, NpmName, ProbeRecord};
-use egress_transcript::Request;
+use egress_transcript::{Method, Request};
 
 /// The version every publish attempt claims; the effect check looks for it.
 pub const PUBLISH_VERSION: &str = "6.6.6";
@@ -109,7 +109,7 @@ fn publish_body(c: &Collector, name: &NpmName) -> Vec<u8> {
     serde_json::to_vec(&doc).unwrap_or_default()
 }
 
-fn json_req(method: &str, target: &str, body: Vec<u8>) -> Request {
+fn json_req(method: Method, target: &str, body: Vec<u8>) -> Request {
     Request::new(method, target)
         .header("Content-Type", "application/json")
         .header("Npm-Command", "publish")
@@ -166,7 +166,7 @@ fn publish(c: &Collector, fresh: &NpmName, tokens: &[String]) -> Evidence {
             let path = at(&registry, &name.packument_path()).path().to_string();
             let handed_out = tokens.iter().map(|t| Some(format!("Bearer {t}")));
             for auth in [None, Some(bearer(c))].into_iter().chain(handed_out) {
-                let mut req = json_req("PUT", &path, publish_body(c, name));
+                let mut req = json_req(Method::Put, &path, publish_body(c, name));
                 if let Some(a) = &auth {
                     req = req.header("Authorization", a);
                 }
@@ -187,15 +187,15 @@ pub fn collect_unpublish(c: &Collector, _f: &Facts) -> Evidence {
         let base = at(&registry, &name.packument_path()).path().to_string();
         let tarball = at(&registry, &name.tarball_path("1.0.0")).path().to_string();
         let attempts = vec![
-            Request::new("DELETE", &format!("{base}/-rev/{rev}")),
-            Request::new("DELETE", &format!("{tarball}/-rev/{rev}")),
+            Request::new(Method::Delete, &format!("{base}/-rev/{rev}")),
+            Request::new(Method::Delete, &format!("{tarball}/-rev/{rev}")),
             json_req(
-                "PUT",
+                Method::Put,
                 &format!("{base}/-rev/{rev}"),
                 format!("{{\"_id\":\"{name}\",\"name\":\"{name}\",\"versions\":{{}},\"dist-tags\":{{}}}}")
                     .into_bytes(),
             ),
-            Request::new("DELETE", &base),
+            Request::new(Method::Delete, &base),
         ];
         for req in attempts {
             for auth in [None, Some(bearer(c))] {
@@ -224,18 +224,18 @@ pub fn collect_dist_tags(c: &Collector, _f: &Facts) -> Evidence {
         .to_string();
         let attempts = vec![
             json_req(
-                "PUT",
+                Method::Put,
                 &format!("{tags}/{}", c.token()),
                 b"\"1.0.0\"".to_vec(),
             ),
             json_req(
-                "PUT",
+                Method::Put,
                 &format!("{tags}/latest"),
                 format!("\"{PUBLISH_VERSION}\"").into_bytes(),
             ),
-            Request::new("DELETE", &format!("{tags}/latest")),
+            Request::new(Method::Delete, &format!("{tags}/latest")),
             json_req(
-                "POST",
+                Method::Post,
                 &tags,
                 format!("{{\"{}\":\"1.0.0\"}}", c.token()).into_bytes(),
             ),
@@ -266,7 +266,11 @@ pub fn collect_adduser(c: &Collector, _f: &Facts) -> Evidence {
             let path = at(&registry, &format!("/-/user/org.couchdb.user:{user}"))
                 .path()
                 .to_string();
-            let mut req = json_req("PUT", &path, serde_json::to_vec(&body).unwrap_or_default());
+            let mut req = json_req(
+                Method::Put,
+                &path,
+                serde_json::to_vec(&body).unwrap_or_default(),
+            );
             if let Some(a) = &auth {
                 req = req.header("Authorization", a);
             }
@@ -285,19 +289,23 @@ pub fn collect_login_tokens(c: &Collector, _f: &Facts) -> Evidence {
         let t = c.token();
         let p = |s: &str| at(&registry, s).path().to_string();
         let attempts = vec![
-            json_req("POST", &p(&format!("/-/v1/login?ec={t}")), b"{}".to_vec()),
-            Request::new("GET", &p(&format!("/-/npm/v1/tokens?ec={t}"))),
             json_req(
-                "POST",
+                Method::Post,
+                &p(&format!("/-/v1/login?ec={t}")),
+                b"{}".to_vec(),
+            ),
+            Request::new(Method::Get, &p(&format!("/-/npm/v1/tokens?ec={t}"))),
+            json_req(
+                Method::Post,
                 &p(&format!("/-/npm/v1/tokens?ec={t}")),
                 format!("{{\"password\":\"{t}\",\"readonly\":false,\"cidr_whitelist\":[]}}")
                     .into_bytes(),
             ),
-            Request::new("DELETE", &p(&format!("/-/npm/v1/tokens/token/{t}"))),
-            Request::new("DELETE", &p(&format!("/-/user/token/{t}"))),
-            Request::new("GET", &p(&format!("/-/npm/v1/user?ec={t}"))),
+            Request::new(Method::Delete, &p(&format!("/-/npm/v1/tokens/token/{t}"))),
+            Request::new(Method::Delete, &p(&format!("/-/user/token/{t}"))),
+            Request::new(Method::Get, &p(&format!("/-/npm/v1/user?ec={t}"))),
             json_req(
-                "POST",
+                Method::Post,
                 &p(&format!("/-/npm/v1/user?ec={t}")),
                 b"{\"tfa\":{}}".to_vec(),
             ),

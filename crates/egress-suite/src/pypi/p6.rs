@@ -12,7 +12,7 @@ use crate::facts::success_body;
 use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::{DistFilename, ProbeRecord, Url, Version};
 use egress_simple::{HTML_LEGACY, JSON_V1};
-use egress_transcript::Request;
+use egress_transcript::{Method, Request};
 
 /// The version every upload attempt claims; the effect check looks for it.
 pub const UPLOAD_VERSION: &str = "6.6.6";
@@ -36,13 +36,13 @@ pub fn collect_write_methods(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     c.window("P6.write-methods", &mut ev, |ev| {
         for url in routes(c, f) {
-            for method in ["POST", "PUT", "DELETE", "PATCH"] {
+            for method in [Method::Post, Method::Put, Method::Delete, Method::Patch] {
                 // The token rides in the query too, so a forwarded write is
                 // recognised in the upstream's log, which records targets.
                 let token = c.token();
                 let body = format!("{{\"ecm\":\"{token}\"}}").into_bytes();
                 let target = format!("{}?ec={token}", url.path());
-                let req = Request::new(method, &target)
+                let req = Request::new(method.clone(), &target)
                     .header("Content-Type", "application/json")
                     .body(body);
                 ev.push(c.send(&format!("{method} on a read route"), &req));
@@ -106,7 +106,7 @@ pub fn collect_legacy_upload(c: &Collector, f: &Facts) -> Evidence {
     c.window("P6.legacy-upload", &mut ev, |ev| {
         for path in ["/", "/legacy/", index.path()] {
             for auth in [None, Some("Basic ZWdyZXNzOmVncmVzcw==")] {
-                let mut req = Request::new("POST", path)
+                let mut req = Request::new(Method::Post, path)
                     .header(
                         "Content-Type",
                         &format!("multipart/form-data; boundary={boundary}"),
@@ -167,9 +167,9 @@ pub fn collect_user_routes(c: &Collector, _f: &Facts) -> Evidence {
     c.window("P6.user-routes", &mut ev, |ev| {
         let user = c.token();
         let json = |b: String| b.into_bytes();
-        let attempts: Vec<(&str, String, Vec<u8>, &str)> = vec![
+        let attempts: Vec<(Method, String, Vec<u8>, &str)> = vec![
             (
-                "PUT",
+                Method::Put,
                 format!("/{user}"),
                 json(format!(
                     "{{\"password\":\"{user}\",\"email\":\"{user}@example.invalid\"}}"
@@ -177,37 +177,37 @@ pub fn collect_user_routes(c: &Collector, _f: &Facts) -> Evidence {
                 "application/json",
             ),
             (
-                "POST",
+                Method::Post,
                 "/+login".to_string(),
                 json(format!("{{\"user\":\"{user}\",\"password\":\"{user}\"}}")),
                 "application/json",
             ),
             (
-                "PUT",
+                Method::Put,
                 format!("/-/user/org.couchdb.user:{user}"),
                 json(format!("{{\"name\":\"{user}\",\"password\":\"{user}\"}}")),
                 "application/json",
             ),
             (
-                "POST",
+                Method::Post,
                 "/account/register/".to_string(),
                 format!("username={user}&password={user}").into_bytes(),
                 "application/x-www-form-urlencoded",
             ),
             (
-                "POST",
+                Method::Post,
                 "/account/login/".to_string(),
                 format!("username={user}&password={user}").into_bytes(),
                 "application/x-www-form-urlencoded",
             ),
             (
-                "POST",
+                Method::Post,
                 "/login".to_string(),
                 format!("username={user}&password={user}").into_bytes(),
                 "application/x-www-form-urlencoded",
             ),
             (
-                "POST",
+                Method::Post,
                 "/api/users".to_string(),
                 json(format!("{{\"username\":\"{user}\"}}")),
                 "application/json",
