@@ -11,8 +11,6 @@
 //! folder ([`pypi`], [`npm`]) with its share of the build, registered in
 //! [`build`] below.
 
-#![forbid(unsafe_code)]
-
 mod build;
 mod error;
 mod fetch;
