@@ -85,42 +85,37 @@ fn parse_args(args: &[String]) -> Result<Args, clap::Error> {
     Ok(a)
 }
 
-/// SIGINT, SIGTERM and SIGHUP only set a flag (the handler does nothing
-/// else but write one line); the main thread notices it between steps and
-/// while `wrk` runs, ends `wrk` by its pid, and returns, so that every peer
-/// is stopped the ordinary way, by dropping it. A handler (rather than a
-/// blocked mask) is what child processes do not inherit: exec resets it.
+/// SIGINT, SIGTERM and SIGHUP only set a flag (and a thread of our own,
+/// woken by the handler, writes one line); the main thread notices it
+/// between steps and while `wrk` runs, ends `wrk` by its pid, and returns,
+/// so that every peer is stopped the ordinary way, by dropping it. A
+/// handler (rather than a blocked mask) is what child processes do not
+/// inherit: exec resets it.
 mod signals {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::iterator::Signals;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     static STOP: AtomicBool = AtomicBool::new(false);
 
-    extern "C" fn on_signal(_: libc::c_int) {
-        STOP.store(true, Ordering::SeqCst);
-        let msg = b"bench-peers: signal: stopping after the current step; every process started is stopped\n";
-        // SAFETY: write(2) is async-signal-safe; the buffer is static.
-        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
-    }
-
-    pub fn install() -> Result<(), String> {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: installs a handler that only stores to an atomic and
-            // calls write(2); the sigaction struct is ours and zeroed.
-            let ok = unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                sa.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut()) == 0
-            };
-            if !ok {
-                return Err(format!("cannot handle signal {sig}"));
-            }
-        }
+    pub(crate) fn install() -> Result<(), String> {
+        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map_err(|e| format!("cannot handle signals: {e}"))?;
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for _ in signals.forever() {
+                    STOP.store(true, Ordering::SeqCst);
+                    eprintln!(
+                        "bench-peers: signal: stopping after the current step; every process started is stopped"
+                    );
+                }
+            })
+            .map_err(|e| format!("cannot watch for signals: {e}"))?;
         Ok(())
     }
 
-    pub fn stopping() -> bool {
+    pub(crate) fn stopping() -> bool {
         STOP.load(Ordering::SeqCst)
     }
 }
@@ -939,5 +934,17 @@ Transfer/sec:      1.50GB
         assert!(parse_args(&["--duration".into(), "0".into()]).is_err());
         assert!(parse_args(&["--bogus".into()]).is_err());
         assert_eq!(today().len(), 10);
+    }
+
+    #[test]
+    fn a_signal_sets_the_stop_flag() {
+        signals::install().unwrap();
+        assert!(!signals::stopping());
+        signal_hook::low_level::raise(signal_hook::consts::SIGTERM).unwrap();
+        let started = Instant::now();
+        while !signals::stopping() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(signals::stopping());
     }
 }

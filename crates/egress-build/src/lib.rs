@@ -11,7 +11,10 @@
 //! folder ([`pypi`], [`npm`]) with its share of the build, registered in
 //! [`build`] below.
 
-#![forbid(unsafe_code)]
+// Reads indexes, registries and downloads: no indexing or string slicing
+// that a response could make panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
 
 mod build;
 mod error;

@@ -19,8 +19,6 @@
 //!   with `sendfile(2)`;
 //! - a panicking handler produces a `500`, not a dead server.
 
-#![forbid(unsafe_code)]
-
 mod parse;
 mod sealed;
 mod write;

@@ -12,13 +12,13 @@
 //! itself to and loads itself from a directory, verifying every byte;
 //! [`verify`] checks a directory offline and names every problem.
 
-#![forbid(unsafe_code)]
-
 mod blobs;
 mod build;
 mod consistency;
 mod dir;
 mod error;
+#[cfg(unix)]
+mod fingerprint;
 pub mod manifest;
 mod nofollow;
 pub mod npm;
@@ -34,6 +34,8 @@ pub use blobs::BlobStore;
 pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
 pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
+#[cfg(unix)]
+pub use fingerprint::RACY_SECS;
 pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
 pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
@@ -44,7 +46,7 @@ pub use sealed::{
 };
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
-pub use store::{StoredSnapshot, VerifiedBlob, RACY_SECS, SMALL_BLOB_MAX};
+pub use store::{StoredSnapshot, VerifiedBlob, SMALL_BLOB_MAX};
 
 /// `1.2 MB` style, decimal units as download tools print them.
 pub fn human_size(bytes: u64) -> String {

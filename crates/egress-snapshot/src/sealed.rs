@@ -32,7 +32,7 @@
 //! At most [`MAX_SEALED_COPIES`] copies are cached, each one holding a file
 //! descriptor.
 
-use crate::store::Fingerprint;
+use crate::fingerprint::Fingerprint;
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use std::collections::HashMap;

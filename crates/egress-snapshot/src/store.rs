@@ -36,7 +36,7 @@
 //! means an unchanged file. One exception is handled like git's "racily
 //! clean" index entries: on filesystems with coarse timestamps a write in the
 //! same clock tick as the verification leaves the ctime unchanged. So a
-//! fingerprint whose ctime is less than [`RACY_SECS`] seconds old when it is
+//! fingerprint whose ctime is less than [`RACY_SECS`](crate::RACY_SECS) seconds old when it is
 //! recorded is not trusted: the file is hashed again on every request until
 //! its ctime is older than that.
 //!
@@ -86,6 +86,7 @@
 
 use crate::consistency::check_structure;
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
+use crate::fingerprint::Fingerprint;
 use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
 use crate::sealed::{self, CopyError, SealedBlob, SealedCache, ZeroCopyUsage};
 use crate::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
@@ -93,52 +94,15 @@ use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, Metadata};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A verification is trusted for later requests only once the file's ctime
-/// is at least this many seconds older than the moment of verification (see
-/// the module documentation). Two seconds cover filesystems whose
-/// timestamps have a granularity of up to one second.
-pub const RACY_SECS: i64 = 2;
-
 /// The two directories above every blob, relative to the snapshot root.
 const BLOB_DIRS: [&str; 2] = ["blobs", "blobs/sha256"];
-
-/// What `fstat` says about an open blob, as far as identity and content
-/// changes go. Two equal fingerprints of one path mean the same, unmodified
-/// file (see the module documentation for why ctime makes this hold).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fingerprint {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Fingerprint {
-    fn of(m: &Metadata) -> Self {
-        Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        }
-    }
-
-    /// Whether a verification made at `now` (seconds since the epoch) may be
-    /// trusted later: the file's ctime must lie at least [`RACY_SECS`] in
-    /// the past. A ctime in the future (clock skew) is never trusted.
-    fn settled_at(&self, now: i64) -> bool {
-        self.ctime.0 <= now.saturating_sub(RACY_SECS)
-    }
-}
 
 /// The outcome of the last full hash of one digest's file.
 #[derive(Debug, Clone, Copy)]
@@ -503,7 +467,7 @@ impl StoredSnapshot {
     /// while it is copied into a fresh memfd; a file that does not hash to
     /// `digest` is an error ([`BlobProblemKind::Corrupt`]), exactly as from
     /// `open_blob`, and nothing of it is served. A copy made from a file
-    /// whose fingerprint is not settled yet (see [`RACY_SECS`]) serves this
+    /// whose fingerprint is not settled yet (see [`RACY_SECS`](crate::RACY_SECS)) serves this
     /// request only and is not cached.
     pub fn sealed_blob(
         &self,
@@ -725,32 +689,4 @@ fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fp(ctime: i64) -> Fingerprint {
-        Fingerprint {
-            dev: 1,
-            ino: 2,
-            size: 3,
-            mtime: (ctime, 0),
-            ctime: (ctime, 5),
-        }
-    }
-
-    #[test]
-    fn racy_fingerprints_are_not_trusted() {
-        let now = 1_000_000;
-        assert!(fp(now - RACY_SECS).settled_at(now));
-        assert!(fp(now - 100).settled_at(now));
-        assert!(!fp(now - RACY_SECS + 1).settled_at(now));
-        assert!(!fp(now).settled_at(now));
-        assert!(
-            !fp(now + 10).settled_at(now),
-            "a future ctime is never trusted"
-        );
-    }
 }

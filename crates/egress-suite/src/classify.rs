@@ -50,10 +50,12 @@ pub fn classify(origin: &Url, ex: &Exchange) -> Answer {
 pub fn tokens_in(bytes: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 0;
-    while i + 19 <= bytes.len() {
-        if &bytes[i..i + 3] == b"ecm" && bytes[i + 3..i + 19].iter().all(|b| b.is_ascii_hexdigit())
-        {
-            out.push(String::from_utf8_lossy(&bytes[i..i + 19]).into_owned());
+    while let Some(window) = bytes.get(i..i + 19) {
+        let is_token = window
+            .strip_prefix(b"ecm")
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+        if is_token {
+            out.push(String::from_utf8_lossy(window).into_owned());
             i += 19;
         } else {
             i += 1;

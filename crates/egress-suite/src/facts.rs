@@ -51,10 +51,10 @@ pub fn find<'a>(record: &'a ProbeRecord, label: &str) -> Option<&'a Exchange> {
 
 /// The last exchange of a redirect chain whose first exchange has `label`.
 pub fn final_of<'a>(record: &'a ProbeRecord, label: &str) -> Option<&'a Exchange> {
-    let start = record.exchanges.iter().position(|e| e.label == label)?;
+    let mut chain = record.exchanges.iter().skip_while(|e| e.label != label);
+    let mut last = chain.next()?;
     let follow = format!("{label} (redirect)");
-    let mut last = &record.exchanges[start];
-    for e in &record.exchanges[start + 1..] {
+    for e in chain {
         if e.label == follow {
             last = e;
         } else {

@@ -8,6 +8,11 @@
 //! report, so a verdict can be re-derived offline by anyone. [`protocol`] is
 //! the one place that names every protocol.
 
+// Reads the target's responses: no indexing or string slicing that a
+// response could make panic; tests may.
+#![warn(clippy::indexing_slicing, clippy::string_slice)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
+
 pub mod classify;
 pub mod collect;
 pub mod common;

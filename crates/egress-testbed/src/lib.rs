@@ -6,8 +6,6 @@
 //! reference mirrors, one variant at a time, and renders the matrices;
 //! `egress-conformance testbed` prints and writes them.
 
-#![forbid(unsafe_code)]
-
 pub mod config;
 pub mod peer;
 pub mod setup;

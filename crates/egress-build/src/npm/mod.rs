@@ -421,11 +421,17 @@ pub(crate) fn fetch_npm_signatures(
                     continue;
                 }
             };
-            let dist = &doc["versions"][&pin.version]["dist"];
-            let listed = dist["integrity"].as_str();
-            let signatures = dist.get("signatures").filter(|s| is_signatures_shape(s));
+            let dist = doc
+                .get("versions")
+                .and_then(|v| v.get(&pin.version))
+                .and_then(|v| v.get("dist"));
+            let listed = dist
+                .and_then(|d| d.get("integrity"))
+                .and_then(|i| i.as_str());
+            let listed_signatures = dist.and_then(|d| d.get("signatures"));
+            let signatures = listed_signatures.filter(|s| is_signatures_shape(s));
             match (listed, signatures) {
-                (_, None) if dist.get("signatures").is_some() => {
+                (_, None) if listed_signatures.is_some() => {
                     unsigned.push(format!("{at} (dist.signatures is not [{{keyid, sig}}, ...])"))
                 }
                 (_, None) => unsigned.push(format!("{at} (the upstream lists no signatures)")),

@@ -47,7 +47,7 @@ pub struct CheckArgs {
 }
 
 /// `raw` with its path ending in `/`; a bare origin gets `root`.
-pub fn base_url(raw: &str, root: &str) -> Result<Url, Failure> {
+pub(crate) fn base_url(raw: &str, root: &str) -> Result<Url, Failure> {
     let url = Url::parse(raw).map_err(|e| Failure::usage(format!("URL: {e}")))?;
     let path = url.path();
     let fixed = if path == "/" {

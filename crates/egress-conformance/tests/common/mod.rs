@@ -4,38 +4,38 @@
 
 #![allow(dead_code)]
 
-pub mod mutant;
+pub(crate) mod mutant;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-pub fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// An empty directory `<temp>/<name>-<pid>` (emptied if it was there).
-pub fn tmpdir(name: &str) -> PathBuf {
+pub(crate) fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }
 
-pub fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
 /// Runs `egress-conformance` with `args`, whatever its exit code.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
         .args(args)
         .output()
         .expect("run the binary")
 }
 
-pub fn ok(o: &Output, what: &str) {
+pub(crate) fn ok(o: &Output, what: &str) {
     assert!(
         o.status.success(),
         "{what} failed:\n{}\n{}",
@@ -45,7 +45,7 @@ pub fn ok(o: &Output, what: &str) {
 }
 
 /// The `egress-mirror` binary cargo builds with the workspace.
-pub fn mirror_bin() -> PathBuf {
+pub(crate) fn mirror_bin() -> PathBuf {
     workspace()
         .join("target")
         .join(if cfg!(debug_assertions) {
@@ -57,7 +57,7 @@ pub fn mirror_bin() -> PathBuf {
 }
 
 /// The real `egress-mirror` binary, with its request log collected.
-pub struct MirrorProcess {
+pub(crate) struct MirrorProcess {
     child: Child,
     /// `http://127.0.0.1:PORT`
     pub base: String,
@@ -65,7 +65,7 @@ pub struct MirrorProcess {
 }
 
 impl MirrorProcess {
-    pub fn start(snap: &Path, listen: &str) -> Self {
+    pub(crate) fn start(snap: &Path, listen: &str) -> Self {
         let bin = mirror_bin();
         assert!(
             bin.is_file(),
@@ -109,7 +109,7 @@ impl MirrorProcess {
         Self { child, base, log }
     }
 
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.log.lock().expect("log").clone()
     }
 }

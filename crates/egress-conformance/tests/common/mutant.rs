@@ -7,7 +7,7 @@ use egress_suite::Report;
 use std::io::Read;
 
 /// The body of a response of the wrapped (memory-backed) mirror.
-pub fn body_of(r: &Response) -> Vec<u8> {
+pub(crate) fn body_of(r: &Response) -> Vec<u8> {
     match &r.body {
         Body::Empty => Vec::new(),
         Body::Bytes(b) => b.clone(),
@@ -25,20 +25,20 @@ pub fn body_of(r: &Response) -> Vec<u8> {
 }
 
 /// `r` with another body; its validator no longer holds, so it goes.
-pub fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
+pub(crate) fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
     r.body = Body::Bytes(body);
     r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("etag"));
     Reply::Response(r)
 }
 
 /// The verdicts re-derive from the evidence for every mutant too.
-pub fn assert_reverifies(report: &Report, kind: &str) {
+pub(crate) fn assert_reverifies(report: &Report, kind: &str) {
     let diffs = egress_suite::verify(report);
     assert!(diffs.is_empty(), "verify disagrees for {kind}: {diffs:?}");
 }
 
 /// `probe` failed on mutant `kind`, and so did its predicate and the run.
-pub fn assert_fails(report: &Report, kind: &str, probe: &str) {
+pub(crate) fn assert_fails(report: &Report, kind: &str, probe: &str) {
     let rec = report.probe(probe).expect("sub-probe in report");
     assert_eq!(
         rec.status,
@@ -56,7 +56,7 @@ pub fn assert_fails(report: &Report, kind: &str, probe: &str) {
 }
 
 /// The unmodified wrapper passes every sub-probe.
-pub fn assert_all_pass(report: &Report) {
+pub(crate) fn assert_all_pass(report: &Report) {
     for p in &report.probes {
         assert_eq!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
     }

@@ -9,11 +9,11 @@ use egress_transcript::{Client, Limits};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub fn client(base: &str) -> Client {
+pub(crate) fn client(base: &str) -> Client {
     Client::new(Url::parse(base).unwrap(), Limits::default(), None).unwrap()
 }
 
-pub fn body(ex: &egress_model::Exchange) -> Vec<u8> {
+pub(crate) fn body(ex: &egress_model::Exchange) -> Vec<u8> {
     let r = ex
         .response
         .as_ref()
@@ -21,10 +21,10 @@ pub fn body(ex: &egress_model::Exchange) -> Vec<u8> {
     r.full_body().expect("complete body").to_vec()
 }
 
-pub const JSON: &str = "application/vnd.pypi.simple.v1+json";
+pub(crate) const JSON: &str = "application/vnd.pypi.simple.v1+json";
 
 /// The project page of `name`, which must be a 200, parsed as `accept`.
-pub fn page(c: &Client, name: &str, accept: &str) -> ProjectPage {
+pub(crate) fn page(c: &Client, name: &str, accept: &str) -> ProjectPage {
     let ex = c.get("page", &format!("/simple/{name}/"), Some(accept));
     assert_eq!(ex.status(), Some(200), "{}", ex.summary());
     if accept == JSON {
@@ -34,15 +34,15 @@ pub fn page(c: &Client, name: &str, accept: &str) -> ProjectPage {
     }
 }
 
-pub fn name(s: &str) -> ProjectName {
+pub(crate) fn name(s: &str) -> ProjectName {
     ProjectName::new(s).unwrap()
 }
 
 /// A directory `<temp>/egress-fixtures-<tag>-<pid>-<nanos>`, removed on drop.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub PathBuf);
 
 impl TempDir {
-    pub fn new(tag: &str) -> Self {
+    pub(crate) fn new(tag: &str) -> Self {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -63,7 +63,12 @@ impl Drop for TempDir {
 
 /// `pip download --no-deps` of `requirement` from `index_url` into `dest`,
 /// with no configuration file and no cache.
-pub fn pip_download(index_url: &str, requirement: &str, dest: &Path, extra: &[&str]) -> Output {
+pub(crate) fn pip_download(
+    index_url: &str,
+    requirement: &str,
+    dest: &Path,
+    extra: &[&str],
+) -> Output {
     Command::new("python3")
         .args([
             "-m",

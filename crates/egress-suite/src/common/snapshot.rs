@@ -110,7 +110,7 @@ pub enum ManifestProblem {
     NoSnapshotDoc,
     #[error("the manifest does not list SNAPSHOT.json")]
     SnapshotDocUnlisted,
-    #[error("SNAPSHOT.json hashes to {}…, the manifest says {}…", &.actual.to_hex()[..16], &.listed.to_hex()[..16])]
+    #[error("SNAPSHOT.json hashes to {:.16}…, the manifest says {:.16}…", .actual.to_hex(), .listed.to_hex())]
     SnapshotDocDigest {
         actual: Sha256Digest,
         listed: Sha256Digest,
@@ -156,8 +156,8 @@ pub fn manifest_verdict<P, F: ControlFacts>(
     }
     match verified_manifest(rec) {
         Ok((m, doc, id)) => pass(format!(
-            "snapshot {}…: {} manifest entries, SNAPSHOT.json digest recomputes, {} served paths",
-            &id.to_hex()[..16],
+            "snapshot {:.16}…: {} manifest entries, SNAPSHOT.json digest recomputes, {} served paths",
+            id.to_hex(),
             m.len(),
             doc.served.len()
         )),
@@ -236,8 +236,8 @@ pub fn served_as_listed(
     }
     if !entries.iter().any(|e| e.sha256 == r.body_sha256) {
         return Err(fail(format!(
-            "{path} served bytes hashing to {}…, which SNAPSHOT.json does not list for it",
-            &r.body_sha256.to_hex()[..16]
+            "{path} served bytes hashing to {:.16}…, which SNAPSHOT.json does not list for it",
+            r.body_sha256.to_hex()
         )));
     }
     if !manifest.has_blob(&r.body_sha256) {

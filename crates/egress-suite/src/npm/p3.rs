@@ -63,13 +63,14 @@ pub fn collect_scoped_encodings(c: &Collector, _f: &Facts) -> Evidence {
     let scope = scoped.scope().unwrap_or("@ec").to_string();
     let bare = scoped.bare().to_string();
     c.window("P3.scoped-encodings", &mut ev, |ev| {
-        let (s, n) = (format!("@{}", c.token()), c.token());
+        let (t, n) = (c.token(), c.token());
+        let s = format!("@{t}");
         let mut targets = vec![
             format!("{root}/{s}%2f{n}"),
             format!("{root}/{s}%2F{n}"),
             format!("{root}/{s}/{n}"),
-            format!("{root}/%40{}%2f{n}", &s[1..]),
-            format!("{root}/%40{}/{n}", &s[1..]),
+            format!("{root}/%40{t}%2f{n}"),
+            format!("{root}/%40{t}/{n}"),
             format!("{root}/{s}%252f{n}"),
             format!("{root}/{s}%5c{n}"),
             format!("{root}/{s}/{n}/-/{n}-1.0.0.tgz"),

@@ -127,16 +127,16 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
         };
         if got != want {
             return fail(format!(
-                "the same tarball URL served other bytes on fetch {n} ({}… instead of {}…)",
-                &got.to_hex()[..12],
-                &want.to_hex()[..12]
+                "the same tarball URL served other bytes on fetch {n} ({:.12}… instead of {:.12}…)",
+                got.to_hex(),
+                want.to_hex()
             ));
         }
         if let Some(p) = whole_digest(rec, &format!("{AGAIN} ({n}): packument")) {
             pages.push(p);
         }
     }
-    if pages.len() == 2 && pages[0] != pages[1] {
+    if matches!(pages.as_slice(), [first, again] if first != again) {
         return fail("the packument changed between two fetches in a row");
     }
     pass(format!(

@@ -197,9 +197,9 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
         };
         if r.body_sha256 != want {
             return fail(format!(
-                "{name}: listed sha256 {}…, served bytes hash to {}…",
-                &want.to_hex()[..16],
-                &r.body_sha256.to_hex()[..16]
+                "{name}: listed sha256 {:.16}…, served bytes hash to {:.16}…",
+                want.to_hex(),
+                r.body_sha256.to_hex()
             ));
         }
         checked += 1;
@@ -210,8 +210,8 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
             {
                 if mr.body_sha256.to_hex() != meta_want.to_ascii_lowercase() {
                     return fail(format!(
-                        "{name}.metadata: listed sha256 {}…, served bytes differ",
-                        short(&meta_want[..meta_want.len().min(16)])
+                        "{name}.metadata: listed sha256 {:.16}…, served bytes differ",
+                        meta_want
                     ));
                 }
             }
@@ -223,11 +223,11 @@ pub fn judge_bytes_match(j: &Judge, rec: &ProbeRecord) -> Verdict {
             unserved.len()
         ));
     }
-    if !unserved.is_empty() {
+    if let Some(example) = unserved.first() {
         return inconclusive(format!(
             "{checked} files matched their sha256 but {} listed files were not served, e.g. {}",
             unserved.len(),
-            unserved[0]
+            example
         ));
     }
     pass(format!(
@@ -239,9 +239,14 @@ const AS_LISTED: &str = "file at its listed URL";
 
 /// Replaces the hex digit at `i` with another one.
 fn flip(hex: &str, i: usize) -> String {
-    let mut b = hex.as_bytes().to_vec();
-    b[i] = if b[i] == b'0' { b'1' } else { b'0' };
-    String::from_utf8_lossy(&b).into_owned()
+    hex.chars()
+        .enumerate()
+        .map(|(k, d)| match (k == i, d) {
+            (false, d) => d,
+            (true, '0') => '1',
+            (true, _) => '0',
+        })
+        .collect()
 }
 
 pub fn collect_altered(c: &Collector, f: &Facts) -> Evidence {
@@ -250,9 +255,10 @@ pub fn collect_altered(c: &Collector, f: &Facts) -> Evidence {
         return ev;
     };
     ev.push(c.get(AS_LISTED, &url, None));
-    let Some(sha) = ev.exchanges[0]
-        .response
-        .as_ref()
+    let Some(sha) = ev
+        .exchanges
+        .first()
+        .and_then(|e| e.response.as_ref())
         .filter(|r| r.is_success())
         .map(|r| r.body_sha256.to_hex())
     else {
@@ -260,10 +266,12 @@ pub fn collect_altered(c: &Collector, f: &Facts) -> Evidence {
     };
     let path = url.path_and_query().to_string();
     let lower = path.to_ascii_lowercase();
+    // Lowercasing keeps every byte offset, so `at` is one in `path` too, and
+    // the 64 bytes there are `sha`, lowercased.
     if let Some(at) = lower.find(&sha) {
-        for i in [at, at + 63] {
+        for i in [0, 63] {
             let mut altered = path.clone();
-            altered.replace_range(at..at + 64, &flip(&lower[at..at + 64], i - at));
+            altered.replace_range(at..at + 64, &flip(&sha, i));
             ev.push(c.get(
                 "same URL with one digest digit altered",
                 &url.with_path(&altered),
@@ -295,7 +303,7 @@ pub fn judge_altered(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return fail(format!("the file URL {} does not carry the sha256 of its bytes: artifacts are not addressed by digest", short(&target)));
     }
     let altered = egress_model::ProbeRecord {
-        exchanges: rec.exchanges[1..].to_vec(),
+        exchanges: rec.exchanges.iter().skip(1).cloned().collect(),
         ..rec.clone()
     };
     if altered.exchanges.is_empty() {

@@ -144,9 +144,9 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
         };
         if &file != want {
             return fail(format!(
-                "the same file URL served other bytes on fetch {n} ({}… instead of {}…)",
-                &file.to_hex()[..12],
-                &want.to_hex()[..12]
+                "the same file URL served other bytes on fetch {n} ({:.12}… instead of {:.12}…)",
+                file.to_hex(),
+                want.to_hex()
             ));
         }
         compared += 1;
@@ -154,7 +154,7 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
             pages.push(p);
         }
     }
-    if pages.len() == 2 && pages[0] != pages[1] {
+    if matches!(pages.as_slice(), [first, again] if first != again) {
         return fail("the project page changed between two fetches in a row");
     }
     pass(format!(
