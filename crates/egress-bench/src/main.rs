@@ -34,34 +34,6 @@ struct Args {
     big_mib: usize,
 }
 
-/// `Ok(None)` means help was asked for.
-fn parse(args: &[String]) -> Result<Option<Args>, clap::Error> {
-    let argv = std::iter::once("egress-bench-fixture").chain(args.iter().map(String::as_str));
-    match Args::try_parse_from(argv) {
-        Ok(a) => Ok(Some(a)),
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The message of a clap error on one line, without its `error: ` prefix.
-fn first_line(e: &clap::Error) -> String {
-    // clap's message is its first paragraph (a list of missing arguments
-    // follows on lines of their own); usage and hints come after a blank line.
-    let rendered = e.render().to_string();
-    let message: Vec<&str> = rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
-    let line = message.join(" ");
-    match line.strip_prefix("error: ") {
-        Some(rest) => rest.to_string(),
-        None if line.is_empty() => "invalid arguments".to_string(),
-        None => line,
-    }
-}
-
 /// Deterministic pseudo-random bytes (xorshift), so the big file does not
 /// compress and is the same on every run.
 fn noise(len: usize) -> Vec<u8> {
@@ -161,14 +133,17 @@ fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), 
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = match parse(&args) {
+    let parsed = match egress_cli::parse::<Args>("egress-bench-fixture", args.iter().cloned()) {
         Ok(Some(a)) => a,
         Ok(None) => {
             println!("{}", Args::command().render_long_help());
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("egress-bench-fixture: {} ({USAGE})", first_line(&e));
+            eprintln!(
+                "egress-bench-fixture: {} ({USAGE})",
+                egress_cli::usage_line(&e)
+            );
             return ExitCode::from(2);
         }
     };
@@ -184,6 +159,10 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(args: &[String]) -> Result<Option<Args>, clap::Error> {
+        egress_cli::parse::<Args>("egress-bench-fixture", args.iter().cloned())
+    }
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()

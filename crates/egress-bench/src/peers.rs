@@ -854,20 +854,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&args) {
         Ok(a) => a,
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+        Err(e) if egress_cli::is_help(&e) => {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            let message: Vec<&str> = rendered
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let line = message.join(" ");
-            let line = line.strip_prefix("error: ").unwrap_or(&line);
-            eprintln!("egress-bench-peers: {line}; {USAGE}");
+            eprintln!(
+                "egress-bench-peers: {}; {USAGE}",
+                egress_cli::usage_line(&e)
+            );
             return ExitCode::from(2);
         }
     };

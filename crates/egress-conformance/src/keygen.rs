@@ -102,8 +102,8 @@ pub fn generate(args: GenerateArgs) -> Result<u8, Failure> {
     write_new(&signers_path, format!("{signers_line}\n").as_bytes(), 0o644)
         .map_err(|e| fail(&signers_path, e))?;
 
-    crate::outln!("{signers_line}");
-    crate::outln!(
+    egress_cli::outln!("{signers_line}");
+    egress_cli::outln!(
         "wrote {} (private, mode 0600), {} and {} (the line above: give it to whoever verifies snapshots); fingerprint {}",
         key_path.display(),
         pub_path.display(),

@@ -89,17 +89,11 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if egress_cli::is_help(&e) {
                 let _ = e.print();
                 return ExitCode::from(exit::PASS);
             }
-            say_err(&[format!("{} (see --help)", usage_line(&e))]);
+            say_err(&[format!("{} (see --help)", egress_cli::usage_line(&e))]);
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -134,24 +128,6 @@ fn main() -> ExitCode {
             say_err(&f.chain());
             ExitCode::from(f.code)
         }
-    }
-}
-
-/// clap's error as one line: its first paragraph joined, so that a list of
-/// missing arguments (on lines of their own after the first) is named too;
-/// usage and tips come after a blank line and are left to `--help`.
-fn usage_line(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    let message: Vec<&str> = rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
-    let line = message.join(" ");
-    match line.strip_prefix("error: ") {
-        Some(rest) => rest.to_string(),
-        None if line.is_empty() => "invalid arguments".to_string(),
-        None => line,
     }
 }
 

@@ -12,12 +12,12 @@ pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
         .map_err(|e| Failure::internal(e.to_string()))?;
     let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
     match format {
-        Format::Text => crate::out!("{}", text(&pairs)),
+        Format::Text => egress_cli::out!("{}", text(&pairs)),
         Format::Json => {
             let all = serde_json::json!({ "reports": reports });
-            crate::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+            egress_cli::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         }
-        Format::Junit => crate::out!("{}", egress_suite::render::junit_many(&reports)),
+        Format::Junit => egress_cli::out!("{}", egress_suite::render::junit_many(&reports)),
     }
     if let Some(dir) = out {
         let stems: Vec<String> = reports

@@ -65,11 +65,11 @@ pub fn main(args: TestbedArgs) -> Result<u8, Failure> {
     let out = suite::run(&all, &paths.peers, |line| eprintln!("testbed: {line}"));
     if out.reports.is_empty() {
         // A matrix without columns says nothing; the notes say why.
-        crate::outln!("no peer ran");
+        egress_cli::outln!("no peer ran");
     } else {
-        crate::out!("{}", suite::matrix_text(&out.reports));
+        egress_cli::out!("{}", suite::matrix_text(&out.reports));
     }
-    crate::out!("{}", out.notes());
+    egress_cli::out!("{}", out.notes());
     write(&args.out, &all, &out)?;
     eprintln!(
         "testbed: {} of {} ran in {:.0} s; reports and matrix.md in {}",

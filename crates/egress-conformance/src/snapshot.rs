@@ -91,7 +91,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             npm_registry_url: args.npm_registry_url,
         },
     };
-    egress_build::build(options, |line| crate::outln!("{line}")).map_err(build_failure)?;
+    egress_build::build(options, |line| egress_cli::outln!("{line}")).map_err(build_failure)?;
     Ok(exit::PASS)
 }
 
@@ -130,17 +130,17 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
 /// Prints the notes, every problem, and the verdict; returns the exit code.
 fn report(dir: &Path, v: &Verification) -> u8 {
     for n in &v.notes {
-        crate::outln!("{n}");
+        egress_cli::outln!("{n}");
     }
     for p in &v.problems {
-        crate::outln!("  BAD {p}");
+        egress_cli::outln!("  BAD {p}");
     }
     let id = v.id.map_or_else(|| "?".to_string(), |d| d.to_hex());
     if v.ok() {
-        crate::outln!("{}: snapshot {id} verified", dir.display());
+        egress_cli::outln!("{}: snapshot {id} verified", dir.display());
         exit::PASS
     } else {
-        crate::outln!(
+        egress_cli::outln!(
             "{}: snapshot {id} FAILED verification: {} problem(s)",
             dir.display(),
             v.problems.len()

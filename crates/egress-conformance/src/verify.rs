@@ -47,7 +47,7 @@ pub fn main(path: &Path) -> Result<u8, Failure> {
         let report = load(&file)?;
         let diffs = egress_suite::verify(&report);
         if diffs.is_empty() {
-            crate::outln!(
+            egress_cli::outln!(
                 "{}: {} sub-probes and {} predicates re-derived from the evidence; all agree (outcome {})",
                 file.display(),
                 report.probes.len(),
@@ -56,13 +56,13 @@ pub fn main(path: &Path) -> Result<u8, Failure> {
             );
         } else {
             code = exit::FAIL;
-            crate::outln!(
+            egress_cli::outln!(
                 "{}: {} verdicts differ from what the evidence supports:",
                 file.display(),
                 diffs.len()
             );
             for d in diffs {
-                crate::outln!(
+                egress_cli::outln!(
                     "  {}: recorded {} ({}), re-derived {} ({})",
                     d.id,
                     d.recorded.0,

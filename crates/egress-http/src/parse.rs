@@ -124,14 +124,7 @@ fn strip_cr(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
-pub(crate) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// `token = 1*tchar` (RFC 9110 §5.6.2).
-pub(crate) fn is_token(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
-}
+pub(crate) use egress_model::is_token;
 
 /// Field-value characters: visible ASCII, SP, HTAB and obs-text. Rejects every
 /// other control character, notably CR, LF and NUL.

@@ -57,9 +57,9 @@ fn say(mut out: impl Write, line: &str) {
     let _ = out.flush();
 }
 
-/// One line on stdout, through the locked handle.
+/// One line on stdout, through the one standard-output path.
 fn say_out(line: &str) {
-    say(std::io::stdout().lock(), line);
+    egress_cli::outln!("{line}");
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {
@@ -105,35 +105,6 @@ struct Flags {
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
     self_test_read: Vec<PathBuf>,
-}
-
-/// `Ok(None)` means help was asked for.
-fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, clap::Error> {
-    let argv = std::iter::once("egress-mirror".to_string()).chain(args);
-    match Flags::try_parse_from(argv) {
-        Ok(flags) => Ok(Some(flags)),
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The message of a clap error on one line, without its `error: ` prefix:
-/// usage errors are one line.
-fn first_line(e: &clap::Error) -> String {
-    // clap's message is its first paragraph (a list of missing arguments
-    // follows on lines of their own); usage and hints come after a blank line.
-    let rendered = e.render().to_string();
-    let message: Vec<&str> = rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
-    let line = message.join(" ");
-    match line.strip_prefix("error: ") {
-        Some(rest) => rest.to_string(),
-        None if line.is_empty() => "invalid arguments".to_string(),
-        None => line,
-    }
 }
 
 /// Why a size is not one.
@@ -327,14 +298,19 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot
 }
 
 fn main() -> ExitCode {
-    let flags = match parse_flags(std::env::args().skip(1)) {
+    let flags = match egress_cli::parse::<Flags>("egress-mirror", std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {
             let help = Flags::command().render_long_help().to_string();
             say_out(help.trim_end());
             return ExitCode::SUCCESS;
         }
-        Err(e) => return fail(EXIT_USAGE, &format!("{}; {USAGE}", first_line(&e))),
+        Err(e) => {
+            return fail(
+                EXIT_USAGE,
+                &format!("{}; {USAGE}", egress_cli::usage_line(&e)),
+            )
+        }
     };
     let file = match &flags.config {
         Some(path) => match read_config(path) {
@@ -499,7 +475,7 @@ mod tests {
     use super::*;
 
     fn flags(args: &[&str]) -> Result<Option<Flags>, clap::Error> {
-        parse_flags(args.iter().map(|s| s.to_string()))
+        egress_cli::parse::<Flags>("egress-mirror", args.iter().map(|s| s.to_string()))
     }
 
     #[test]

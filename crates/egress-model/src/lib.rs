@@ -35,7 +35,7 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use integrity::{Integrity, IntegrityError};
-pub use method::{ExtensionMethod, InvalidMethod, Method};
+pub use method::{is_token, ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;
 pub use npm_name::NpmName;
 pub use upstream::{Upstream, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};

@@ -52,6 +52,11 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// `token = 1*tchar` (RFC 9110 §5.6.2): methods and header field names.
+pub fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
 const NAMED: [Method; 16] = [
     Method::Get,
     Method::Head,
@@ -74,7 +79,7 @@ const NAMED: [Method; 16] = [
 impl Method {
     /// Parses a method token (RFC 9110 §9.1: `method = token`).
     pub fn new(raw: &str) -> Result<Self, InvalidMethod> {
-        if raw.is_empty() || !raw.bytes().all(is_tchar) {
+        if !is_token(raw.as_bytes()) {
             return Err(InvalidMethod(raw.to_string()));
         }
         Ok(NAMED

@@ -65,9 +65,9 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         allowed_signers,
     });
     match args.format {
-        Format::Text => crate::out!("{}", egress_suite::render::text(&report)),
-        Format::Json => crate::out!("{}", egress_suite::render::json(&report)),
-        Format::Junit => crate::out!("{}", egress_suite::render::junit(&report)),
+        Format::Text => egress_cli::out!("{}", egress_suite::render::text(&report)),
+        Format::Json => egress_cli::out!("{}", egress_suite::render::json(&report)),
+        Format::Junit => egress_cli::out!("{}", egress_suite::render::junit(&report)),
     }
     if let Some(dir) = &args.out {
         output::write_reports(dir, &[("report", &report)])?;
