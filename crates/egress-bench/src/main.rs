@@ -6,8 +6,10 @@
 
 use clap::{CommandFactory, Parser};
 use egress_artifacts::{build_wheel, WheelSpec};
+use egress_model::name::InvalidName;
+use egress_model::version::InvalidVersion;
 use egress_model::{ProjectName, Version};
-use egress_snapshot::SnapshotBuilder;
+use egress_snapshot::{SnapshotBuilder, SnapshotError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -34,6 +36,38 @@ struct Args {
     big_mib: usize,
 }
 
+/// Why the fixture could not be written.
+#[derive(Debug, thiserror::Error)]
+enum FixtureError {
+    #[error(transparent)]
+    Name(#[from] InvalidName),
+    #[error(transparent)]
+    Version(#[from] InvalidVersion),
+    /// Building the snapshot or writing its directory failed.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// A file or directory under OUT_DIR could not be made or removed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The snapshot serves a path whose bytes it does not hold.
+    #[error("blob for {path} missing")]
+    MissingBlob { path: String },
+}
+
+impl FixtureError {
+    /// For `map_err`: doing something to `path` failed.
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Self + '_ {
+        move |source| Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// Deterministic pseudo-random bytes (xorshift), so the big file does not
 /// compress and is the same on every run.
 fn noise(len: usize) -> Vec<u8> {
@@ -49,7 +83,7 @@ fn noise(len: usize) -> Vec<u8> {
     out
 }
 
-fn run(args: Args) -> Result<(), String> {
+fn run(args: Args) -> Result<(), FixtureError> {
     let Args {
         out,
         projects,
@@ -57,9 +91,9 @@ fn run(args: Args) -> Result<(), String> {
     } = args;
     let mut builder = SnapshotBuilder::new("/simple/");
     for p in 0..projects {
-        let name = ProjectName::new(&format!("bench-{p:05}")).map_err(|e| e.to_string())?;
+        let name = ProjectName::new(&format!("bench-{p:05}"))?;
         for v in ["1.0.0", "1.1.0", "2.0.0"] {
-            let version = Version::new(v).map_err(|e| e.to_string())?;
+            let version = Version::new(v)?;
             let wheel = build_wheel(&WheelSpec {
                 name: name.clone(),
                 version,
@@ -71,25 +105,19 @@ fn run(args: Args) -> Result<(), String> {
                     format!("__version__ = '{v}'\n").into_bytes(),
                 )],
             });
-            builder
-                .add_dist(&wheel.filename, wheel.bytes, None)
-                .map_err(|e| e.to_string())?;
+            builder.add_dist(&wheel.filename, wheel.bytes, None)?;
         }
     }
     // An sdist is opaque to the snapshot, so random bytes make a fine large file.
-    builder
-        .add_dist("bench_big-1.0.0.tar.gz", noise(big_mib * 1024 * 1024), None)
-        .map_err(|e| e.to_string())?;
+    builder.add_dist("bench_big-1.0.0.tar.gz", noise(big_mib * 1024 * 1024), None)?;
     let key = egress_signing::SigningKey::from_seed([42; 32], "bench");
-    let snapshot = builder
-        .build("2026-01-01T00:00:00Z", Some(&key), "bench")
-        .map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let snapshot = builder.build("2026-01-01T00:00:00Z", Some(&key), "bench")?;
+    std::fs::create_dir_all(&out).map_err(FixtureError::io(&out))?;
     let snap_dir = out.join("snap");
     if snap_dir.exists() {
-        std::fs::remove_dir_all(&snap_dir).map_err(|e| e.to_string())?;
+        std::fs::remove_dir_all(&snap_dir).map_err(FixtureError::io(&snap_dir))?;
     }
-    snapshot.write_dir(&snap_dir).map_err(|e| e.to_string())?;
+    snapshot.write_dir(&snap_dir)?;
     write_static(&snapshot, &out.join("static"))?;
     let big = snapshot
         .doc
@@ -105,9 +133,9 @@ fn run(args: Args) -> Result<(), String> {
 
 /// The same bytes at the same paths, HTML variants only (nginx does not
 /// negotiate); a path ending in `/` becomes `index.html` in that directory.
-fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), String> {
+fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), FixtureError> {
     if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::remove_dir_all(dir).map_err(FixtureError::io(dir))?;
     }
     for e in &snapshot.doc.served {
         if e.content_type.contains("json") {
@@ -122,11 +150,13 @@ fn write_static(snapshot: &egress_snapshot::Snapshot, dir: &Path) -> Result<(), 
         let bytes = snapshot
             .blobs
             .get(&e.sha256)
-            .ok_or(format!("blob for {} missing", e.path))?;
+            .ok_or_else(|| FixtureError::MissingBlob {
+                path: e.path.clone(),
+            })?;
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(parent).map_err(FixtureError::io(parent))?;
         }
-        std::fs::write(&file, &bytes[..]).map_err(|e| e.to_string())?;
+        std::fs::write(&file, &bytes[..]).map_err(FixtureError::io(&file))?;
     }
     Ok(())
 }
@@ -150,7 +180,7 @@ fn main() -> ExitCode {
     match run(parsed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("egress-bench-fixture: {e}");
+            egress_cli::say_error("egress-bench-fixture", &e);
             ExitCode::from(2)
         }
     }

@@ -23,18 +23,19 @@
 //! peer that is still starting is waited for, then stopped).
 
 use egress_artifacts::{BuiltDist, NpmTarball};
+use egress_model::url::InvalidUrl;
 use egress_model::{Upstream, Url};
 use egress_references::npm::canary::{self as npm_canary, NpmCanary};
 use egress_references::pypi::canary::{Canary, PRESENT};
 use egress_testbed::suite::{
     npm_lab, start_npm_reference, start_reference, Paths, Variant, NPM_REFERENCE, REFERENCE,
 };
-use egress_testbed::{PeerConfig, Protocol};
-use egress_transcript::{Client, Limits, Request};
+use egress_testbed::{ConfigError, PeerConfig, PeerError, Protocol};
+use egress_transcript::{Client, ClientError, Limits, Request};
 use std::any::Any;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The variants that serve the lab's projects from a cache or a directory.
@@ -85,6 +86,94 @@ fn parse_args(args: &[String]) -> Result<Args, clap::Error> {
     Ok(a)
 }
 
+/// Why a run, or the measuring of one variant, stopped. Each message is one
+/// line that already says its cause: a variant's is written into the table.
+#[derive(Debug, thiserror::Error)]
+enum PeersError {
+    /// A signal came: the run stops after the current step.
+    #[error("interrupted")]
+    Interrupted,
+    /// A signal came before the table was written.
+    #[error("interrupted; nothing written")]
+    NothingWritten,
+    #[error("cannot {what}: {source}")]
+    Signals {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start the {what}: {source}")]
+    Canary {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the canary serves no wheel of {project}")]
+    NoWheel { project: &'static str },
+    #[error("the npm canary serves no {package}")]
+    NoPackage { package: &'static str },
+    /// `wrk` is not installed or cannot be run.
+    #[error("cannot run wrk: {error} (Debian: apt-get install wrk)")]
+    WrkMissing { error: io::Error },
+    #[error("wrk: {0}")]
+    WrkWait(#[source] io::Error),
+    #[error("reading wrk's output panicked")]
+    WrkReaderPanicked,
+    #[error("reading wrk's output: {0}")]
+    WrkRead(#[source] io::Error),
+    #[error("wrk {url} failed ({status}): {output}")]
+    WrkFailed {
+        url: Url,
+        status: ExitStatus,
+        output: String,
+    },
+    /// wrk's output lacks a rate or a latency; `tail` is its last line.
+    #[error("wrk's output was not understood: {tail}")]
+    WrkOutput { tail: String },
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Url(#[from] InvalidUrl),
+    /// The page or packument was not served as asked.
+    #[error("{url} answered {answer}")]
+    Answered { url: Url, answer: String },
+    #[error("{url} does not list {filename}")]
+    NotListed { url: Url, filename: String },
+    #[error("{url} lists no tarball of {package}@{version}")]
+    NoTarball {
+        url: Url,
+        package: &'static str,
+        version: String,
+    },
+    /// The page links `what` at another origin (the canary's, say).
+    #[error("{what} is served from {origin}, not from the peer")]
+    Elsewhere { what: String, origin: String },
+    #[error("{url} never served {filename} with the canary's bytes (last: {last})")]
+    NeverServed {
+        url: Url,
+        filename: String,
+        last: String,
+    },
+    #[error("{url} answered {answer} once warm")]
+    NotWarm { url: Url, answer: String },
+    /// A peer name with no config file.
+    #[error("no {}", path.display())]
+    NoConfig { path: PathBuf },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A reference mirror did not start (as `egress-testbed` says why).
+    #[error("{0}")]
+    Reference(String),
+    #[error(transparent)]
+    Peer(#[from] PeerError),
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// SIGINT, SIGTERM and SIGHUP only set a flag (and a thread of our own,
 /// woken by the handler, writes one line); the main thread notices it
 /// between steps and while `wrk` runs, ends `wrk` by its pid, and returns,
@@ -96,11 +185,16 @@ mod signals {
     use signal_hook::iterator::Signals;
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    use super::PeersError;
+
     static STOP: AtomicBool = AtomicBool::new(false);
 
-    pub(crate) fn install() -> Result<(), String> {
-        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .map_err(|e| format!("cannot handle signals: {e}"))?;
+    pub(crate) fn install() -> Result<(), PeersError> {
+        let mut signals =
+            Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(|source| PeersError::Signals {
+                what: "handle signals",
+                source,
+            })?;
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
@@ -111,7 +205,10 @@ mod signals {
                     );
                 }
             })
-            .map_err(|e| format!("cannot watch for signals: {e}"))?;
+            .map_err(|source| PeersError::Signals {
+                what: "watch for signals",
+                source,
+            })?;
         Ok(())
     }
 
@@ -167,7 +264,7 @@ fn size_mb(v: &str) -> Option<f64> {
     num.parse::<f64>().ok().map(|n| n * scale)
 }
 
-fn parse_wrk(out: &str) -> Result<Wrk, String> {
+fn parse_wrk(out: &str) -> Result<Wrk, PeersError> {
     let mut w = Wrk {
         requests_per_s: f64::NAN,
         p50_us: f64::NAN,
@@ -203,15 +300,15 @@ fn parse_wrk(out: &str) -> Result<Wrk, String> {
             .chars()
             .take(200)
             .collect();
-        return Err(format!("wrk's output was not understood: {tail}"));
+        return Err(PeersError::WrkOutput { tail });
     }
     Ok(w)
 }
 
 /// Runs `wrk -t2 -c16 --latency` on `url` with `Accept: accept`.
-fn wrk(url: &Url, accept: &str, duration: u64) -> Result<Wrk, String> {
+fn wrk(url: &Url, accept: &str, duration: u64) -> Result<Wrk, PeersError> {
     if signals::stopping() {
-        return Err("interrupted".into());
+        return Err(PeersError::Interrupted);
     }
     let mut child = Command::new("wrk")
         .args([
@@ -229,7 +326,7 @@ fn wrk(url: &Url, accept: &str, duration: u64) -> Result<Wrk, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("cannot run wrk: {e} (Debian: apt-get install wrk)"))?;
+        .map_err(|error| PeersError::WrkMissing { error })?;
     // The output is read on its own thread so that this one can watch for
     // a signal and end wrk (its pid is ours until it is reaped below).
     let stdout = child.stdout.take();
@@ -247,37 +344,41 @@ fn wrk(url: &Url, accept: &str, duration: u64) -> Result<Wrk, String> {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
-                return Err("interrupted".into());
+                return Err(PeersError::Interrupted);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("wrk: {e}"));
+                return Err(PeersError::WrkWait(e));
             }
         }
     };
     let out = reader
         .join()
-        .map_err(|_| "reading wrk's output panicked".to_string())?
-        .map_err(|e| format!("reading wrk's output: {e}"))?;
+        .map_err(|_| PeersError::WrkReaderPanicked)?
+        .map_err(PeersError::WrkRead)?;
     if signals::stopping() {
-        return Err("interrupted".into());
+        return Err(PeersError::Interrupted);
     }
     if !status.success() {
-        return Err(format!("wrk {url} failed ({status}): {}", out.trim()));
+        return Err(PeersError::WrkFailed {
+            url: url.clone(),
+            status,
+            output: out.trim().to_string(),
+        });
     }
     parse_wrk(&out)
 }
 
-fn client(url: &Url) -> Result<Client, String> {
+fn client(url: &Url) -> Result<Client, PeersError> {
     let limits = Limits {
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(20),
         deadline: Duration::from_secs(30),
         ..Limits::default()
     };
-    Client::new(url.with_path("/"), limits, None).map_err(|e| e.to_string())
+    Ok(Client::new(url.with_path("/"), limits, None)?)
 }
 
 fn answer(ex: &egress_model::Exchange) -> String {
@@ -291,11 +392,9 @@ fn answer(ex: &egress_model::Exchange) -> String {
 /// Fetches the present project's page and `want` through the variant until
 /// both are served (the file with the canary's bytes) from the variant
 /// itself, then once more; returns the page's and the file's URLs.
-fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
+fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), PeersError> {
     let c = client(index)?;
-    let page_url = index
-        .join(&format!("{PRESENT}/"))
-        .map_err(|e| e.to_string())?;
+    let page_url = index.join(&format!("{PRESENT}/"))?;
     let ex = c.get("page", page_url.path_and_query(), Some("text/html"));
     let page = ex
         .response
@@ -303,19 +402,24 @@ fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
         .filter(|r| r.status == Some(200))
         .and_then(|r| r.full_body())
         .and_then(|b| egress_simple::parse_project_html(b).ok())
-        .ok_or_else(|| format!("{page_url} answered {}", answer(&ex)))?;
+        .ok_or_else(|| PeersError::Answered {
+            url: page_url.clone(),
+            answer: answer(&ex),
+        })?;
     let entry = page
         .files
         .iter()
         .find(|f| f.filename == want.filename)
-        .ok_or_else(|| format!("{page_url} does not list {}", want.filename))?;
-    let file_url = page_url.join(&entry.url).map_err(|e| e.to_string())?;
+        .ok_or_else(|| PeersError::NotListed {
+            url: page_url.clone(),
+            filename: want.filename.clone(),
+        })?;
+    let file_url = page_url.join(&entry.url)?;
     if !file_url.same_origin(index) {
-        return Err(format!(
-            "{} is served from {}, not from the peer",
-            want.filename,
-            file_url.origin()
-        ));
+        return Err(PeersError::Elsewhere {
+            what: want.filename.clone(),
+            origin: file_url.origin().to_string(),
+        });
     }
     let get_file = || {
         c.send(
@@ -335,22 +439,28 @@ fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
             break;
         }
         if started.elapsed() > WARM_WITHIN || signals::stopping() {
-            return Err(format!(
-                "{file_url} never served {} with the canary's bytes (last: {})",
-                want.filename,
-                answer(&ex)
-            ));
+            return Err(PeersError::NeverServed {
+                url: file_url,
+                filename: want.filename.clone(),
+                last: answer(&ex),
+            });
         }
         std::thread::sleep(Duration::from_millis(250));
     }
     // Served from the cache now: the same answers again.
     let ex = c.get("page again", page_url.path_and_query(), Some("text/html"));
     if ex.status() != Some(200) {
-        return Err(format!("{page_url} answered {} once warm", answer(&ex)));
+        return Err(PeersError::NotWarm {
+            url: page_url,
+            answer: answer(&ex),
+        });
     }
     let ex = get_file();
     if !right(&ex) {
-        return Err(format!("{file_url} answered {} once warm", answer(&ex)));
+        return Err(PeersError::NotWarm {
+            url: file_url,
+            answer: answer(&ex),
+        });
     }
     Ok((page_url, file_url))
 }
@@ -359,10 +469,10 @@ fn warm(index: &Url, want: &BuiltDist) -> Result<(Url, Url), String> {
 /// npm asks) and the tarball `want` of `version`, until the tarball comes
 /// back from the registry itself with the canary's bytes; returns the
 /// packument's and the tarball's URLs.
-fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Url), String> {
+fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Url), PeersError> {
     let c = client(registry)?;
     let name = npm_canary::PRESENT;
-    let doc_url = registry.join(name).map_err(|e| e.to_string())?;
+    let doc_url = registry.join(name)?;
     let ex = c.get("packument", doc_url.path_and_query(), Some(NPM_ACCEPT));
     let doc: serde_json::Value = ex
         .response
@@ -370,16 +480,23 @@ fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Ur
         .filter(|r| r.status == Some(200))
         .and_then(|r| r.full_body())
         .and_then(|b| serde_json::from_slice(b).ok())
-        .ok_or_else(|| format!("{doc_url} answered {}", answer(&ex)))?;
+        .ok_or_else(|| PeersError::Answered {
+            url: doc_url.clone(),
+            answer: answer(&ex),
+        })?;
     let tarball = doc["versions"][version]["dist"]["tarball"]
         .as_str()
-        .ok_or_else(|| format!("{doc_url} lists no tarball of {name}@{version}"))?;
-    let file_url = registry.join(tarball).map_err(|e| e.to_string())?;
+        .ok_or_else(|| PeersError::NoTarball {
+            url: doc_url.clone(),
+            package: name,
+            version: version.to_string(),
+        })?;
+    let file_url = registry.join(tarball)?;
     if !file_url.same_origin(registry) {
-        return Err(format!(
-            "{name}@{version} is served from {}, not from the peer",
-            file_url.origin()
-        ));
+        return Err(PeersError::Elsewhere {
+            what: format!("{name}@{version}"),
+            origin: file_url.origin().to_string(),
+        });
     }
     let sha256 = egress_model::Sha256Digest::of(&want.bytes);
     let get_file = || {
@@ -400,11 +517,11 @@ fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Ur
             break;
         }
         if started.elapsed() > WARM_WITHIN || signals::stopping() {
-            return Err(format!(
-                "{file_url} never served {} with the canary's bytes (last: {})",
-                want.filename,
-                answer(&ex)
-            ));
+            return Err(PeersError::NeverServed {
+                url: file_url,
+                filename: want.filename.clone(),
+                last: answer(&ex),
+            });
         }
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -414,11 +531,17 @@ fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Ur
         Some(NPM_ACCEPT),
     );
     if ex.status() != Some(200) {
-        return Err(format!("{doc_url} answered {} once warm", answer(&ex)));
+        return Err(PeersError::NotWarm {
+            url: doc_url,
+            answer: answer(&ex),
+        });
     }
     let ex = get_file();
     if !right(&ex) {
-        return Err(format!("{file_url} answered {} once warm", answer(&ex)));
+        return Err(PeersError::NotWarm {
+            url: file_url,
+            answer: answer(&ex),
+        });
     }
     Ok((doc_url, file_url))
 }
@@ -456,15 +579,19 @@ struct NpmLab {
 }
 
 impl NpmLab {
-    fn start() -> Result<Self, String> {
-        let canary =
-            NpmCanary::start().map_err(|e| format!("cannot start the npm canary upstream: {e}"))?;
+    fn start() -> Result<Self, PeersError> {
+        let canary = NpmCanary::start().map_err(|source| PeersError::Canary {
+            what: "npm canary upstream",
+            source,
+        })?;
         let (packages, names) = npm_lab(&canary);
         let (_, version, tarball) = canary
             .tarballs(false)
             .into_iter()
             .find(|(n, _, _)| n == npm_canary::PRESENT)
-            .ok_or(format!("the npm canary serves no {}", npm_canary::PRESENT))?;
+            .ok_or(PeersError::NoPackage {
+                package: npm_canary::PRESENT,
+            })?;
         Ok(NpmLab {
             canary,
             packages,
@@ -476,16 +603,16 @@ impl NpmLab {
 }
 
 /// The protocol of a variant: the references' by name, a peer's from its config.
-fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), String> {
+fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), PeersError> {
     match name {
         REFERENCE => Ok((Protocol::Pypi, None)),
         NPM_REFERENCE => Ok((Protocol::Npm, None)),
         _ => {
             let path = lab.paths.configs.join(format!("{name}.conf"));
             if !path.is_file() {
-                return Err(format!("no {}", path.display()));
+                return Err(PeersError::NoConfig { path });
             }
-            let cfg = PeerConfig::load(&path).map_err(|e| e.to_string())?;
+            let cfg = PeerConfig::load(&path)?;
             Ok((cfg.protocol, Some(cfg)))
         }
     }
@@ -496,13 +623,14 @@ fn start(
     lab: &Lab,
     name: &str,
     cfg: Option<PeerConfig>,
-) -> Result<(Url, String, Box<dyn Any>), String> {
+) -> Result<(Url, String, Box<dyn Any>), PeersError> {
     let Some(cfg) = cfg else {
         if name == NPM_REFERENCE {
-            let (registry, guard) = start_npm_reference(&lab.npm.canary)?;
+            let (registry, guard) =
+                start_npm_reference(&lab.npm.canary).map_err(PeersError::Reference)?;
             return Ok((registry, Variant::NpmReference.about(), guard));
         }
-        let (index, guard) = start_reference(&lab.canary)?;
+        let (index, guard) = start_reference(&lab.canary).map_err(PeersError::Reference)?;
         return Ok((index, Variant::Reference.about(), guard));
     };
     let (canary_index, canary_url, packages, projects) = match cfg.protocol {
@@ -526,16 +654,16 @@ fn start(
         packages,
         projects,
     };
-    let peer = egress_testbed::start(&cfg, &ctx).map_err(|e| e.to_string())?;
+    let peer = egress_testbed::start(&cfg, &ctx)?;
     eprintln!("bench-peers: {name}: started, pid {}", peer.pid());
     Ok((peer.index_url.clone(), cfg.about, Box::new(peer)))
 }
 
-fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, String> {
+fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, PeersError> {
     let (protocol, cfg) = protocol_of(lab, name)?;
     let (index, about, guard) = start(lab, name, cfg)?;
     if signals::stopping() {
-        return Err("interrupted".into());
+        return Err(PeersError::Interrupted);
     }
     let (canary, (page_url, file_url), accept): (&dyn Upstream, _, _) = match protocol {
         Protocol::Pypi => (&lab.canary, warm(&index, &lab.file)?, "text/html"),
@@ -790,8 +918,11 @@ fn table(md: &mut String, t: &Table, results: &[&Measured]) {
     md.push('\n');
 }
 
-fn run(args: &Args) -> Result<bool, String> {
-    let canary = Canary::start().map_err(|e| format!("cannot start the canary upstream: {e}"))?;
+fn run(args: &Args) -> Result<bool, PeersError> {
+    let canary = Canary::start().map_err(|source| PeersError::Canary {
+        what: "canary upstream",
+        source,
+    })?;
     let dists = canary.dists(false);
     let packages = dists
         .iter()
@@ -803,7 +934,7 @@ fn run(args: &Args) -> Result<bool, String> {
         .iter()
         .find(|(n, d)| n.as_str() == PRESENT && d.filename.ends_with(".whl"))
         .map(|(_, d)| d.clone())
-        .ok_or(format!("the canary serves no wheel of {PRESENT}"))?;
+        .ok_or(PeersError::NoWheel { project: PRESENT })?;
     let lab = Lab {
         canary,
         packages,
@@ -831,7 +962,7 @@ fn run(args: &Args) -> Result<bool, String> {
             }
             Err(e) => {
                 eprintln!("bench-peers: {name}: skipped: {e}");
-                skipped.push((name.clone(), e));
+                skipped.push((name.clone(), e.to_string()));
             }
         }
     }
@@ -839,12 +970,18 @@ fn run(args: &Args) -> Result<bool, String> {
     lab.canary.stop();
     lab.npm.canary.stop();
     if signals::stopping() {
-        return Err("interrupted; nothing written".into());
+        return Err(PeersError::NothingWritten);
     }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| PeersError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
-    std::fs::write(&args.out, &md).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    std::fs::write(&args.out, &md).map_err(|source| PeersError::Write {
+        path: args.out.clone(),
+        source,
+    })?;
     print!("{md}");
     eprintln!("bench-peers: written to {}", args.out.display());
     Ok(skipped.is_empty())
@@ -867,7 +1004,7 @@ fn main() -> ExitCode {
         }
     };
     if let Err(e) = signals::install() {
-        eprintln!("egress-bench-peers: {e}");
+        egress_cli::say_error("egress-bench-peers", &e);
         return ExitCode::from(2);
     }
     match run(&args) {
@@ -875,7 +1012,7 @@ fn main() -> ExitCode {
         // Written, but some variant was skipped.
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("egress-bench-peers: {e}");
+            egress_cli::say_error("egress-bench-peers", &e);
             ExitCode::from(if signals::stopping() { 130 } else { 2 })
         }
     }

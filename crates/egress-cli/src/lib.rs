@@ -3,6 +3,9 @@
 //! - [`parse`]: flags through clap, where `--help` is a normal end and not
 //!   an error;
 //! - [`usage_line`]: a clap error as the one line a usage error is;
+//! - [`chain`] and [`say_error`]: any other error as the chain of its
+//!   causes, `NAME: <message>` then one `caused by: ` line per cause the
+//!   line before does not already say;
 //! - [`print`] (and the [`out!`] and [`outln!`] macros over it): the one
 //!   path to standard output. A locked handle, written and flushed, where a
 //!   closed pipe (`egress-conformance | head -1`) is a quiet, normal end:
@@ -55,6 +58,35 @@ pub fn usage_line(e: &clap::Error) -> String {
         Some(rest) => rest.to_string(),
         None if line.is_empty() => "invalid arguments".to_string(),
         None => line,
+    }
+}
+
+/// The lines an error is shown as: its message, then `caused by: ` and
+/// each cause (and its causes) that the line before does not already end
+/// with, so a message that already says its cause is one line.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut lines = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !lines.last().is_some_and(|l| l.ends_with(&text)) {
+            lines.push(format!("caused by: {text}"));
+        }
+        next = cause.source();
+    }
+    lines
+}
+
+/// Writes `e` to standard error as [`chain`] gives it, the first line as
+/// `name: <message>`. A closed standard error is not worth a panic.
+pub fn say_error(name: &str, e: &(dyn std::error::Error + 'static)) {
+    let mut err = io::stderr().lock();
+    for (i, line) in chain(e).iter().enumerate() {
+        let _ = if i == 0 {
+            writeln!(err, "{name}: {line}")
+        } else {
+            writeln!(err, "{line}")
+        };
     }
 }
 
@@ -147,5 +179,34 @@ mod tests {
     fn flags_parse() {
         let f = parse::<Flags>("t", ["--listen".to_string(), "x".to_string()]);
         assert!(matches!(f, Ok(Some(Flags { listen, .. })) if listen == "x"));
+    }
+
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Option<io::Error>);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_ref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn an_error_is_its_chain_of_causes_each_said_once() {
+        let denied = || Some(io::Error::new(io::ErrorKind::PermissionDenied, "denied"));
+        assert_eq!(
+            chain(&Wrapped("cannot write x", denied())),
+            ["cannot write x", "caused by: denied"]
+        );
+        assert_eq!(
+            chain(&Wrapped("cannot write x: denied", denied())),
+            ["cannot write x: denied"]
+        );
+        assert_eq!(chain(&Wrapped("alone", None)), ["alone"]);
     }
 }

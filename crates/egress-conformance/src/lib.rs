@@ -74,16 +74,7 @@ impl Failure {
     /// The lines the binary prints: the message, then each cause (and its
     /// causes) that the line before does not already end with.
     pub fn chain(&self) -> Vec<String> {
-        let mut lines = vec![self.message.clone()];
-        let mut next = std::error::Error::source(self);
-        while let Some(cause) = next {
-            let text = cause.to_string();
-            if !lines.last().is_some_and(|l| l.ends_with(&text)) {
-                lines.push(format!("caused by: {text}"));
-            }
-            next = cause.source();
-        }
-        lines
+        egress_cli::chain(self)
     }
 }
 

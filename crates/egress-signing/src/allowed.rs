@@ -78,8 +78,10 @@ impl AllowedSigners {
             if content.is_empty() || content.starts_with('#') {
                 continue;
             }
-            let entry = parse_line(line, content)
-                .map_err(|detail| SigningError::AllowedSigners { line, detail })?;
+            let entry = parse_line(line, content).map_err(|e| SigningError::AllowedSigners {
+                line,
+                detail: e.to_string(),
+            })?;
             entries.push(entry);
         }
         Ok(Self { entries })
@@ -155,10 +157,42 @@ fn field(principal: &str) -> String {
     }
 }
 
-fn parse_line(line: usize, content: &str) -> Result<AllowedSignersEntry, String> {
+/// What is wrong with one line; [`SigningError::AllowedSigners`] names the
+/// line and says where the format is described.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("unterminated quote in principals")]
+    UnterminatedPrincipals,
+    #[error("empty principals field")]
+    EmptyPrincipals,
+    #[error("unterminated quote in options")]
+    UnterminatedOptions,
+    #[error("unknown option `{0}`")]
+    UnknownOption(String),
+    #[error("option `{0}` needs a double-quoted value")]
+    UnquotedValue(String),
+    #[error("more than one namespaces option")]
+    SecondNamespaces,
+    /// `valid-after` or `valid-before`.
+    #[error("option `{0}` is not supported; remove it, or remove the key once it expires")]
+    Validity(String),
+    #[error("expected `keytype base64-key` after the principals and options")]
+    NoKey,
+    #[error("key is too long")]
+    KeyTooLong,
+    #[error("key is not valid base64")]
+    NotBase64,
+    /// The key data is malformed.
+    #[error(transparent)]
+    Key(#[from] SigningError),
+    #[error("key type `{0}` does not match the key data")]
+    TypeMismatch(String),
+}
+
+fn parse_line(line: usize, content: &str) -> Result<AllowedSignersEntry, LineError> {
     let (principals, rest) = take_field(content)?;
     if principals.is_empty() {
-        return Err("empty principals field".into());
+        return Err(LineError::EmptyPrincipals);
     }
     let rest = rest.trim_start_matches([' ', '\t']);
 
@@ -181,45 +215,43 @@ fn parse_line(line: usize, content: &str) -> Result<AllowedSignersEntry, String>
             continue;
         }
         let Some((name, value)) = option.split_once('=') else {
-            return Err(format!("unknown option `{option}`"));
+            return Err(LineError::UnknownOption(option.to_owned()));
         };
         let value = value
             .strip_prefix('"')
             .and_then(|v| v.strip_suffix('"'))
             .filter(|v| !v.contains('"'))
-            .ok_or_else(|| format!("option `{name}` needs a double-quoted value"))?;
+            .ok_or_else(|| LineError::UnquotedValue(name.to_owned()))?;
         if name.eq_ignore_ascii_case("namespaces") {
             if namespaces.is_some() {
-                return Err("more than one namespaces option".into());
+                return Err(LineError::SecondNamespaces);
             }
             namespaces = Some(value.to_owned());
         } else if name.eq_ignore_ascii_case("valid-after")
             || name.eq_ignore_ascii_case("valid-before")
         {
-            return Err(format!(
-                "option `{name}` is not supported; remove it, or remove the key once it expires"
-            ));
+            return Err(LineError::Validity(name.to_owned()));
         } else {
-            return Err(format!("unknown option `{name}`"));
+            return Err(LineError::UnknownOption(name.to_owned()));
         }
     }
 
     let mut fields = rest.split_ascii_whitespace();
     let (Some(key_type), Some(encoded)) = (fields.next(), fields.next()) else {
-        return Err("expected `keytype base64-key` after the principals and options".into());
+        return Err(LineError::NoKey);
     };
     // The rest of the line is a free-form comment.
     if key_type.len() > MAX_NAME || encoded.len() > MAX_KEY_BLOB * 2 {
-        return Err("key is too long".into());
+        return Err(LineError::KeyTooLong);
     }
-    let blob = base64::decode(encoded).ok_or("key is not valid base64")?;
+    let blob = base64::decode(encoded).ok_or(LineError::NotBase64)?;
     let mut r = Reader::new(&blob, "public key");
-    let inner_type = r.string(MAX_NAME).map_err(|e| e.to_string())?;
+    let inner_type = r.string(MAX_NAME)?;
     if inner_type != key_type.as_bytes() {
-        return Err(format!("key type `{key_type}` does not match the key data"));
+        return Err(LineError::TypeMismatch(key_type.to_owned()));
     }
     let key = if key_type == KEY_TYPE {
-        Some(PublicKey::from_blob(&blob).map_err(|e| e.to_string())?)
+        Some(PublicKey::from_blob(&blob)?)
     } else {
         None
     };
@@ -235,18 +267,18 @@ fn parse_line(line: usize, content: &str) -> Result<AllowedSignersEntry, String>
 
 /// The first field: either `"..."` (up to the next quote, no escapes, as
 /// OpenSSH's strdelimw) or everything up to the first space or tab.
-fn take_field(s: &str) -> Result<(&str, &str), String> {
+fn take_field(s: &str) -> Result<(&str, &str), LineError> {
     if let Some(quoted) = s.strip_prefix('"') {
         quoted
             .split_once('"')
-            .ok_or_else(|| "unterminated quote in principals".to_owned())
+            .ok_or(LineError::UnterminatedPrincipals)
     } else {
         Ok(s.split_once([' ', '\t']).unwrap_or((s, "")))
     }
 }
 
 /// The options field runs to the first space or tab outside double quotes.
-fn split_options(s: &str) -> Result<(&str, &str), String> {
+fn split_options(s: &str) -> Result<(&str, &str), LineError> {
     let mut in_quote = false;
     for (i, c) in s.char_indices() {
         match c {
@@ -256,7 +288,7 @@ fn split_options(s: &str) -> Result<(&str, &str), String> {
         }
     }
     if in_quote {
-        Err("unterminated quote in options".into())
+        Err(LineError::UnterminatedOptions)
     } else {
         Ok((s, ""))
     }

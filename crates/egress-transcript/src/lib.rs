@@ -259,7 +259,7 @@ impl Client {
                     ex.error = err;
                 }
             }
-            Err(e) => ex.error = Some(e),
+            Err(e) => ex.error = Some(e.to_string()),
         }
         ex.elapsed_ms = start.elapsed().as_millis() as u64;
         ex
@@ -282,7 +282,7 @@ impl Client {
         let mut stream = match self.connect(deadline) {
             Ok(s) => s,
             Err(e) => {
-                first.error = Some(e);
+                first.error = Some(e.to_string());
                 first.elapsed_ms = start.elapsed().as_millis() as u64;
                 return vec![first];
             }
@@ -321,12 +321,15 @@ impl Client {
         vec![first, second]
     }
 
-    fn connect(&self, deadline: Instant) -> Result<Box<dyn Stream>, String> {
+    fn connect(&self, deadline: Instant) -> Result<Box<dyn Stream>, ConnectError> {
         let addrs: Vec<SocketAddr> = (self.base.host_unbracketed(), self.base.port())
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}: {e}", self.base.host()))?
+            .map_err(|source| ConnectError::Resolve {
+                host: self.base.host().to_string(),
+                source,
+            })?
             .collect();
-        let mut last = String::from("no address to connect to");
+        let mut last = ConnectError::NoAddress;
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, self.limits.connect_timeout) {
                 Ok(tcp) => {
@@ -335,14 +338,36 @@ impl Client {
                     return match &self.tls {
                         None => Ok(Box::new(timed)),
                         Some(cfg) => tls::wrap(cfg.clone(), self.base.host_unbracketed(), timed)
-                            .map(|s| Box::new(s) as Box<dyn Stream>),
+                            .map(|s| Box::new(s) as Box<dyn Stream>)
+                            .map_err(ConnectError::from),
                     };
                 }
-                Err(e) => last = format!("connect to {addr} failed: {}", describe_io(&e)),
+                Err(source) => last = ConnectError::Connect { addr, source },
             }
         }
         Err(last)
     }
+}
+
+/// Why no stream to the target was opened; recorded as the exchange's error.
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("cannot resolve {host}: {source}")]
+    Resolve {
+        host: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no address to connect to")]
+    NoAddress,
+    #[error("connect to {addr} failed: {}", describe_io(.source))]
+    Connect {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Tls(#[from] tls::HandshakeError),
 }
 
 pub(crate) fn describe_io(e: &io::Error) -> String {

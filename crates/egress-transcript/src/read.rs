@@ -97,7 +97,7 @@ impl<'a, R: Read + ?Sized> Input<'a, R> {
     }
 
     /// Reads a line ending in LF, at most `cap` bytes. `Ok(None)` on EOF.
-    fn line(&mut self, cap: usize) -> Result<Option<Vec<u8>>, String> {
+    fn line(&mut self, cap: usize) -> Result<Option<Vec<u8>>, LineError> {
         loop {
             if let Some(i) = self.available().iter().position(|&b| b == b'\n') {
                 let line = at_most(self.available(), i).to_vec();
@@ -105,14 +105,23 @@ impl<'a, R: Read + ?Sized> Input<'a, R> {
                 return Ok(Some(line));
             }
             if self.available().len() > cap {
-                return Err(format!("line longer than {cap} bytes"));
+                return Err(LineError::TooLong(cap));
             }
             if self.eof {
                 return Ok(None);
             }
-            self.fill().map_err(|e| describe_io(&e))?;
+            self.fill().map_err(LineError::Io)?;
         }
     }
+}
+
+/// Why no line was read; the caller says which line it was after.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("line longer than {0} bytes")]
+    TooLong(usize),
+    #[error("{}", describe_io(.0))]
+    Io(#[source] io::Error),
 }
 
 struct Sink<'o> {

@@ -3,7 +3,7 @@
 
 use crate::read::Timed;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, InvalidDnsNameError, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,18 +64,35 @@ pub(crate) fn config(cacert: Option<&Path>) -> Result<Arc<ClientConfig>, TlsErro
     Ok(Arc::new(cfg))
 }
 
+/// Why a TLS session over an open connection did not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HandshakeError {
+    #[error("invalid TLS server name {host:?}: {source}")]
+    ServerName {
+        host: String,
+        #[source]
+        source: InvalidDnsNameError,
+    },
+    #[error("TLS set-up failed: {0}")]
+    Setup(#[source] rustls::Error),
+    #[error("TLS handshake failed: {0}")]
+    Handshake(#[source] std::io::Error),
+}
+
 pub(crate) fn wrap(
     cfg: Arc<ClientConfig>,
     host: &str,
     mut sock: Timed,
-) -> Result<StreamOwned<ClientConnection, Timed>, String> {
-    let name = ServerName::try_from(host.to_string())
-        .map_err(|e| format!("invalid TLS server name {host:?}: {e}"))?;
-    let mut conn =
-        ClientConnection::new(cfg, name).map_err(|e| format!("TLS set-up failed: {e}"))?;
+) -> Result<StreamOwned<ClientConnection, Timed>, HandshakeError> {
+    let name =
+        ServerName::try_from(host.to_string()).map_err(|source| HandshakeError::ServerName {
+            host: host.to_string(),
+            source,
+        })?;
+    let mut conn = ClientConnection::new(cfg, name).map_err(HandshakeError::Setup)?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock)
-            .map_err(|e| format!("TLS handshake failed: {e}"))?;
+            .map_err(HandshakeError::Handshake)?;
     }
     Ok(StreamOwned::new(conn, sock))
 }

@@ -300,6 +300,21 @@ fn parse_url(text: &str) -> Result<Url, BuildError> {
     Url::parse(text).map_err(|e| BuildError::Conflict(format!("{text}: {e}")))
 }
 
+/// Why a pin's packument cannot tell its signatures; the pin is then
+/// listed as unsigned with this reason.
+#[derive(Debug, thiserror::Error)]
+enum NoPackument {
+    #[error("{url} is not JSON: {source}")]
+    NotJson {
+        url: Url,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A 4xx: the registry does not provide it.
+    #[error("{url} answered {status}")]
+    Answered { url: Url, status: u16 },
+}
+
 /// Fetches the keys document of every registry the pins were resolved
 /// from, and the packuments of the pinned packages, and keeps what can be
 /// replayed (see the module documentation). A 4xx from a registry means it
@@ -398,12 +413,12 @@ pub(crate) fn fetch_npm_signatures(
             .ok_or_else(|| FetchError::Failed(format!("{url}: no client")))?;
         fetch::document(client, url, PACKUMENT_ACCEPT, &quiet)
     });
-    let mut packuments: HashMap<(String, String), Result<Value, String>> = HashMap::new();
+    let mut packuments: HashMap<(String, String), Result<Value, NoPackument>> = HashMap::new();
     for ((base, name, url), r) in jobs_list.into_iter().zip(results) {
         let doc = match r? {
             fetch::Document::Body(bytes) => serde_json::from_slice::<Value>(&bytes)
-                .map_err(|e| format!("{url} is not JSON: {e}")),
-            fetch::Document::NotProvided(status) => Err(format!("{url} answered {status}")),
+                .map_err(|source| NoPackument::NotJson { url, source }),
+            fetch::Document::NotProvided(status) => Err(NoPackument::Answered { url, status }),
         };
         packuments.insert((base, name), doc);
     }

@@ -349,7 +349,7 @@ impl State {
             Err(reply) => return reply,
         };
         let metadata = if file_path.ends_with(".whl") {
-            read_wheel_metadata(&bytes).map_err(|e| e.to_string())
+            read_wheel_metadata(&bytes)
         } else if file_path.ends_with(".tar.gz") {
             build_sdist_metadata(&bytes)
         } else {

@@ -35,36 +35,78 @@ pub(super) struct Call {
     pub params: Vec<Param>,
 }
 
+/// Why a body is not a call this parser accepts (the canary answers it with
+/// a fault saying so).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum CallError {
+    #[error("call larger than {MAX_CALL_BYTES} bytes")]
+    TooLarge,
+    #[error("call is not UTF-8")]
+    NotUtf8,
+    #[error("markup declarations, CDATA and comments are not accepted")]
+    Declarations,
+    #[error("unterminated XML declaration")]
+    UnterminatedDeclaration,
+    #[error("processing instructions are not accepted")]
+    ProcessingInstruction,
+    #[error("not a methodCall")]
+    NotMethodCall,
+    #[error("no methodName")]
+    NoMethodName,
+    #[error("invalid methodName")]
+    InvalidMethodName,
+    #[error("expected params after methodName")]
+    ExpectedParams,
+    /// A `param`, or the `value` inside one, is missing.
+    #[error("expected {0}")]
+    Expected(&'static str),
+    #[error("unexpected content in param")]
+    UnexpectedInParam,
+    #[error("unterminated {0}")]
+    Unterminated(&'static str),
+    /// An `int`, `i4` or `i8` that is not a 64-bit integer.
+    #[error("invalid {0}")]
+    InvalidInt(&'static str),
+    #[error("only string and integer parameters are accepted")]
+    NotScalar,
+    #[error("markup inside a string")]
+    MarkupInString,
+    #[error("unterminated character reference")]
+    UnterminatedReference,
+    #[error("unsupported character reference {0}")]
+    UnsupportedReference(String),
+}
+
 /// Parses a `methodCall`; `Err` says why it is not one this parser accepts.
-pub(super) fn parse_call(body: &[u8]) -> Result<Call, String> {
+pub(super) fn parse_call(body: &[u8]) -> Result<Call, CallError> {
     if body.len() > MAX_CALL_BYTES {
-        return Err(format!("call larger than {MAX_CALL_BYTES} bytes"));
+        return Err(CallError::TooLarge);
     }
-    let text = std::str::from_utf8(body).map_err(|_| "call is not UTF-8".to_string())?;
+    let text = std::str::from_utf8(body).map_err(|_| CallError::NotUtf8)?;
     let mut rest = text.trim_start_matches('\u{feff}').trim();
     if rest.contains("<!") {
-        return Err("markup declarations, CDATA and comments are not accepted".into());
+        return Err(CallError::Declarations);
     }
     if rest.starts_with("<?xml") {
-        let end = rest.find("?>").ok_or("unterminated XML declaration")?;
+        let end = rest.find("?>").ok_or(CallError::UnterminatedDeclaration)?;
         rest = rest[end + 2..].trim_start();
     }
     if rest.contains("<?") {
-        return Err("processing instructions are not accepted".into());
+        return Err(CallError::ProcessingInstruction);
     }
     let inner = rest
         .strip_prefix("<methodCall>")
         .and_then(|r| r.strip_suffix("</methodCall>"))
-        .ok_or("not a methodCall")?
+        .ok_or(CallError::NotMethodCall)?
         .trim();
-    let (name, after) = element(inner, "methodName")?.ok_or("no methodName")?;
+    let (name, after) = element(inner, "methodName")?.ok_or(CallError::NoMethodName)?;
     let method = name.trim();
     if method.is_empty()
         || !method
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'/'))
     {
-        return Err("invalid methodName".into());
+        return Err(CallError::InvalidMethodName);
     }
     let after = after.trim();
     let mut params = Vec::new();
@@ -72,13 +114,14 @@ pub(super) fn parse_call(body: &[u8]) -> Result<Call, String> {
         let list = after
             .strip_prefix("<params>")
             .and_then(|r| r.strip_suffix("</params>"))
-            .ok_or("expected params after methodName")?;
+            .ok_or(CallError::ExpectedParams)?;
         let mut list = list.trim();
         while !list.is_empty() {
-            let (param, after) = element(list, "param")?.ok_or("expected param")?;
-            let (value, tail) = element(param.trim(), "value")?.ok_or("expected value")?;
+            let (param, after) = element(list, "param")?.ok_or(CallError::Expected("param"))?;
+            let (value, tail) =
+                element(param.trim(), "value")?.ok_or(CallError::Expected("value"))?;
             if !tail.trim().is_empty() {
-                return Err("unexpected content in param".into());
+                return Err(CallError::UnexpectedInParam);
             }
             params.push(scalar(value)?);
             list = after.trim();
@@ -92,7 +135,7 @@ pub(super) fn parse_call(body: &[u8]) -> Result<Call, String> {
 
 /// `<tag>inner</tag>rest` at the start of `s` (no nesting of `tag`):
 /// `Ok(Some((inner, rest)))`; `Ok(None)` when `s` does not start with `<tag>`.
-fn element<'a>(s: &'a str, tag: &str) -> Result<Option<(&'a str, &'a str)>, String> {
+fn element<'a>(s: &'a str, tag: &'static str) -> Result<Option<(&'a str, &'a str)>, CallError> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
     let Some(body) = s.strip_prefix(open.as_str()) else {
@@ -100,11 +143,11 @@ fn element<'a>(s: &'a str, tag: &str) -> Result<Option<(&'a str, &'a str)>, Stri
     };
     let end = body
         .find(close.as_str())
-        .ok_or_else(|| format!("unterminated {tag}"))?;
+        .ok_or(CallError::Unterminated(tag))?;
     Ok(Some((&body[..end], &body[end + close.len()..])))
 }
 
-fn scalar(value: &str) -> Result<Param, String> {
+fn scalar(value: &str) -> Result<Param, CallError> {
     let v = value.trim();
     if !v.starts_with('<') {
         // A bare value is a string (untrimmed, as the spec says).
@@ -122,32 +165,32 @@ fn scalar(value: &str) -> Result<Param, String> {
                 .trim()
                 .parse::<i64>()
                 .map(Param::Int)
-                .map_err(|_| format!("invalid {tag}"));
+                .map_err(|_| CallError::InvalidInt(tag));
         }
     }
     if let Some((s, "")) = element(v, "string")? {
         return unescape(s).map(Param::Str);
     }
-    Err("only string and integer parameters are accepted".into())
+    Err(CallError::NotScalar)
 }
 
-fn unescape(s: &str) -> Result<String, String> {
+fn unescape(s: &str) -> Result<String, CallError> {
     if s.contains('<') {
-        return Err("markup inside a string".into());
+        return Err(CallError::MarkupInString);
     }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find('&') {
         out.push_str(&rest[..at]);
         let tail = &rest[at..];
-        let end = tail.find(';').ok_or("unterminated character reference")?;
+        let end = tail.find(';').ok_or(CallError::UnterminatedReference)?;
         out.push(match &tail[..=end] {
             "&amp;" => '&',
             "&lt;" => '<',
             "&gt;" => '>',
             "&quot;" => '"',
             "&apos;" => '\'',
-            other => return Err(format!("unsupported character reference {other}")),
+            other => return Err(CallError::UnsupportedReference(other.to_string())),
         });
         rest = &tail[end + 1..];
     }

@@ -2,7 +2,7 @@
 
 use super::limits;
 use crate::loopback::is_loopback_url;
-use egress_artifacts::{read_sdist_pkg_info, read_top_level_file, TopLevelFile};
+use egress_artifacts::{read_sdist_pkg_info, read_top_level_file, ArtifactError, TopLevelFile};
 use egress_model::Url;
 use egress_transcript::Client;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 /// "Builds" an sdist to learn its metadata, the way a naive proxy runs
 /// `setup.py egg_info`: every `urlopen("URL")` in setup.py is performed (to
 /// loopback only), then PKG-INFO is returned.
-pub(super) fn build_sdist_metadata(sdist: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn build_sdist_metadata(sdist: &[u8]) -> Result<Vec<u8>, ArtifactError> {
     if let Some(setup_py) = sdist_setup_py(sdist) {
         for target in urlopen_targets(&setup_py) {
             let Ok(url) = Url::parse(&target) else {
@@ -24,7 +24,7 @@ pub(super) fn build_sdist_metadata(sdist: &[u8]) -> Result<Vec<u8>, String> {
             }
         }
     }
-    read_sdist_pkg_info(sdist).map_err(|e| e.to_string())
+    read_sdist_pkg_info(sdist)
 }
 
 /// The string literals passed to `urlopen(` in Python source.
