@@ -80,8 +80,14 @@ pub fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
 /// Writes `e` to standard error as [`chain`] gives it, the first line as
 /// `name: <message>`. A closed standard error is not worth a panic.
 pub fn say_error(name: &str, e: &(dyn std::error::Error + 'static)) {
+    say_lines(name, &chain(e));
+}
+
+/// Writes `lines` to standard error, the first as `name: <line>`. A closed
+/// standard error is not worth a panic.
+pub fn say_lines(name: &str, lines: &[String]) {
     let mut err = io::stderr().lock();
-    for (i, line) in chain(e).iter().enumerate() {
+    for (i, line) in lines.iter().enumerate() {
         let _ = if i == 0 {
             writeln!(err, "{name}: {line}")
         } else {

@@ -93,7 +93,10 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::from(exit::PASS);
             }
-            say_err(&[format!("{} (see --help)", egress_cli::usage_line(&e))]);
+            egress_cli::say_lines(
+                "egress-conformance",
+                &[format!("{} (see --help)", egress_cli::usage_line(&e))],
+            );
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -125,22 +128,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            say_err(&f.chain());
+            egress_cli::say_error("egress-conformance", &f);
             ExitCode::from(f.code)
         }
-    }
-}
-
-/// The one error path: the first line is `egress-conformance: <message>`,
-/// then one `caused by:` line per cause. A closed stderr is not worth a panic.
-fn say_err(lines: &[String]) {
-    use std::io::Write;
-    let mut err = std::io::stderr().lock();
-    for (i, line) in lines.iter().enumerate() {
-        let _ = if i == 0 {
-            writeln!(err, "egress-conformance: {line}")
-        } else {
-            writeln!(err, "{line}")
-        };
     }
 }
