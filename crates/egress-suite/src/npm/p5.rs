@@ -9,7 +9,9 @@ use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
-use crate::common::snapshot::{input, mutation, served_as_listed, verified_manifest, whole_digest};
+use crate::common::snapshot::{
+    changed_without_cause, input, mutation, served_as_listed, verified_manifest, whole_digest,
+};
 use crate::facts::{final_of, find, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{BodyEnd, NpmName, ProbeRecord, ProjectName};
@@ -114,6 +116,10 @@ pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
 
 pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.tarball") {
+        return v;
+    }
+    if let Some(v) = changed_without_cause(j, &[("P6.effect", super::p6::BEFORE, super::p6::AGAIN)])
+    {
         return v;
     }
     let npm = j.facts;

@@ -8,7 +8,8 @@ use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    input, manifest_verdict, mutation, served_as_listed, verified_manifest, whole_digest,
+    changed_without_cause, input, manifest_verdict, mutation, served_as_listed, verified_manifest,
+    whole_digest,
 };
 use crate::facts::success_body;
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
@@ -131,6 +132,16 @@ pub fn collect_stable(c: &Collector, f: &Facts) -> Evidence {
 
 pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.file") {
+        return v;
+    }
+    if let Some(v) = changed_without_cause(
+        j,
+        &[(
+            "P6.effect",
+            super::p6::EFFECT_BEFORE,
+            super::p6::EFFECT_AGAIN,
+        )],
+    ) {
         return v;
     }
     let Some((_, want)) = &j.facts.control_file else {
