@@ -641,6 +641,16 @@ impl Handler for Mutant {
             "P6.run-wide-writes" if method == "POST" && path.starts_with("/-/npm/v1/security/") => {
                 json_reply(200, &json!({}))
             }
+            // Replicas that disagree on `latest`: every other read of the
+            // present package's packuments moves it, with no upstream change.
+            "tag-flaps" if get && path == format!("/{PRESENT}") => {
+                let odd = self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1;
+                self.edit_packument(req, |doc| {
+                    if odd {
+                        doc["dist-tags"]["latest"] = "1.0.0".into();
+                    }
+                })
+            }
             // Replicas that disagree: every other read of the present
             // package's full packument carries other bytes, with no write
             // anywhere.
@@ -795,4 +805,19 @@ fn a_packument_that_changes_without_writes_is_p5s_not_p6s() {
     );
     assert_eq!(r.predicate("P5").map(|p| p.status), Some(Status::Fail));
     assert_ne!(r.predicate("P6").map(|p| p.status), Some(Status::Fail));
+}
+
+/// A `latest` that flaps with no upstream change is not laid on the
+/// upstream's move of the tag: P5.upstream-dist-tag is INCONCLUSIVE, and P5
+/// still FAILs on the instability itself.
+#[test]
+fn a_tag_that_flaps_before_the_upstream_moves_it_is_not_laid_on_the_move() {
+    let r = run_mutant("tag-flaps");
+    let tag = r
+        .probe("P5.upstream-dist-tag")
+        .expect("P5.upstream-dist-tag");
+    assert_eq!(tag.status, Status::Inconclusive, "{}", tag.reason);
+    assert!(tag.reason.contains("see P5.stable-bytes"), "{}", tag.reason);
+    let stable = r.probe("P5.stable-bytes").expect("P5.stable-bytes");
+    assert_eq!(stable.status, Status::Fail, "{}", stable.reason);
 }

@@ -391,7 +391,7 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         id: SubProbeId::new("P5.upstream-replaced-bytes"),
         predicate: Predicate::P5,
         title: r#"bytes replaced upstream mid-run never show"#,
-        doc: r#"in a window, the present project's page. The upstream then replaces the bytes of the control file's filename, keeping the name and updating the digest on its own pages. The suite then fetches: - the page again; - the file at its old URL (same-origin redirects followed); - the file at the URL the page now lists, if different."#,
+        doc: r#"in a window, the present project's page, twice. The upstream then replaces the bytes of the control file's filename, keeping the name and updating the digest on its own pages. The suite then fetches: - the page again; - the file at its old URL (same-origin redirects followed); - the file at the URL the page now lists, if different."#,
         phase: Phase::Upstream,
         order: 2,
         collect: Collect::Plain(p5::collect_replaced),
