@@ -323,3 +323,232 @@ pub fn judge_writes<P, F: ControlFacts>(j: &Judge<P, F>, control: &str) -> Verdi
         tally(&codes)
     ))
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::facts::Controls;
+    use crate::plan::{ManifestSource, Plan};
+    use egress_model::{ResponseRecord, Status, WireBytes};
+
+    struct Facts(Controls);
+    impl ControlFacts for Facts {
+        fn status(&self, control: &str) -> Status {
+            self.0.status(control)
+        }
+        fn served_artifact(&self) -> Option<Url> {
+            None
+        }
+    }
+
+    const PEER: &str = "127.0.0.1:8080";
+
+    fn plan() -> Plan<()> {
+        Plan {
+            index_url: format!("http://{PEER}/simple/"),
+            packages: (),
+            present_source: "test".into(),
+            upstream: None,
+            manifest: ManifestSource::WellKnown,
+            allowed_signers: false,
+        }
+    }
+
+    fn ex(
+        peer: &str,
+        request: &str,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Exchange {
+        Exchange {
+            label: "x".into(),
+            peer: peer.into(),
+            request: WireBytes(format!("{request} HTTP/1.1\r\n\r\n").into_bytes()),
+            response: Some(ResponseRecord {
+                status_line: format!("HTTP/1.1 {status}"),
+                status: Some(status),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                body_len: body.len() as u64,
+                body_sha256: Sha256Digest::of(body),
+                body_prefix: WireBytes(body.to_vec()),
+                body_end: BodyEnd::Complete,
+            }),
+            error: None,
+            elapsed_ms: 0,
+        }
+    }
+
+    fn rec(id: &str, exchanges: Vec<Exchange>) -> ProbeRecord {
+        ProbeRecord {
+            id: id.into(),
+            status: Status::Inconclusive,
+            reason: String::new(),
+            exchanges,
+            observations: Vec::new(),
+        }
+    }
+
+    fn judge(
+        records: &[ProbeRecord],
+        passed: bool,
+        f: impl Fn(&Judge<(), Facts>) -> Verdict,
+    ) -> Verdict {
+        let plan = plan();
+        let status = if passed {
+            Status::Pass
+        } else {
+            Status::Inconclusive
+        };
+        let facts = Facts(Controls(
+            ["C.index", "C.file"]
+                .iter()
+                .map(|c| (c.to_string(), status))
+                .collect(),
+        ));
+        f(&Judge {
+            plan: &plan,
+            facts: &facts,
+            records,
+        })
+    }
+
+    /// A page listing one file, with its sha256.
+    fn list(page: &Url, body: &[u8]) -> Vec<Listing> {
+        let text = String::from_utf8_lossy(body);
+        let Some((href, hex)) = text.split_once(' ') else {
+            return Vec::new();
+        };
+        match (page.join(href), Sha256Digest::from_hex(hex.trim())) {
+            (Ok(url), Ok(d)) => vec![Listing {
+                name: "f.whl".into(),
+                url,
+                expected: vec![Expected::Sha256(d)],
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_offsite_redirect_in_any_record_fails_without_a_control() {
+        let records = [rec(
+            "P4.metadata-sdist",
+            vec![ex(
+                PEER,
+                "GET /simple/x/x.tar.gz.metadata",
+                302,
+                &[("Location", "http://up:9/x")],
+                b"",
+            )],
+        )];
+        let (s, r) = judge(&records, false, |j| judge_offsite(j, "C.index", list));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.contains(
+                "P4.metadata-sdist: GET /simple/x/x.tar.gz.metadata -> 302 to http://up:9/x"
+            ),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn answers_from_elsewhere_are_not_the_targets() {
+        // A --manifest URL on another origin, and a CONNECT tunnel's far end.
+        let records = [rec(
+            "P5.manifest",
+            vec![
+                ex(
+                    "10.0.0.1:80",
+                    "GET /MANIFEST",
+                    302,
+                    &[("Location", "http://up:9/x")],
+                    b"",
+                ),
+                ex(
+                    "up:9 via 127.0.0.1:8080",
+                    "GET /x",
+                    302,
+                    &[("Location", "http://up:9/y")],
+                    b"",
+                ),
+                ex(PEER, "GET /simple/", 200, &[], b"ok"),
+            ],
+        )];
+        let (s, r) = judge(&records, true, |j| judge_offsite(j, "C.index", list));
+        assert_eq!(s, Status::Pass, "{r}");
+        assert!(r.starts_with("1 answers"), "{r}");
+    }
+
+    #[test]
+    fn nothing_examined_is_never_a_pass() {
+        let records = [rec(
+            "C.index",
+            vec![ex(PEER, "GET /simple/", 404, &[], b"")],
+        )];
+        let (s, _) = judge(&records, false, |j| judge_offsite(j, "C.index", list));
+        assert_eq!(s, Status::Inconclusive);
+        let (s, _) = judge(&records, true, |j| judge_digests(j, "C.file", list));
+        assert_eq!(s, Status::Inconclusive);
+        let (s, _) = judge(&records, true, |j| judge_writes(j, "C.index"));
+        assert_eq!(s, Status::Inconclusive);
+    }
+
+    #[test]
+    fn bytes_are_checked_against_what_any_record_listed_through_redirects() {
+        let good = b"wheel bytes";
+        let page = format!("/files/f.whl {}", Sha256Digest::of(good).to_hex());
+        let mut hop = ex(
+            PEER,
+            "GET /files/f.whl",
+            302,
+            &[("Location", "/blob/1")],
+            b"",
+        );
+        hop.label = "file".into();
+        let mut end = ex(PEER, "GET /blob/1", 200, &[], b"other bytes");
+        end.label = "file (redirect)".into();
+        let records = [
+            rec(
+                "C.project-html",
+                vec![ex(PEER, "GET /simple/x/", 200, &[], page.as_bytes())],
+            ),
+            rec("P4.tripwire", vec![hop, end]),
+        ];
+        let (s, r) = judge(&records, false, |j| judge_digests(j, "C.file", list));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.contains("P4.tripwire: GET /blob/1 -> 200") && r.contains("C.project-html listed"),
+            "{r}"
+        );
+        let mut ok = records.clone();
+        ok[1].exchanges[1] = {
+            let mut e = ex(PEER, "GET /blob/1", 200, &[], good);
+            e.label = "file (redirect)".into();
+            e
+        };
+        let (s, r) = judge(&ok, true, |j| judge_digests(j, "C.file", list));
+        assert_eq!(s, Status::Pass, "{r}");
+    }
+
+    #[test]
+    fn a_write_answered_2xx_fails_wherever_it_was_sent() {
+        let records = [rec(
+            "P3.registry-routes",
+            vec![
+                ex(PEER, "GET /-/whoami", 200, &[], b"{}"),
+                ex(PEER, "POST /-/npm/v1/security/audits", 200, &[], b"{}"),
+                ex(PEER, "PROPFIND /", 405, &[], b""),
+            ],
+        )];
+        let (s, r) = judge(&records, true, |j| judge_writes(j, "C.index"));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.contains("P3.registry-routes: POST /-/npm/v1/security/audits -> 200"),
+            "{r}"
+        );
+    }
+}
