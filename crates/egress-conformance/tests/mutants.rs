@@ -8,6 +8,7 @@ mod common;
 use common::mutant::{self, body_of, with_body};
 use egress_http::{Handler, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
+use egress_model::Status;
 use egress_references::pypi::builtin::{demo_snapshot, index_of, run_against, start_canary};
 use egress_references::pypi::canary::Canary;
 use egress_snapshot::Snapshot;
@@ -267,6 +268,34 @@ impl Handler for Mutant {
                 b.extend_from_slice(b"<!-- changed by a refused write -->\n");
                 with_body(r, b)
             }
+            // Run-wide rules. proxpi's answer to a PEP 658 request for an
+            // sdist: a redirect to its upstream, which P4.metadata-sdist
+            // reads as a refusal.
+            "P3.run-wide-redirects" if path.ends_with(".tar.gz.metadata") => Response::new(302)
+                .with_header("Location", format!("http://127.0.0.9:9{path}"))
+                .into(),
+            // Wrong bytes only for the tripwire's sdist, which only
+            // P4.tripwire fetches (and does not check against its listing).
+            "P1.run-wide-digests" if path.contains("ec_tripwire") && path.ends_with(".tar.gz") => {
+                let r = self.inner(req);
+                let mut b = body_of(&r);
+                if let Some(last) = b.last_mut() {
+                    *last ^= 0xff;
+                }
+                with_body(r, b)
+            }
+            "P6.run-wide-writes" if req.method == "DELETE" => Response::new(204).into(),
+            // Replicas that disagree: every other read of the root index
+            // carries other bytes, with no write anywhere.
+            "replicas-disagree" if path == "/simple/" && html => {
+                let r = self.inner(req);
+                if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
+                    let mut b = body_of(&r);
+                    b.extend_from_slice(b"<!-- the other replica -->\n");
+                    return with_body(r, b);
+                }
+                Reply::Response(r)
+            }
             _ => Reply::Response(self.inner(req)),
         }
     }
@@ -356,4 +385,49 @@ mutants! {
     p6_webdav: "P6.webdav" => "P6.webdav";
     p6_trace: "P6.trace" => "P6.trace";
     p6_effect: "P6.effect" => "P6.effect";
+    p1_run_wide_digests: "P1.run-wide-digests" => "P1.run-wide-digests";
+    p3_run_wide_redirects: "P3.run-wide-redirects" => "P3.run-wide-redirects";
+    p6_run_wide_writes: "P6.run-wide-writes" => "P6.run-wide-writes";
+}
+
+/// The proxpi case: the `.metadata` redirect off the origin is met only by
+/// P4.metadata-sdist, which reads it as a refusal; the run-wide rule names
+/// that sub-probe and the exchange.
+#[test]
+fn an_offsite_redirect_met_by_a_p4_probe_fails_p3() {
+    let r = run_mutant("P3.run-wide-redirects");
+    let rec = r.probe("P3.run-wide-redirects").expect("record");
+    assert!(
+        rec.reason.contains("P4.metadata-sdist: GET /files/")
+            && rec.reason.contains("ec_tripwire-0.1.0.tar.gz")
+            && rec.reason.contains("-> 302 to http://127.0.0.9:9/"),
+        "{}",
+        rec.reason
+    );
+    assert!(rec.exchanges.is_empty(), "a run-wide rule sends nothing");
+}
+
+/// A mirror whose replicas disagree changes a page with no write at all:
+/// that is P5's finding, and P6.effect cannot lay it on the writes.
+#[test]
+fn a_page_that_changes_without_writes_is_p5s_not_p6s() {
+    let r = run_mutant("replicas-disagree");
+    let stable = r.probe("P5.stable-bytes").expect("P5.stable-bytes");
+    assert_eq!(stable.status, Status::Fail, "{}", stable.reason);
+    assert!(
+        stable.reason.contains("P6.effect: the index"),
+        "{}",
+        stable.reason
+    );
+    let effect = r.probe("P6.effect").expect("P6.effect");
+    assert_eq!(effect.status, Status::Inconclusive, "{}", effect.reason);
+    assert!(
+        effect
+            .reason
+            .contains("changed without any write: see P5.stable-bytes"),
+        "{}",
+        effect.reason
+    );
+    assert_eq!(r.predicate("P5").map(|p| p.status), Some(Status::Fail));
+    assert_ne!(r.predicate("P6").map(|p| p.status), Some(Status::Fail));
 }

@@ -14,10 +14,10 @@ mod common;
 use common::mutant::{self, body_of, with_body};
 use egress_http::{Handler, Limits, Method, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
-use egress_model::Url;
+use egress_model::{Status, Url};
 use egress_references::npm::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
 use egress_references::npm::canary::{
-    BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, UPSTREAM_ONLY,
+    BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, TRIPWIRE, UPSTREAM_ONLY,
 };
 use egress_references::render_template;
 use egress_snapshot::{well_known, Snapshot};
@@ -618,6 +618,50 @@ impl Handler for Mutant {
                     None => self.pass(req),
                 }
             }
+            // ---------------------------------------------- run-wide rules
+            // `npm view name@version` answered by a redirect to the
+            // upstream, which P1.version-document reads as a refusal.
+            "P3.run-wide-redirects" if get && version_route(&path).is_some() => Response::new(302)
+                .with_header("Location", format!("{}{path}", self.canary))
+                .into(),
+            // Wrong bytes only for the tripwire's tarball, which only
+            // P4.tripwire fetches (and does not check against its listing).
+            "P1.run-wide-digests"
+                if get && tarball.as_ref().is_some_and(|(n, _)| n == TRIPWIRE) =>
+            {
+                let r = self.inner(req);
+                let mut b = body_of(&r);
+                if let Some(last) = b.last_mut() {
+                    *last ^= 0xff;
+                }
+                with_body(r, b)
+            }
+            // Answers `npm audit` itself, as many registries do: a POST that
+            // only P3.registry-routes sends.
+            "P6.run-wide-writes" if method == "POST" && path.starts_with("/-/npm/v1/security/") => {
+                json_reply(200, &json!({}))
+            }
+            // Replicas that disagree on `latest`: every other read of the
+            // present package's packuments moves it, with no upstream change.
+            "tag-flaps" if get && path == format!("/{PRESENT}") => {
+                let odd = self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1;
+                self.edit_packument(req, |doc| {
+                    if odd {
+                        doc["dist-tags"]["latest"] = "1.0.0".into();
+                    }
+                })
+            }
+            // Replicas that disagree: every other read of the present
+            // package's full packument carries other bytes, with no write
+            // anywhere.
+            "replicas-disagree" if get && !abbreviated && path == format!("/{PRESENT}") => {
+                let odd = self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1;
+                self.edit_packument(req, |doc| {
+                    if odd {
+                        doc["_replica"] = "the other one".into();
+                    }
+                })
+            }
             _ => self.pass(req),
         }
     }
@@ -733,4 +777,47 @@ mutants! {
     p6_webdav: "P6.webdav" => "P6.webdav";
     p6_trace: "P6.trace" => "P6.trace";
     p6_effect: "P6.effect" => "P6.effect";
+    p1_run_wide_digests: "P1.run-wide-digests" => "P1.run-wide-digests";
+    p3_run_wide_redirects: "P3.run-wide-redirects" => "P3.run-wide-redirects";
+    p6_run_wide_writes: "P6.run-wide-writes" => "P6.run-wide-writes";
+}
+
+/// A mirror whose replicas disagree changes a packument with no write at
+/// all: that is P5's finding, and P6.effect cannot lay it on the writes.
+#[test]
+fn a_packument_that_changes_without_writes_is_p5s_not_p6s() {
+    let r = run_mutant("replicas-disagree");
+    let stable = r.probe("P5.stable-bytes").expect("P5.stable-bytes");
+    assert_eq!(stable.status, Status::Fail, "{}", stable.reason);
+    assert!(
+        stable.reason.contains("P6.effect: the packument"),
+        "{}",
+        stable.reason
+    );
+    let effect = r.probe("P6.effect").expect("P6.effect");
+    assert_eq!(effect.status, Status::Inconclusive, "{}", effect.reason);
+    assert!(
+        effect
+            .reason
+            .contains("changed without any write: see P5.stable-bytes"),
+        "{}",
+        effect.reason
+    );
+    assert_eq!(r.predicate("P5").map(|p| p.status), Some(Status::Fail));
+    assert_ne!(r.predicate("P6").map(|p| p.status), Some(Status::Fail));
+}
+
+/// A `latest` that flaps with no upstream change is not laid on the
+/// upstream's move of the tag: P5.upstream-dist-tag is INCONCLUSIVE, and P5
+/// still FAILs on the instability itself.
+#[test]
+fn a_tag_that_flaps_before_the_upstream_moves_it_is_not_laid_on_the_move() {
+    let r = run_mutant("tag-flaps");
+    let tag = r
+        .probe("P5.upstream-dist-tag")
+        .expect("P5.upstream-dist-tag");
+    assert_eq!(tag.status, Status::Inconclusive, "{}", tag.reason);
+    assert!(tag.reason.contains("see P5.stable-bytes"), "{}", tag.reason);
+    let stable = r.probe("P5.stable-bytes").expect("P5.stable-bytes");
+    assert_eq!(stable.status, Status::Fail, "{}", stable.reason);
 }

@@ -256,12 +256,31 @@ fn leaky_reference(canary: &Canary) -> Result<(Url, Guard), String> {
     let to_mirror = client(&inner).map_err(|e| e.to_string())?;
     let upstream = Url::parse(&canary.index_url()).map_err(|e| e.to_string())?;
     let to_canary = client(&upstream).map_err(|e| e.to_string())?;
+    let canary_origin = upstream.origin();
     let server = egress_http::Server::bind_loopback(move |req: egress_http::Request| {
         let leak = req.target.starts_with(&format!(
             "/simple/{}/",
             egress_references::pypi::canary::UPSTREAM_ONLY
         )) || req.target.starts_with("/packages/");
-        forward(if leak { &to_canary } else { &to_mirror }, &req)
+        if !leak {
+            return forward(&to_mirror, &req);
+        }
+        // As a pull-through cache does, the upstream's absolute file URLs
+        // are rewritten onto the wrapper's own origin: handing the client
+        // to the upstream would be a P3 fault as well.
+        match forward(&to_canary, &req) {
+            egress_http::Reply::Response(mut r) => {
+                let page = match &r.body {
+                    egress_http::Body::Bytes(b) => std::str::from_utf8(b).ok(),
+                    _ => None,
+                };
+                if let Some(text) = page.map(|t| t.replace(&canary_origin, "")) {
+                    r.body = egress_http::Body::Bytes(text.into_bytes());
+                }
+                egress_http::Reply::Response(r)
+            }
+            other => other,
+        }
     })
     .map_err(|e| e.to_string())?;
     let index = Url::parse(&format!("{}/simple/", server.base_url())).map_err(|e| e.to_string())?;

@@ -115,6 +115,26 @@ impl Method {
     pub fn is_read(&self) -> bool {
         matches!(self, Self::Get | Self::Head)
     }
+
+    /// A method that asks the server to change state: `POST`, `PUT`,
+    /// `DELETE`, `PATCH` and the WebDAV writes (`PROPPATCH`, `MKCOL`,
+    /// `COPY`, `MOVE`, `LOCK`, `UNLOCK`). Reads, `OPTIONS`, `TRACE`,
+    /// `CONNECT`, `PROPFIND` and extension methods are not.
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Self::Post
+                | Self::Put
+                | Self::Delete
+                | Self::Patch
+                | Self::Proppatch
+                | Self::Mkcol
+                | Self::Copy
+                | Self::Move
+                | Self::Lock
+                | Self::Unlock
+        )
+    }
 }
 
 impl FromStr for Method {

@@ -4,5 +4,6 @@
 pub mod build;
 pub mod passthrough;
 pub mod replay;
+pub mod runwide;
 pub mod snapshot;
 pub mod writes;

@@ -70,11 +70,31 @@ pub fn upstream_contact_verdict<P, F: ControlFacts>(
         .collect();
     match log.first() {
         Some(first) => fail(format!(
-            "the target contacted the upstream {} times during the run, first {} {}",
+            "the target contacted the upstream {} times during the run, first {} {}{}",
             log.len(),
             first.method,
-            short(&first.target)
+            short(&first.target),
+            window_of(j.records, first.seq)
+                .map(|id| format!(" (during {id}'s requests)"))
+                .unwrap_or_default()
         )),
         None => pass("the upstream received no request from the target during the whole run"),
     }
+}
+
+/// The sub-probe whose window logged the upstream request `seq`: the one
+/// whose requests were under way when the upstream received it (the whole
+/// run's window aside).
+fn window_of(records: &[ProbeRecord], seq: u64) -> Option<&str> {
+    records.iter().find_map(|r| {
+        r.observations
+            .iter()
+            .any(|o| match o {
+                egress_model::Observation::UpstreamLog { window, requests } => {
+                    window != "whole run" && requests.iter().any(|u| u.seq == seq)
+                }
+                _ => false,
+            })
+            .then_some(r.id.as_str())
+    })
 }

@@ -268,3 +268,23 @@ pub fn mutation(rec: &ProbeRecord) -> Option<(&str, Option<Sha256Digest>, Sha256
         _ => None,
     })
 }
+
+/// P5.stable-bytes over other sub-probes' repeated reads: each `(id,
+/// before, again)` names a record whose `"{before}: X"` reads were repeated
+/// as `"{again}: X"` with nothing done in between (P6.effect's reads before
+/// the write attempts). A resource that changed between them is unstable on
+/// its own: the FAIL names it and the record. Shared by PyPI and npm.
+pub fn changed_without_cause<P, F: ControlFacts>(
+    j: &Judge<P, F>,
+    reads: &[(&str, &str, &str)],
+) -> Option<Verdict> {
+    reads.iter().find_map(|(id, before, again)| {
+        let rec = j.record(id)?;
+        let changed = crate::common::writes::changed_between(rec, before, again);
+        changed.first().map(|first| {
+            fail(format!(
+                "{id}: the {first}, read twice in a row with nothing done in between"
+            ))
+        })
+    })
+}

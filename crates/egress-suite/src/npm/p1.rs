@@ -9,6 +9,7 @@ use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
+use crate::common::runwide::{self, Expected, Listing};
 use crate::facts::{final_of, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{NpmName, ProbeRecord, Url};
@@ -395,4 +396,35 @@ pub fn judge_version_doc(j: &Judge, rec: &ProbeRecord) -> Verdict {
     } else {
         format!("{served} version documents carry the packument's sha512 integrity")
     })
+}
+
+/// The tarballs a served packument lists, with the sha512 integrity it
+/// gives for each. The run-wide rules read every served body through this.
+pub fn listings(page_url: &Url, body: &[u8]) -> Vec<Listing> {
+    let Ok(doc) = Packument::parse(body) else {
+        return Vec::new();
+    };
+    let name = doc.name.clone().unwrap_or_default();
+    doc.versions
+        .iter()
+        .filter_map(|v| {
+            let url = page_url.join(v.tarball.as_deref()?).ok()?;
+            let expected = v
+                .integrity
+                .iter()
+                .filter(|i| !sha512_entries(i).is_empty())
+                .map(|i| Expected::Sri(i.clone()))
+                .collect();
+            Some(Listing {
+                name: format!("{name}@{}", v.version),
+                url,
+                expected,
+            })
+        })
+        .collect()
+}
+
+/// `P1.run-wide-digests`: see [`runwide::judge_digests`].
+pub fn judge_run_wide_digests(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_digests(j, "C.tarball", listings)
 }

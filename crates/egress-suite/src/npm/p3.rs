@@ -12,6 +12,7 @@ use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::{self, tokens_in};
 use crate::collect::Evidence;
 use crate::common::passthrough::{same_origin_redirects, traversal_steps};
+use crate::common::runwide;
 use crate::facts::success_body;
 use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
@@ -311,4 +312,9 @@ pub fn judge_offsite_redirect(j: &Judge, rec: &ProbeRecord) -> Verdict {
         "{} requests, none redirected off the mirror's origin ({redirects} same-origin redirects)",
         rec.exchanges.len()
     ))
+}
+
+/// `P3.run-wide-redirects`: see [`runwide::judge_offsite`].
+pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_offsite(j, "C.packument", super::p1::listings)
 }

@@ -9,7 +9,9 @@ use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
-use crate::common::snapshot::{input, mutation, served_as_listed, verified_manifest, whole_digest};
+use crate::common::snapshot::{
+    changed_without_cause, input, mutation, served_as_listed, verified_manifest, whole_digest,
+};
 use crate::facts::{final_of, find, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{BodyEnd, NpmName, ProbeRecord, ProjectName};
@@ -116,6 +118,16 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.tarball") {
         return v;
     }
+    if let Some(v) = changed_without_cause(
+        j,
+        &[
+            ("P6.effect", super::p6::BEFORE, super::p6::AGAIN),
+            ("P5.upstream-replaced-bytes", BEFORE, BEFORE_AGAIN),
+            ("P5.upstream-dist-tag", BEFORE, BEFORE_AGAIN),
+        ],
+    ) {
+        return v;
+    }
     let npm = j.facts;
     let Some(want) = npm.control_tarball.as_ref().map(|t| t.sha256) else {
         return inconclusive("the tarball control recorded no bytes");
@@ -145,7 +157,12 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     ))
 }
 
-const BEFORE: &str = "before the upstream change";
+pub const BEFORE: &str = "before the upstream change";
+/// The same reads, repeated before the change (the label starts with
+/// [`BEFORE`]): a resource that differs between them is unstable on its own
+/// (P5.stable-bytes' finding), and a difference after the change cannot be
+/// laid on it.
+pub const BEFORE_AGAIN: &str = "before the upstream change, read again";
 const AFTER: &str = "after the upstream change";
 
 fn mutation_failed(e: String) -> egress_model::Observation {
@@ -251,7 +268,10 @@ pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
     };
     let filename = format!("{}-{}.tgz", name.bare(), t.version);
     c.window("P5.upstream-replaced-bytes", &mut ev, |ev| {
-        fetch_packuments(c, ev, &name, BEFORE);
+        for when in [BEFORE, BEFORE_AGAIN] {
+            fetch_packuments(c, ev, &name, when);
+            ev.push(c.get(&format!("{when}: tarball at its URL"), &t.url, None));
+        }
         match up.replace_file_bytes(&filename) {
             Ok(obs) => ev.observations.push(obs),
             Err(e) => ev.observations.push(mutation_failed(e)),
@@ -278,6 +298,11 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
     let Some((filename, _, after)) = mutation(rec) else {
         return inconclusive("the upstream did not replace a tarball");
     };
+    // Each resource was read twice before the change: one that differed
+    // between those reads is unstable on its own, not changed by the
+    // upstream, and P5.stable-bytes names it.
+    let unstable = crate::common::writes::changed_between(rec, BEFORE, BEFORE_AGAIN);
+    let reference = whole_digest(rec, &format!("{BEFORE}: tarball at its URL")).unwrap_or(t.sha256);
     if let Some(r) = final_of(rec, &format!("{AFTER}: tarball at its URL"))
         .and_then(|e| e.response.as_ref())
         .filter(|r| r.is_success())
@@ -287,9 +312,9 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
                 "the mirror served the bytes that replaced {filename} upstream mid-run"
             ));
         }
-        if r.body_sha256 != t.sha256 && r.body_end == BodyEnd::Complete {
+        if r.body_sha256 != reference && r.body_end == BodyEnd::Complete && unstable.is_empty() {
             return fail(format!(
-                "the tarball {filename} changed after the upstream replaced it"
+                "the tarball {filename} changed after the upstream replaced it, though it read the same twice before"
             ));
         }
     }
@@ -305,12 +330,17 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
         let before = doc(format!("{BEFORE}: packument ({kind})"));
         let after = doc(format!("{AFTER}: packument ({kind})"));
         if let (Some(b), Some(a)) = (before, after) {
-            if integrity(&b) != integrity(&a) {
+            if integrity(&b) != integrity(&a) && unstable.is_empty() {
                 return fail(format!(
                     "the integrity the mirror's {kind} packument lists for {filename} changed after the upstream replaced its bytes"
                 ));
             }
         }
+    }
+    if let Some(first) = unstable.first() {
+        return inconclusive(format!(
+            "the {first}, read twice before any upstream change: see P5.stable-bytes"
+        ));
     }
     let after_docs = packuments_after(rec);
     if after_docs.is_empty() && find(rec, &format!("{AFTER}: tarball at its URL")).is_none() {
@@ -335,6 +365,7 @@ pub fn collect_dist_tag(c: &Collector, f: &Facts) -> Evidence {
     let target = target.version.clone();
     c.window("P5.upstream-dist-tag", &mut ev, |ev| {
         fetch_packuments(c, ev, &name, BEFORE);
+        fetch_packuments(c, ev, &name, BEFORE_AGAIN);
         match up.move_tag(name.as_str(), "latest", &target) {
             Ok(obs) => ev.observations.push(obs),
             Err(e) => ev.observations.push(mutation_failed(e)),
@@ -369,6 +400,13 @@ pub fn judge_dist_tag(j: &Judge, rec: &ProbeRecord) -> Verdict {
     let Some(was) = before.first() else {
         return inconclusive("the packument was not served before the upstream change");
     };
+    if let Some(other) = before.iter().find(|b| b != &was) {
+        return inconclusive(format!(
+            "dist-tag latest read {} and {} before any upstream change: see P5.stable-bytes",
+            was.as_deref().unwrap_or("nothing"),
+            other.as_deref().unwrap_or("nothing")
+        ));
+    }
     if after.is_empty() {
         return inconclusive("the packument was not served after the upstream change");
     }

@@ -8,6 +8,7 @@ use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
+use crate::common::runwide;
 use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::{base64, Exchange, NpmName, ProbeRecord};
@@ -320,7 +321,10 @@ pub fn collect_login_tokens(c: &Collector, _f: &Facts) -> Evidence {
     ev
 }
 
-const BEFORE: &str = "before the write attempts";
+pub const BEFORE: &str = "before the write attempts";
+/// The same reads, repeated before any write: a resource that changes
+/// between them is unstable on its own (P5's finding), not the writes'.
+pub const AGAIN: &str = "before the write attempts, read again";
 const AFTER: &str = "after the write attempts";
 
 /// The effect check brackets every other P6 sub-probe: these fetches run
@@ -329,6 +333,7 @@ pub fn collect_effect_before(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     if let Some(name) = fresh(c) {
         effect_fetches(c, f, &name, &mut ev, BEFORE);
+        effect_fetches(c, f, &name, &mut ev, AGAIN);
     }
     ev
 }
@@ -385,17 +390,29 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
     }
     let compared = match crate::common::writes::unchanged(
         rec,
-        BEFORE,
-        AFTER,
+        (BEFORE, AGAIN, AFTER),
+        "the write attempts",
         &["packument", "abbreviated packument", "tarball"],
     ) {
-        Ok(n) => n,
+        Ok(c) => c,
         Err(v) => return v,
     };
-    if compared == 0 {
+    if let Some(first) = compared.unstable.first() {
+        return inconclusive(format!(
+            "{first} changed without any write: see P5.stable-bytes; {} other resources unchanged; nothing new published",
+            compared.unchanged
+        ));
+    }
+    if compared.unchanged == 0 {
         return inconclusive("nothing was fetched before and after the write attempts");
     }
     pass(format!(
-        "packuments and tarball byte-identical before and after the write attempts ({compared} compared); nothing new published"
+        "packuments and tarball read the same twice before the write attempts and once after ({} compared); nothing new published",
+        compared.unchanged
     ))
+}
+
+/// `P6.run-wide-writes`: see [`runwide::judge_writes`].
+pub fn judge_run_wide_writes(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_writes(j, "C.packument")
 }

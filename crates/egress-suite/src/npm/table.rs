@@ -10,7 +10,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{passthrough, snapshot, writes};
+use crate::common::{passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -378,7 +378,7 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         id: SubProbeId::new("P5.stable-bytes"),
         predicate: Predicate::P5,
         title: r#"bytes for one URL never change across fetches"#,
-        doc: r#"the control tarball and packument, twice"#,
+        doc: r#"the control tarball and packument, twice; and P6.effect's two reads before the write attempts"#,
         phase: Phase::Reads,
         order: 27,
         collect: Collect::Plain(p5::collect_stable),
@@ -488,7 +488,7 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         id: SubProbeId::new("P6.effect"),
         predicate: Predicate::P6,
         title: r#"packuments and tarballs are unchanged, nothing new is published"#,
-        doc: r#"packuments, tarball and the fresh package, before and after every write attempt"#,
+        doc: r#"packuments, tarball and the fresh package, read twice before every write attempt and once after"#,
         phase: Phase::Writes,
         order: 0,
         collect: Collect::Bracket {
@@ -496,5 +496,37 @@ pub const TABLE: &[SubProbe<Npm>] = &[
             after: p6::collect_effect_after,
         },
         judge: p6::judge_effect,
+    },
+    // Run-wide rules: each judges every exchange of the run, whichever
+    // sub-probe recorded it, and collects nothing of its own.
+    SubProbe {
+        id: SubProbeId::new("P1.run-wide-digests"),
+        predicate: Predicate::P1,
+        title: r#"no served bytes contradict a digest the target listed"#,
+        doc: r#"nothing of its own. It reads every exchange of the run, the controls' included: each served packument gives the sha512 `dist.integrity` of each tarball it lists; every 2xx answer to a GET of one of those URLs (or at the end of a same-origin redirect chain that started there) must match one of them, when recorded whole."#,
+        phase: Phase::WholeRun,
+        order: 2,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p1::judge_run_wide_digests,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.run-wide-redirects"),
+        predicate: Predicate::P3,
+        title: r#"no answer in the run hands the client to another origin"#,
+        doc: r#"nothing of its own. It reads every answer the target gave in the run, the controls' included: a 3xx whose `Location` leaves the origin (or cannot be resolved) fails, and so does a served packument whose `dist.tarball` is on another origin."#,
+        phase: Phase::WholeRun,
+        order: 3,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p3::judge_run_wide_offsite,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.run-wide-writes"),
+        predicate: Predicate::P6,
+        title: r#"no state-changing request in the run is honoured"#,
+        doc: r#"nothing of its own. It reads every request of the run whose method changes state (`POST`, `PUT`, `DELETE`, `PATCH`, `PROPPATCH`, `MKCOL`, `COPY`, `MOVE`, `LOCK`, `UNLOCK`), whichever sub-probe sent it: any answered 2xx fails."#,
+        phase: Phase::WholeRun,
+        order: 4,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p6::judge_run_wide_writes,
     },
 ];

@@ -9,9 +9,10 @@ use super::facts::{label, Facts, ListedFile};
 use super::plan::Collector;
 use crate::classify::{classify, Answer};
 use crate::collect::Evidence;
+use crate::common::runwide::{self, Expected, Listing};
 use crate::facts::{final_of, find, success_body};
 use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, STRICT};
-use egress_model::{DistFilename, ProbeRecord, ProjectName, Sha256Digest, Status};
+use egress_model::{DistFilename, ProbeRecord, ProjectName, Sha256Digest, Status, Url};
 
 /// At most this many files of the present project are fetched and checked.
 pub const MAX_FILES: usize = 16;
@@ -484,4 +485,47 @@ pub fn judge_bad_digest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     pass(format!(
         "{name}: listed, but no byte that contradicts the listed sha256 was served"
     ))
+}
+
+/// The files a served PEP 503 or PEP 691 page lists (those whose name is a
+/// wheel or sdist filename), with the sha256 it gives for each, and for its
+/// PEP 658 metadata at `<file URL>.metadata`. The run-wide rules read every
+/// served body through this.
+pub fn listings(page_url: &Url, body: &[u8]) -> Vec<Listing> {
+    let Ok(page) = egress_simple::parse_project_html(body)
+        .or_else(|_| egress_simple::parse_project_json(body))
+    else {
+        return Vec::new();
+    };
+    let sha = |m: Option<&String>| {
+        m.and_then(|h| Sha256Digest::from_hex(h).ok())
+            .map(Expected::Sha256)
+    };
+    let mut out = Vec::new();
+    for f in &page.files {
+        if DistFilename::parse(&f.filename).is_err() {
+            continue;
+        }
+        let Ok(url) = page_url.join(&f.url) else {
+            continue;
+        };
+        if let Some(meta) = sha(f.core_metadata.as_ref().and_then(|m| m.get("sha256"))) {
+            out.push(Listing {
+                name: format!("{}.metadata", f.filename),
+                url: url.with_path(&format!("{}.metadata", url.path())),
+                expected: vec![meta],
+            });
+        }
+        out.push(Listing {
+            name: f.filename.clone(),
+            url,
+            expected: sha(f.hashes.get("sha256")).into_iter().collect(),
+        });
+    }
+    out
+}
+
+/// `P1.run-wide-digests`: see [`runwide::judge_digests`].
+pub fn judge_run_wide_digests(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_digests(j, "C.file", listings)
 }

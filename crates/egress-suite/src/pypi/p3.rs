@@ -9,6 +9,7 @@ use super::plan::Collector;
 use crate::classify::{self, Answer};
 use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
+use crate::common::runwide;
 use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
@@ -233,4 +234,9 @@ pub fn judge_offsite(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 pub fn judge_passthrough(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.project-html", PASSTHROUGH)
+}
+
+/// `P3.run-wide-redirects`: see [`runwide::judge_offsite`].
+pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_offsite(j, "C.project-html", super::p1::listings)
 }

@@ -8,9 +8,10 @@ use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    input, manifest_verdict, mutation, served_as_listed, verified_manifest, whole_digest,
+    changed_without_cause, input, manifest_verdict, mutation, served_as_listed, verified_manifest,
+    whole_digest,
 };
-use crate::facts::success_body;
+use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
 use egress_model::{DistFilename, ProbeRecord};
 use egress_simple::{HTML_LEGACY, JSON_V1};
@@ -133,6 +134,16 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.file") {
         return v;
     }
+    if let Some(v) = changed_without_cause(
+        j,
+        &[(
+            "P6.effect",
+            super::p6::EFFECT_BEFORE,
+            super::p6::EFFECT_AGAIN,
+        )],
+    ) {
+        return v;
+    }
     let Some((_, want)) = &j.facts.control_file else {
         return inconclusive("the file control recorded no bytes");
     };
@@ -163,7 +174,11 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     ))
 }
 
-const BEFORE: &str = "before the upstream change";
+pub const BEFORE: &str = "before the upstream change";
+/// The same read, repeated before the change: a page that differs between
+/// them is unstable on its own (P5.stable-bytes' finding), and a difference
+/// after the change cannot be laid on it.
+pub const BEFORE_AGAIN: &str = "before the upstream change, read again";
 const AFTER: &str = "after the upstream change";
 
 pub fn collect_new_version(c: &Collector, f: &Facts) -> Evidence {
@@ -249,6 +264,11 @@ pub fn collect_replaced(c: &Collector, f: &Facts) -> Evidence {
     let name = file.entry.filename.clone();
     c.window("P5.upstream-replaced-bytes", &mut ev, |ev| {
         ev.push(c.get(&format!("{BEFORE}: page"), page_url, Some(HTML_LEGACY)));
+        ev.push(c.get(
+            &format!("{BEFORE_AGAIN}: page"),
+            page_url,
+            Some(HTML_LEGACY),
+        ));
         match up.replace_file_bytes(&name) {
             Ok(obs) => ev.observations.push(obs),
             Err(e) => ev
@@ -285,9 +305,24 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.file") {
         return v;
     }
-    let Some((filename, before, after)) = mutation(rec) else {
+    let Some((filename, upstream_before, after)) = mutation(rec) else {
         return inconclusive("the upstream did not replace a file");
     };
+    // The digest the mirror listed before the change, read twice: when the
+    // two reads disagree, a change after it is not the upstream's doing.
+    let listed_in = |label: String| {
+        find(rec, &label)
+            .and_then(success_body)
+            .and_then(|b| egress_simple::parse_project_html(b).ok())
+            .and_then(|p| p.files.into_iter().find(|e| e.filename == filename))
+            .and_then(|e| e.hashes.get("sha256").map(|h| h.to_ascii_lowercase()))
+    };
+    let (first, again) = (
+        listed_in(format!("{BEFORE}: page")),
+        listed_in(format!("{BEFORE_AGAIN}: page")),
+    );
+    let unstable = first.is_some() && again.is_some() && first != again;
+    let before = first.or_else(|| upstream_before.map(|d| d.to_hex()));
     for ex in rec.exchanges.iter().filter(|e| e.label.starts_with(AFTER)) {
         let Some(r) = ex.response.as_ref().filter(|r| r.is_success()) else {
             continue;
@@ -304,12 +339,17 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
                     if listed.as_deref() == Some(after.to_hex().as_str()) {
                         return fail(format!("the mirror's page now lists the replaced upstream digest for {filename}"));
                     }
-                    if before.is_some_and(|b| listed.as_deref() != Some(b.to_hex().as_str())) {
-                        return fail(format!("the digest listed for {filename} changed after the upstream replaced it"));
+                    if !unstable && before.as_ref().is_some_and(|b| listed.as_ref() != Some(b)) {
+                        return fail(format!("the digest listed for {filename} changed after the upstream replaced it, though the page listed the same one twice before"));
                     }
                 }
             }
         }
+    }
+    if unstable {
+        return inconclusive(format!(
+            "the page listed {filename} with two digests before any upstream change: see P5.stable-bytes"
+        ));
     }
     let served = rec
         .exchanges

@@ -7,6 +7,7 @@ use super::facts::Facts;
 use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
+use crate::common::runwide;
 use crate::common::writes::unchanged;
 use crate::facts::success_body;
 use crate::judge::{fail, inconclusive, pass, refusals, Verdict, PASSTHROUGH};
@@ -227,7 +228,10 @@ pub fn judge_refused(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.index", PASSTHROUGH)
 }
 
-const EFFECT_BEFORE: &str = "before the write attempts";
+pub const EFFECT_BEFORE: &str = "before the write attempts";
+/// The same reads, repeated before any write: a resource that changes
+/// between them is unstable on its own (P5's finding), not the writes'.
+pub const EFFECT_AGAIN: &str = "before the write attempts, read again";
 const EFFECT_AFTER: &str = "after the write attempts";
 
 /// The effect check brackets every other P6 sub-probe: these fetches run
@@ -235,6 +239,7 @@ const EFFECT_AFTER: &str = "after the write attempts";
 pub fn collect_effect_before(c: &Collector, f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
     effect_fetches(c, f, &mut ev, EFFECT_BEFORE);
+    effect_fetches(c, f, &mut ev, EFFECT_AGAIN);
     ev
 }
 
@@ -261,15 +266,26 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
     }
     let compared = match unchanged(
         rec,
-        EFFECT_BEFORE,
-        EFFECT_AFTER,
+        (EFFECT_BEFORE, EFFECT_AGAIN, EFFECT_AFTER),
+        "the write attempts",
         &["index", "project page", "project page JSON", "file"],
     ) {
-        Ok(n) => n,
+        Ok(c) => c,
         Err(v) => return v,
     };
-    if compared == 0 {
+    if let Some(first) = compared.unstable.first() {
+        return inconclusive(format!(
+            "{first} changed without any write: see P5.stable-bytes; {} other resources unchanged",
+            compared.unchanged
+        ));
+    }
+    if compared.unchanged == 0 {
         return inconclusive("nothing was fetched before and after the write attempts");
     }
-    pass(format!("index, project pages and file are byte-identical before and after the write attempts ({compared} compared)"))
+    pass(format!("index, project pages and file read the same twice before the write attempts and once after ({} compared)", compared.unchanged))
+}
+
+/// `P6.run-wide-writes`: see [`runwide::judge_writes`].
+pub fn judge_run_wide_writes(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_writes(j, "C.index")
 }

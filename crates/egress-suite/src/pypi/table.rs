@@ -8,7 +8,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{passthrough, snapshot, writes};
+use crate::common::{passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -371,7 +371,7 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         id: SubProbeId::new("P5.stable-bytes"),
         predicate: Predicate::P5,
         title: r#"bytes for one URL never change across fetches"#,
-        doc: r#"twice: the control file's URL and the HTML project page, each following same-origin redirects as C.file does."#,
+        doc: r#"twice: the control file's URL and the HTML project page, each following same-origin redirects as C.file does. It also reads P6.effect's two reads before the write attempts."#,
         phase: Phase::Reads,
         order: 26,
         collect: Collect::Plain(p5::collect_stable),
@@ -391,7 +391,7 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         id: SubProbeId::new("P5.upstream-replaced-bytes"),
         predicate: Predicate::P5,
         title: r#"bytes replaced upstream mid-run never show"#,
-        doc: r#"in a window, the present project's page. The upstream then replaces the bytes of the control file's filename, keeping the name and updating the digest on its own pages. The suite then fetches: - the page again; - the file at its old URL (same-origin redirects followed); - the file at the URL the page now lists, if different."#,
+        doc: r#"in a window, the present project's page, twice. The upstream then replaces the bytes of the control file's filename, keeping the name and updating the digest on its own pages. The suite then fetches: - the page again; - the file at its old URL (same-origin redirects followed); - the file at the URL the page now lists, if different."#,
         phase: Phase::Upstream,
         order: 2,
         collect: Collect::Plain(p5::collect_replaced),
@@ -451,7 +451,7 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         id: SubProbeId::new("P6.effect"),
         predicate: Predicate::P6,
         title: r#"index, pages and file are unchanged by the attempts"#,
-        doc: r#"the same four fetches, once before all the P6 attempts above and once after them (before P5's upstream mutations): the index (HTML), the project page (HTML), the project page (JSON), and the control file."#,
+        doc: r#"the same four fetches, twice before all the P6 attempts above and once after them (before P5's upstream mutations): the index (HTML), the project page (HTML), the project page (JSON), and the control file."#,
         phase: Phase::Writes,
         order: 0,
         collect: Collect::Bracket {
@@ -459,5 +459,37 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
             after: p6::collect_effect_after,
         },
         judge: p6::judge_effect,
+    },
+    // Run-wide rules: each judges every exchange of the run, whichever
+    // sub-probe recorded it, and collects nothing of its own.
+    SubProbe {
+        id: SubProbeId::new("P1.run-wide-digests"),
+        predicate: Predicate::P1,
+        title: r#"no served bytes contradict a digest the target listed"#,
+        doc: r#"nothing of its own. It reads every exchange of the run, the controls' included: each served project page (HTML or JSON) gives the sha256 of each file it lists and of its PEP 658 metadata; every 2xx answer to a GET of one of those URLs (or at the end of a same-origin redirect chain that started there) must hash to one of the digests listed for it."#,
+        phase: Phase::WholeRun,
+        order: 2,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p1::judge_run_wide_digests,
+    },
+    SubProbe {
+        id: SubProbeId::new("P3.run-wide-redirects"),
+        predicate: Predicate::P3,
+        title: r#"no answer in the run hands the client to another origin"#,
+        doc: r#"nothing of its own. It reads every answer the target gave in the run, the controls' included: a 3xx whose `Location` leaves the origin (or cannot be resolved) fails, and so does a served project page that lists a wheel or sdist on another origin."#,
+        phase: Phase::WholeRun,
+        order: 3,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p3::judge_run_wide_offsite,
+    },
+    SubProbe {
+        id: SubProbeId::new("P6.run-wide-writes"),
+        predicate: Predicate::P6,
+        title: r#"no state-changing request in the run is honoured"#,
+        doc: r#"nothing of its own. It reads every request of the run whose method changes state (`POST`, `PUT`, `DELETE`, `PATCH`, `PROPPATCH`, `MKCOL`, `COPY`, `MOVE`, `LOCK`, `UNLOCK`), whichever sub-probe sent it: any answered 2xx fails."#,
+        phase: Phase::WholeRun,
+        order: 4,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: p6::judge_run_wide_writes,
     },
 ];
