@@ -121,7 +121,10 @@ mod tests {
         assert_eq!((got.name.as_str(), got.version.as_str()), ("@s/x", "1.2.3"));
         assert_eq!(got.filename, "x-1.2.3.tgz");
         assert!(got.meta.has_install_script);
-        assert_eq!(got.meta.dependencies.get("y").map(String::as_str), Some("^1"));
+        assert_eq!(
+            got.meta.dependencies.get("y").map(String::as_str),
+            Some("^1")
+        );
         let e = read_tarball(Path::new("bad.tgz"), b"not gzip".to_vec())
             .err()
             .expect("refused");
