@@ -204,6 +204,16 @@ fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
     );
     assert_eq!(p.sdist_only, Some(name("egress-kit-sdist-only")));
     assert_eq!(p.template, Some(name("egress-kit-template")));
+    assert_eq!(p.tripwire, Some(name("egress-kit-tripwire")));
+    // The tripwire was looked at, but only an upstream log could show it fire.
+    let tripwire = report.probe("P4.tripwire").expect("probe");
+    assert!(
+        tripwire
+            .exchanges
+            .iter()
+            .any(|e| e.request_target().contains("/egress-kit-tripwire/")),
+        "{tripwire:?}"
+    );
     assert_eq!(p.absent.len(), 3);
     assert!(p.absent.iter().all(|a| !a.as_str().starts_with("egress")));
     // The kit's template project was asked for and served with its text raw.

@@ -67,6 +67,7 @@ pub fn plan(
             absent,
             sdist_only: held.sdist_only(),
             template: held.kit(kit::TEMPLATE),
+            tripwire: held.kit(kit::TRIPWIRE),
         }),
         present_source: present_source.to_string(),
         upstream: None,

@@ -18,6 +18,10 @@ pub struct Packages {
     pub sdist_only: Option<ProjectName>,
     /// A project whose text carries template expressions, when one is known.
     pub template: Option<ProjectName>,
+    /// A tripwire project in the snapshot (the conformance kit's), when one
+    /// is known; else P4.tripwire probes the controlled upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tripwire: Option<ProjectName>,
 }
 
 /// A project the snapshot holds (and so must serve), optionally one version.
