@@ -311,3 +311,84 @@ fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
     drop(mirror);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn one_error_line(o: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("egress-conformance: "), "{err}");
+    err
+}
+
+/// The same kit twice is the same bytes; bad input is one line and its exit
+/// code; nothing half-written is left.
+#[test]
+fn kit_output_is_reproducible_and_bad_input_is_one_line() {
+    let dir = tmpdir("egress-lab-kit-cli");
+    for protocol in ["pypi", "npm"] {
+        let (a, b) = (
+            dir.join(format!("{protocol}-a")),
+            dir.join(format!("{protocol}-b")),
+        );
+        let oa = run(&["kit", "--protocol", protocol, "--out", s(&a)]);
+        let ob = run(&["kit", "--protocol", protocol, "--out", s(&b)]);
+        ok(&oa, "kit");
+        let digests = |o: &std::process::Output| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| {
+                    l.split_once("  ").is_some_and(|(h, _)| {
+                        h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+                })
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            digests(&oa).len(),
+            5,
+            "{}",
+            String::from_utf8_lossy(&oa.stdout)
+        );
+        assert_eq!(digests(&oa), digests(&ob));
+        // An existing kit is not overwritten.
+        let o = run(&["kit", "--protocol", protocol, "--out", s(&a)]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(one_error_line(&o).contains("exists"));
+    }
+    let out = dir.join("bad");
+    let o = run(&["kit", "--out", s(&out), "--canary", "http://x/\"+1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("--canary"));
+    assert!(!out.exists());
+    // A kit aimed at a canary carries its URL.
+    let aimed = dir.join("aimed");
+    ok(
+        &run(&["kit", "--out", s(&aimed), "--canary", "http://127.0.0.1:9/"]),
+        "kit --canary",
+    );
+    // --npm-dist needs the registry URL, and takes only npm tarballs.
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let build = |args: &[&str]| {
+        let mut all = vec!["snapshot", "build", "--sign-key", s(&key), "--out"];
+        all.push(s(&out));
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let o = build(&["--npm-dist", s(&dir.join("npm-a"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("--npm-registry-url"));
+    let bad = dir.join("bad-tgz");
+    std::fs::create_dir_all(&bad).expect("mkdir");
+    std::fs::write(bad.join("x-1.0.0.tgz"), b"not a tarball").expect("write");
+    let o = build(&[
+        "--npm-dist",
+        s(&bad),
+        "--npm-registry-url",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(one_error_line(&o).contains("--npm-dist"));
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

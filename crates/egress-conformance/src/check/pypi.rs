@@ -151,3 +151,67 @@ impl Held {
             .or_else(|| with_sdist().next().map(|(n, _)| n.clone()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(paths: &[&str]) -> Held {
+        let served = paths
+            .iter()
+            .map(|p| egress_snapshot::ServedEntry {
+                path: p.to_string(),
+                content_type: "text/html".into(),
+                sha256: egress_model::Sha256Digest::of(p.as_bytes()),
+            })
+            .collect();
+        let doc = SnapshotDoc {
+            schema: egress_snapshot::manifest::SNAPSHOT_SCHEMA.into(),
+            builder: String::new(),
+            created: String::new(),
+            sources: Default::default(),
+            served,
+        };
+        Held::of(&doc, "/simple/")
+    }
+
+    #[test]
+    fn sdists_and_the_kit_are_found_without_flags() {
+        let name = |n: &str| ProjectName::new(n).ok();
+        // The lab's own: a wheel-and-sdist project and an sdist-only one.
+        let lab = held(&[
+            "/simple/zeta/",
+            "/files/aa/zeta-1.0.tar.gz",
+            "/simple/alpha/",
+            "/files/bb/alpha-1.0-py3-none-any.whl",
+            "/files/cc/alpha-1.0.tar.gz",
+        ]);
+        assert_eq!(lab.present(), name("alpha"));
+        assert_eq!(lab.sdist_only(), name("zeta"));
+        assert_eq!(lab.kit(kit::TEMPLATE), None);
+        // Wheels and sdists together: the first project with an sdist.
+        let mixed = held(&[
+            "/files/bb/alpha-1.0-py3-none-any.whl",
+            "/files/cc/alpha-1.0.tar.gz",
+        ]);
+        assert_eq!(mixed.sdist_only(), name("alpha"));
+        // The kit's projects take their roles; the lab's project stays first.
+        let kit = held(&[
+            "/simple/egress-kit-present/",
+            "/simple/egress-kit-sdist-only/",
+            "/simple/egress-kit-template/",
+            "/files/dd/egress_kit_tripwire-0.1.0.tar.gz",
+            "/simple/zeta/",
+        ]);
+        assert_eq!(kit.present(), name("zeta"));
+        assert_eq!(kit.sdist_only(), name(kit::SDIST_ONLY));
+        assert_eq!(kit.kit(kit::TEMPLATE), name(kit::TEMPLATE));
+        assert_eq!(kit.kit(kit::TRIPWIRE), name(kit::TRIPWIRE));
+        // Only the tripwire has an sdist: it is never the sdist-only project.
+        assert_eq!(
+            held(&["/files/dd/egress_kit_tripwire-0.1.0.tar.gz"]).sdist_only(),
+            None
+        );
+        assert_eq!(held(&[]).present(), None);
+    }
+}
