@@ -35,6 +35,9 @@ pub enum BuildError {
         path: PathBuf,
         cause: io::Error,
     },
+    /// A tarball given with `--npm-dist` is not a usable npm package.
+    #[error("--npm-dist {}: {why}", .path.display())]
+    Tarball { path: PathBuf, why: String },
     #[error("{what} {}: not UTF-8 text", .path.display())]
     NotUtf8 { what: &'static str, path: PathBuf },
     #[error("--sign-key {}: {cause}", .path.display())]
@@ -77,6 +80,7 @@ impl BuildError {
             Self::Usage(_) => Kind::Usage,
             Self::Read { .. }
             | Self::NotUtf8 { .. }
+            | Self::Tarball { .. }
             | Self::SignKey { .. }
             | Self::Lock(_)
             | Self::Conflict(_)

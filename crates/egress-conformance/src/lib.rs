@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod keygen;
+pub mod kit;
 pub mod output;
 pub mod run_builtin;
 pub mod run_testbed;

@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    check, exit, keygen, output, run_builtin, run_testbed, snapshot, verify, Failure, Format,
+    check, exit, keygen, kit, output, run_builtin, run_testbed, snapshot, verify, Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +37,10 @@ enum Command {
     /// Run the suite against a mirror that speaks the PyPI simple API, or the
     /// npm registry protocol with --protocol npm.
     Check(check::CheckArgs),
+    /// Write the conformance kit: probe packages (egress-kit-*) to add to
+    /// the snapshot under test, so that check can run every snapshot-side
+    /// sub-probe on any mirror.
+    Kit(kit::KitArgs),
     /// Work with saved reports.
     Report {
         #[command(subcommand)]
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => run_builtin::main(cli.format, cli.out.as_deref()),
         Some(Command::Check(args)) => check::main(args),
+        Some(Command::Kit(args)) => kit::main(args),
         Some(Command::Report {
             command: ReportCommand::Verify { path },
         }) => verify::main(&path),

@@ -60,8 +60,13 @@ pub struct BuildArgs {
     /// integrity, and served with pre-rendered packuments.
     #[arg(long, value_name = "FILE")]
     pub npm_lock: Option<PathBuf>,
+    /// A directory of npm tarballs (.tgz) to add as they are, each named by
+    /// its own package.json, e.g. the conformance kit; repeatable; needs
+    /// --npm-registry-url.
+    #[arg(long, value_name = "DIR")]
+    pub npm_dist: Vec<PathBuf>,
     /// The mirror's absolute base URL as npm clients will reach it, e.g.
-    /// http://127.0.0.1:8080/; required with --npm-lock, because npm needs
+    /// http://127.0.0.1:8080/; required with --npm-lock and --npm-dist, because npm needs
     /// absolute tarball URLs in packuments.
     #[arg(long, value_name = "URL")]
     pub npm_registry_url: Option<String>,
@@ -88,6 +93,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
         },
         npm: egress_build::npm::Inputs {
             npm_lock: args.npm_lock,
+            npm_dist: args.npm_dist,
             npm_registry_url: args.npm_registry_url,
         },
     };

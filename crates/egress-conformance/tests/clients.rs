@@ -445,3 +445,91 @@ fn uv_sync_frozen_uses_the_rewritten_lock_against_the_mirror() {
         .any(|l| l.contains("ec_present-1.1.0-py3-none-any.whl") && l.contains("status=200")));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A snapshot of the conformance kit alone (`kit`, then `snapshot build
+/// --dist`), served by the real mirror.
+fn kit_snapshot(dir: &Path) -> PathBuf {
+    let kit = dir.join("kit");
+    conformance(&["kit", "--out", s(&kit)]);
+    let key = dir.join("signing-key");
+    conformance(&["key", "generate", "--out", s(&key)]);
+    let snap = dir.join("snap");
+    conformance(&[
+        "snapshot",
+        "build",
+        "--dist",
+        s(&kit),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+    ]);
+    snap
+}
+
+/// The kit's wheels install with real pip and uv from the mirror. Its
+/// sdists are not built: that needs a build backend (setuptools and wheel)
+/// from an index, and the tripwire's build must never run anyway
+/// (`--only-binary` finds nothing to install for it, which is the point).
+#[test]
+fn the_kit_installs_with_pip_and_uv() {
+    let dir = tmpdir("egress-clients-kit");
+    let snap = kit_snapshot(&dir);
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let index = format!("{}/simple/", mirror.base);
+    let pip = |target: &Path, args: &[&str]| {
+        pip_install()
+            .args(["--index-url", &index, "--target", s(target)])
+            .args(args)
+            .output()
+            .expect("pip")
+    };
+    let wheels = dir.join("pip-wheels");
+    let o = pip(
+        &wheels,
+        &[
+            "--only-binary",
+            ":all:",
+            "egress-kit-present",
+            "egress-kit-template",
+        ],
+    );
+    ok(&o, "pip install the kit's wheels");
+    for m in ["egress_kit_present", "egress_kit_template"] {
+        assert!(wheels.join(m).join("__init__.py").is_file(), "{m}");
+    }
+    // The tripwire is an sdist only: without builds, there is nothing to install.
+    let o = pip(
+        &dir.join("pip-tripwire"),
+        &["--only-binary", ":all:", "egress-kit-tripwire"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("No matching distribution"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let target = dir.join("uv");
+    let o = client(&clients().join("bin/uv"))
+        .args([
+            "pip",
+            "install",
+            "--python",
+            s(&clients().join("bin/python")),
+            "--cache-dir",
+            s(&dir.join("uv-cache")),
+            "--index-url",
+            &index,
+            "--target",
+            s(&target),
+            "egress-kit-present",
+            "egress-kit-template",
+        ])
+        .output()
+        .expect("uv");
+    ok(&o, "uv pip install the kit's wheels");
+    for m in ["egress_kit_present", "egress_kit_template"] {
+        assert!(target.join(m).join("__init__.py").is_file(), "{m}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -850,3 +850,91 @@ fn a_lock_resolved_at_registry_npmjs_org_installs_from_the_mirror_unchanged() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every kit package installs with real npm from the mirror: a snapshot of
+/// the kit alone (`kit --protocol npm`, then `snapshot build --npm-dist`);
+/// the tripwire with `--ignore-scripts`, so that its postinstall never runs.
+#[test]
+fn the_kit_installs_with_npm() {
+    require_npm();
+    let dir = tmpdir("egress-npm-clients-kit");
+    let kit = dir.join("kit");
+    ok(
+        &run(&["kit", "--protocol", "npm", "--out", s(&kit)]),
+        "kit --protocol npm",
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let registry = format!("http://127.0.0.1:{port}/");
+    let key = dir.join("signing-key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let snap = dir.join("snap");
+    ok(
+        &run(&[
+            "snapshot",
+            "build",
+            "--npm-dist",
+            s(&kit),
+            "--npm-registry-url",
+            &registry,
+            "--sign-key",
+            s(&key),
+            "--out",
+            s(&snap),
+        ]),
+        "snapshot build --npm-dist",
+    );
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let doc = serde_json::json!({"name": "kit-test", "version": "0.0.0", "private": true});
+    std::fs::write(project.join("package.json"), doc.to_string()).expect("package.json");
+    let cache = dir.join("cache");
+    let o = npm(
+        &project,
+        &cache,
+        &registry,
+        &[
+            "install",
+            "egress-kit-present@1.0.0",
+            "@egress-kit/scoped",
+            "egress-kit-template",
+        ],
+    );
+    ok(&o, "npm install the kit");
+    let o = npm(
+        &project,
+        &cache,
+        &registry,
+        &["install", "--ignore-scripts", "egress-kit-tripwire"],
+    );
+    ok(&o, "npm install --ignore-scripts the tripwire");
+    for (name, version) in [
+        ("egress-kit-present", "1.0.0"),
+        ("@egress-kit/scoped", "1.0.0"),
+        ("egress-kit-template", "1.0.0"),
+        ("egress-kit-tripwire", "0.1.0"),
+    ] {
+        assert_eq!(
+            installed_version(&project, name).as_deref(),
+            Some(version),
+            "{name}"
+        );
+    }
+    // The latest version is the newer one.
+    let o = npm(
+        &project,
+        &cache,
+        &registry,
+        &["install", "egress-kit-present"],
+    );
+    ok(&o, "npm install egress-kit-present");
+    assert_eq!(
+        installed_version(&project, "egress-kit-present").as_deref(),
+        Some("1.1.0")
+    );
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}

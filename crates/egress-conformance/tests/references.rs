@@ -109,6 +109,7 @@ fn plan(index: &Url) -> Plan<Packages> {
             }],
             absent: vec!["ec-upstream-only".parse().expect("name")],
             sdist_only: None,
+            tripwire: None,
             template: None,
         }),
         present_source: "--present".into(),

@@ -100,6 +100,7 @@ fn help_texts() {
         ("help-snapshot-build", &["snapshot", "build", "--help"]),
         ("help-snapshot-verify", &["snapshot", "verify", "--help"]),
         ("help-testbed", &["testbed", "--help"]),
+        ("help-kit", &["kit", "--help"]),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}");

@@ -55,12 +55,16 @@ pub trait Upstream: Send + Sync {
 
 /// Template expressions planted in package text, each with the text it turns
 /// into if a template engine evaluates it. The prefixes make the evaluated
-/// form unambiguous in any page.
-pub const TEMPLATE_MARKERS: [(&str, &str); 4] = [
+/// form unambiguous in any page. The syntaxes: Jinja, Django, Liquid and
+/// Twig expressions (`{{ }}`) and statements (`{% %}`), `${}`
+/// (JavaScript template literals, Freemarker, JSP EL), ERB (`<%= %>`) and
+/// `#{}` (Ruby, CoffeeScript, Pug).
+pub const TEMPLATE_MARKERS: [(&str, &str); 5] = [
     ("ECT-A{{7*7}}", "ECT-A49"),
     ("ECT-B${7*7}", "ECT-B49"),
     ("ECT-C<%= 7*7 %>", "ECT-C49"),
     ("ECT-D#{7*7}", "ECT-D49"),
+    ("ECT-E{% if 7 %}49{% endif %}", "ECT-E49"),
 ];
 
 /// The route on the canary that an artifact's build code calls. A request to

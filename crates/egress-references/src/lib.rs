@@ -23,6 +23,7 @@
 
 pub mod builtin;
 pub mod hostile;
+pub mod kit;
 mod loopback;
 pub mod npm;
 pub mod pypi;

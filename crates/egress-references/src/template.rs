@@ -3,10 +3,17 @@
 
 /// The template engine of the description pages: `{{e}}`, `${e}`, `<%= e %>`
 /// and `#{e}` are replaced by the value of `e`, integer `+ - * /` with
-/// parentheses. Anything else is left as written. Pure arithmetic: it can
-/// show that package text is evaluated, and nothing more.
+/// parentheses, and `{% if e %}body{% endif %}` by `body` when `e` is not
+/// zero (by nothing when it is). Anything else is left as written. Pure
+/// arithmetic: it can show that package text is evaluated, and nothing more.
 pub fn render_template(text: &str) -> String {
-    const DELIMITERS: [(&str, &str); 4] = [("{{", "}}"), ("${", "}"), ("<%=", "%>"), ("#{", "}")];
+    const DELIMITERS: [(&str, &str); 5] = [
+        ("{{", "}}"),
+        ("${", "}"),
+        ("<%=", "%>"),
+        ("#{", "}"),
+        ("{%", "%}"),
+    ];
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     loop {
@@ -19,6 +26,19 @@ pub fn render_template(text: &str) -> String {
         };
         out.push_str(&rest[..i]);
         let after = &rest[i + open.len()..];
+        if open == "{%" {
+            match statement(after) {
+                Some((text, consumed)) => {
+                    out.push_str(text);
+                    rest = &after[consumed..];
+                }
+                None => {
+                    out.push_str(open);
+                    rest = after;
+                }
+            }
+            continue;
+        }
         match after
             .find(close)
             .and_then(|j| Some((j, eval(&after[..j])?)))
@@ -35,6 +55,21 @@ pub fn render_template(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// `{% if e %}body{% endif %}` after its `{%`: what it renders to and how
+/// many bytes of `after` it takes; `None` when it is not that shape.
+fn statement(after: &str) -> Option<(&str, usize)> {
+    let close = after.find("%}")?;
+    let cond = after.get(..close)?.trim().strip_prefix("if ")?;
+    let value = eval(cond)?;
+    let body_start = close + 2;
+    let end = after.get(body_start..)?.find("{% endif %}")? + body_start;
+    let body = after.get(body_start..end)?;
+    Some((
+        if value != 0 { body } else { "" },
+        end + "{% endif %}".len(),
+    ))
 }
 
 /// Integer arithmetic; `None` for anything else, overflow or division by zero.
@@ -139,6 +174,14 @@ mod tests {
             assert_eq!(render_template(raw), evaluated);
         }
         assert_eq!(render_template("a {{ (1+2)*-3 }} b"), "a -9 b");
+        assert_eq!(
+            render_template("{% if 0 %}x{% endif %}y{% if 2-1 %}z{% endif %}"),
+            "yz"
+        );
+        assert_eq!(
+            render_template("{% for x %}{% if 1 %}"),
+            "{% for x %}{% if 1 %}"
+        );
         assert_eq!(
             render_template("{{7/0}} {{x}} ${__import__('os')} {{"),
             "{{7/0}} {{x}} ${__import__('os')} {{"

@@ -1,7 +1,8 @@
 //! The npm part of a build: every tarball a `package-lock.json` pins,
 //! fetched from its `resolved` URL and verified against the lock's sha512
 //! `integrity` before it may enter the snapshot, and served with
-//! pre-rendered packuments. A mismatch refuses the whole snapshot.
+//! pre-rendered packuments. A mismatch refuses the whole snapshot. Local
+//! tarballs (`--npm-dist`, in `dist.rs`) are added as they are.
 //!
 //! Then the upstream registry's signatures ([`fetch_npm_signatures`]): the
 //! registry is the `resolved` URL less `/<name>/-/<file>`; its keys
@@ -11,6 +12,8 @@
 //! signatures sign). Nothing is signed or verified here: the client
 //! verifies. Without a keys document, no signatures are replayed (npm
 //! cannot check a signature whose key the registry does not publish).
+
+mod dist;
 
 use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
 use crate::error::BuildError;
@@ -32,6 +35,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Inputs {
     /// A package-lock.json (lockfile version 2 or 3).
     pub npm_lock: Option<PathBuf>,
+    /// Directories of npm tarballs to add as they are (`--npm-dist`), each
+    /// named by its own `package.json`: the conformance kit, `npm pack` output.
+    pub npm_dist: Vec<PathBuf>,
     /// The mirror's absolute base URL as npm clients will reach it; needed
     /// with a lock, because npm needs absolute tarball URLs in packuments.
     pub npm_registry_url: Option<String>,
@@ -41,6 +47,7 @@ pub(crate) struct Npm {
     inputs: Inputs,
     lock: Option<NpmLock>,
     tarballs: Vec<NpmStaged>,
+    local: Vec<dist::LocalTarball>,
     evidence: NpmRegistryEvidence,
 }
 
@@ -50,6 +57,7 @@ impl Npm {
             inputs,
             lock: None,
             tarballs: Vec::new(),
+            local: Vec::new(),
             evidence: NpmRegistryEvidence::default(),
         }
     }
@@ -57,25 +65,30 @@ impl Npm {
 
 impl Part for Npm {
     fn input_flags(&self) -> &'static [&'static str] {
-        &["--npm-lock"]
+        &["--npm-lock", "--npm-dist"]
     }
 
     fn has_inputs(&self) -> bool {
-        self.inputs.npm_lock.is_some()
+        self.inputs.npm_lock.is_some() || !self.inputs.npm_dist.is_empty()
     }
 
     fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
-        match (&self.inputs.npm_lock, &self.inputs.npm_registry_url) {
-            (Some(_), None) => Err(BuildError::Usage(
-                "--npm-lock needs --npm-registry-url URL, the mirror's base URL as npm will reach it (npm requires absolute tarball URLs in packuments)".into(),
+        let flag = if self.inputs.npm_lock.is_some() {
+            "--npm-lock"
+        } else {
+            "--npm-dist"
+        };
+        match (self.has_inputs(), &self.inputs.npm_registry_url) {
+            (true, None) => Err(BuildError::Usage(format!(
+                "{flag} needs --npm-registry-url URL, the mirror's base URL as npm will reach it (npm requires absolute tarball URLs in packuments)"
+            ))),
+            (false, Some(_)) => Err(BuildError::Usage(
+                "--npm-registry-url is only used with --npm-lock or --npm-dist".into(),
             )),
-            (None, Some(_)) => Err(BuildError::Usage(
-                "--npm-registry-url is only used with --npm-lock".into(),
-            )),
-            (Some(_), Some(url)) => builder
+            (true, Some(url)) => builder
                 .npm_registry_url(url)
                 .map_err(|e| BuildError::Usage(format!("--npm-registry-url: {e}"))),
-            (None, None) => Ok(()),
+            (false, None) => Ok(()),
         }
     }
 
@@ -87,6 +100,13 @@ impl Part for Npm {
                 &text,
             )?);
             add_source(sources, "package-lock.json", path, digest);
+        }
+        for dir in &self.inputs.npm_dist {
+            for t in dist::local_tarballs(dir)? {
+                let digest = egress_model::Sha256Digest::of(&t.bytes);
+                add_source(sources, "npm-dist", &t.path, digest);
+                self.local.push(t);
+            }
         }
         Ok(())
     }
@@ -110,7 +130,7 @@ impl Part for Npm {
         _: &Path,
     ) -> Result<Staged, BuildError> {
         let mut done = Staged {
-            files: self.lock.as_ref().map_or(0, |l| l.pins.len()),
+            files: self.lock.as_ref().map_or(0, |l| l.pins.len()) + self.local.len(),
             downloaded: self.tarballs.len(),
             ..Staged::default()
         };
@@ -131,6 +151,13 @@ impl Part for Npm {
                     &t.pin.sri(),
                     meta,
                 )
+                .map_err(BuildError::Rejected)?;
+        }
+        for t in self.local {
+            done.bytes += t.bytes.len() as u64;
+            let sri = egress_model::Integrity::of(&t.bytes).to_string();
+            builder
+                .add_npm_tarball_with(&t.name, &t.version, &t.filename, t.bytes, &sri, t.meta)
                 .map_err(BuildError::Rejected)?;
         }
         // Replayed as the upstream registry published them (see the module

@@ -5,6 +5,7 @@
 mod args;
 pub mod npm;
 pub mod pypi;
+mod snapshot_doc;
 
 use crate::{exit, output, Failure, Format};
 pub use args::CheckArgs;
@@ -54,7 +55,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     let client = egress_transcript::Client::new(index.clone(), limits, args.cacert.as_deref())
         .map_err(|e| Failure::input(e.to_string()))?;
     let plan = match protocol {
-        Protocol::Pypi => pypi::plan(&args, &index, manifest, allowed_signers.is_some())?,
+        Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
         Protocol::Npm => npm::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
     };
     let report = egress_suite::run(Target {

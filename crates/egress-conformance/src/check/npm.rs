@@ -1,16 +1,20 @@
 //! `check --protocol npm`: the plan of an npm run against any registry URL.
 //!
-//! Without `--present`, the packages to probe come from the snapshot's
-//! `SNAPSHOT.json` (beside a local `--manifest`, or at the mirror's
-//! well-known path): its abbreviated packuments name them. The controls then
-//! show whether the mirror really serves them, so a mirror cannot pass by
-//! declaring nothing.
+//! The snapshot's `SNAPSHOT.json` (beside a local `--manifest`, or at the
+//! mirror's well-known path; its abbreviated packuments name the packages)
+//! names what to probe: without `--present`, the packages the controls
+//! take (the lab's own before the kit's); a scoped package; the
+//! conformance kit's tripwire and template packages (`egress-kit-*`); and,
+//! without `--absent`, widely used packages it does not hold. The controls
+//! then show whether the mirror really serves them, so a mirror cannot pass
+//! by declaring nothing.
 
 use super::args::CheckArgs;
 use crate::Failure;
 use egress_model::{NpmName, Url};
+use egress_references::npm::kit;
 use egress_snapshot::{SnapshotDoc, NPM_ABBREVIATED};
-use egress_suite::npm::{self, DEFAULT_NPM_ABSENT};
+use egress_suite::npm;
 use egress_suite::{ManifestSource, Packages, Plan};
 
 /// The registry URL the suite probes: a bare origin means `/`, and the path
@@ -39,33 +43,6 @@ pub fn packages_in(doc: &SnapshotDoc) -> Vec<NpmName> {
     names
 }
 
-/// SNAPSHOT.json as the plan's manifest source gives it, if it can be read.
-fn snapshot_doc(
-    manifest: &ManifestSource,
-    registry: &Url,
-    client: &egress_transcript::Client,
-) -> Option<SnapshotDoc> {
-    let bytes = match manifest {
-        ManifestSource::File(m) => {
-            std::fs::read(std::path::Path::new(m).with_file_name("SNAPSHOT.json")).ok()?
-        }
-        ManifestSource::WellKnown => {
-            let path = registry
-                .with_path(egress_snapshot::well_known::SNAPSHOT_JSON)
-                .path_and_query()
-                .to_string();
-            let ex = client.get("SNAPSHOT.json (to choose packages)", &path, None);
-            ex.response
-                .as_ref()
-                .filter(|r| r.is_success())
-                .and_then(|r| r.full_body())?
-                .to_vec()
-        }
-        ManifestSource::Url(_) => return None,
-    };
-    SnapshotDoc::parse(&bytes).ok()
-}
-
 fn names(flag: &str, raw: &[String]) -> Result<Vec<NpmName>, Failure> {
     raw.iter()
         .map(|n| NpmName::new(n).map_err(|e| Failure::usage(format!("{flag}: {e}"))))
@@ -80,34 +57,43 @@ pub fn plan(
     allowed_signers: bool,
 ) -> Result<Plan<Packages>, Failure> {
     let given = names("--present", &args.present)?;
+    let held = super::snapshot_doc::snapshot_doc(&manifest, registry, client)
+        .map(|d| packages_in(&d))
+        .unwrap_or_default();
+    let kit_package = |name: &str| held.iter().find(|h| h.as_str() == name).cloned();
+    let (tripwire, template) = (kit_package(kit::TRIPWIRE), kit_package(kit::TEMPLATE));
     let (present, source) = if !given.is_empty() {
         (given, "--present")
     } else {
-        let found = snapshot_doc(&manifest, registry, client)
-            .map(|d| packages_in(&d))
-            .unwrap_or_default();
-        (found, "SNAPSHOT.json")
+        (held.clone(), "SNAPSHOT.json")
     };
-    let scoped = present.iter().find(|n| n.scope().is_some()).cloned();
+    let scoped = present
+        .iter()
+        .chain(held.iter())
+        .find(|n| n.scope().is_some())
+        .cloned();
     // The controls take the first package: an unscoped one when there is
-    // one, so that the scoped control tests a second route shape.
+    // one, so that the scoped control tests a second route shape; the lab's
+    // own before the kit's, and never the kit's tripwire or template
+    // package, which have sub-probes of their own.
+    let is_probe = |n: &NpmName| Some(n) == tripwire.as_ref() || Some(n) == template.as_ref();
     let mut ordered: Vec<NpmName> = present
         .iter()
-        .filter(|n| n.scope().is_none())
+        .filter(|n| n.scope().is_none() && !is_probe(n))
         .cloned()
         .collect();
+    ordered.sort_by_key(|n| {
+        (
+            n.as_str().starts_with(egress_references::kit::PREFIX),
+            n.clone(),
+        )
+    });
     if ordered.is_empty() {
         ordered = present;
     }
     ordered.truncate(3);
     let absent = if args.absent.is_empty() {
-        names(
-            "--absent",
-            &DEFAULT_NPM_ABSENT
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>(),
-        )?
+        npm::default_absent(|n| held.contains(n))
     } else {
         names("--absent", &args.absent)?
     };
@@ -117,8 +103,8 @@ pub fn plan(
             present: ordered,
             scoped,
             absent,
-            tripwire: None,
-            template: None,
+            tripwire,
+            template,
         }),
         present_source: source.into(),
         upstream: None,

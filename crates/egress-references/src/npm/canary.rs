@@ -52,15 +52,16 @@
 //! | `@ec/scoped` | 1.0.0 | in the snapshot |
 //! | `ec-upstream-only` | 1.0.0 | upstream only |
 //! | `ec-tripwire` | 0.1.0, whose `postinstall` calls the tripwire | in the snapshot |
-//! | `ec-template-text` | 1.0.0, every [`TEMPLATE_MARKERS`] raw text in description and README | in the snapshot |
+//! | `ec-template-text` | 1.0.0, every [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) raw text in description and README | in the snapshot |
 //! | `ec-no-integrity` | 1.0.0, no `dist.integrity` (nor `dist.shasum`) | upstream only |
 //! | `ec-bad-integrity` | 1.0.0, a well-formed sha512 `dist.integrity` of other bytes | upstream only |
 //! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
 
+use super::kit::{index_js, spec, template_spec, tripwire_spec};
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
-use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
+use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
     Accept, Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest,
 };
@@ -80,7 +81,7 @@ pub const SCOPED: &str = "@ec/scoped";
 pub const UPSTREAM_ONLY: &str = "ec-upstream-only";
 /// Its `postinstall` script calls the canary's tripwire.
 pub const TRIPWIRE: &str = "ec-tripwire";
-/// Its description and README carry every raw [`TEMPLATE_MARKERS`] expression.
+/// Its description and README carry every raw [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) expression.
 pub const TEMPLATE: &str = "ec-template-text";
 /// Upstream only; its versions list no `dist.integrity` and no `dist.shasum`.
 pub const NO_INTEGRITY: &str = "ec-no-integrity";
@@ -605,38 +606,14 @@ impl Upstream for NpmCanary {
 
 // ------------------------------------------------------------------ content
 
-fn index_js(version: &str) -> String {
-    format!("module.exports = {{ version: \"{version}\" }};\n")
-}
-
-fn spec(name: &str, version: &str, description: &str) -> NpmPackageSpec {
-    let mut s = NpmPackageSpec::new(name, version, description, &index_js(version));
-    s.readme = Some(format!("# {name}\n\n{description}\n"));
-    s
-}
-
 fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<Package> {
     let tripwire_url = format!("{origin}{TRIPWIRE_PATH}{TRIPWIRE}-0.1.0");
-    let mut tripwire = spec(
+    let tripwire = tripwire_spec(
         TRIPWIRE,
-        "0.1.0",
         "Its postinstall script calls the canary tripwire",
+        &tripwire_url,
     );
-    // egress-conformance canary: if this runs, an install script executed.
-    tripwire.scripts.insert(
-        "postinstall".into(),
-        format!("node -e \"require('http').get('{tripwire_url}').on('error', () => {{}})\""),
-    );
-    let markers: Vec<&str> = TEMPLATE_MARKERS.iter().map(|(raw, _)| *raw).collect();
-    let mut template = spec(
-        TEMPLATE,
-        "1.0.0",
-        &format!("Template probe {}", markers.join(" ")),
-    );
-    template.readme = Some(format!(
-        "# {TEMPLATE}\n\nPackage text that a template engine must never evaluate.\n\n{}\n",
-        markers.join("\n")
-    ));
+    let template = template_spec(TEMPLATE);
     let present = "Present in the snapshot";
     let table: Vec<(&str, Role, Vec<NpmPackageSpec>)> = vec![
         (

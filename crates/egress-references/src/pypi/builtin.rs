@@ -30,6 +30,7 @@ pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Pac
             }],
             absent: vec![up.upstream_only.clone()],
             sdist_only: Some(up.tripwire.clone()),
+            tripwire: None,
             template: Some(up.template.clone()),
         }),
         present_source: "built-in".into(),

@@ -34,14 +34,15 @@
 //! | `ec-present` | 1.0.0 wheel + sdist, 1.1.0 wheel | in the snapshot |
 //! | `ec-upstream-only` | 1.0.0 wheel | upstream only |
 //! | `ec-tripwire` | 0.1.0 sdist, whose `setup.py` calls the tripwire | in the snapshot |
-//! | `ec-template-text` | 1.0.0 wheel, every [`TEMPLATE_MARKERS`] raw text in Summary and Description | in the snapshot |
+//! | `ec-template-text` | 1.0.0 wheel, every [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) raw text in Summary and Description | in the snapshot |
 //! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
 
+use super::kit::{sdist_spec, template_text, tripwire_preamble, wheel_spec};
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
 use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
-use egress_model::upstream::{TEMPLATE_MARKERS, TRIPWIRE_PATH};
+use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
     Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest, Version,
 };
@@ -61,7 +62,7 @@ pub const PRESENT: &str = "ec-present";
 pub const UPSTREAM_ONLY: &str = "ec-upstream-only";
 /// Sdist only; its `setup.py` calls the canary's tripwire.
 pub const TRIPWIRE: &str = "ec-tripwire";
-/// Its metadata carries every raw [`TEMPLATE_MARKERS`] expression.
+/// Its metadata carries every raw [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) expression.
 pub const TEMPLATE: &str = "ec-template-text";
 /// Upstream only; listed without any hash.
 pub const NO_DIGEST: &str = "ec-no-digest";
@@ -443,39 +444,6 @@ impl Upstream for Canary {
 
 // ------------------------------------------------------------------ content
 
-fn module(name: &ProjectName) -> String {
-    name.wheel_component()
-}
-
-fn init_py(version: &str) -> Vec<u8> {
-    format!("__version__ = \"{version}\"\n").into_bytes()
-}
-
-fn wheel_spec(name: &ProjectName, version: &str, summary: &str, description: &str) -> WheelSpec {
-    WheelSpec {
-        name: name.clone(),
-        version: Version::new(version).expect("fixture versions are valid"),
-        summary: summary.to_string(),
-        description: description.to_string(),
-        requires_python: None,
-        files: vec![(format!("{}/__init__.py", module(name)), init_py(version))],
-    }
-}
-
-fn sdist_spec(name: &ProjectName, version: &str, summary: &str, preamble: &str) -> SdistSpec {
-    let setup_py = format!(
-        "{preamble}from setuptools import setup\n\nsetup(name=\"{name}\", version=\"{version}\", packages=[\"{}\"])\n",
-        module(name)
-    );
-    SdistSpec {
-        name: name.clone(),
-        version: Version::new(version).expect("fixture versions are valid"),
-        summary: summary.to_string(),
-        setup_py,
-        files: vec![(format!("{}/__init__.py", module(name)), init_py(version))],
-    }
-}
-
 fn initial_projects(origin: &str) -> Vec<Project> {
     let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
     let project = |n: &str, role, listing, specs: Vec<Spec>| Project {
@@ -487,15 +455,8 @@ fn initial_projects(origin: &str) -> Vec<Project> {
     };
     let present = name(PRESENT);
     let tripwire = name(TRIPWIRE);
-    let tripwire_call = format!(
-        "import urllib.request\n\n# egress-conformance canary: if this line runs, a build executed artifact code.\ntry:\n    urllib.request.urlopen(\"{origin}{TRIPWIRE_PATH}{tripwire}-0.1.0\", timeout=5)\nexcept Exception:\n    pass\n\n"
-    );
-    let markers: Vec<&str> = TEMPLATE_MARKERS.iter().map(|(raw, _)| *raw).collect();
-    let template_summary = format!("Template probe {}", markers.join(" "));
-    let template_description = format!(
-        "Package text that a template engine must never evaluate.\n\n{}\n",
-        markers.join("\n")
-    );
+    let tripwire_call = tripwire_preamble(&format!("{origin}{TRIPWIRE_PATH}{tripwire}-0.1.0"));
+    let (template_summary, template_description) = template_text();
     vec![
         project(
             PRESENT,

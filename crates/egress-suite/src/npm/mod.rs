@@ -19,5 +19,5 @@ pub mod p6;
 pub mod plan;
 pub mod table;
 
-pub use plan::{Packages, DEFAULT_NPM_ABSENT};
+pub use plan::{default_absent, Packages, TOP_PACKAGES};
 pub use table::{Npm, TABLE};

@@ -29,10 +29,25 @@ pub struct Packages {
     pub template: Option<NpmName>,
 }
 
-/// Default absent npm packages when nothing better is known: names that
-/// exist on the public registry and are very unlikely to be in a lab's
-/// snapshot under test.
-pub const DEFAULT_NPM_ABSENT: &[&str] = &["egress-conformance-absent-probe", "left-pad", "is-odd"];
+/// Widely used packages on the public registry, most downloaded first, as
+/// shipped in `top-packages.txt`: the absent names `check` takes by default.
+pub const TOP_PACKAGES: &str = include_str!("top-packages.txt");
+
+/// How many default absent names a run probes.
+pub const DEFAULT_ABSENT_COUNT: usize = 3;
+
+/// The default absent packages: the first [`DEFAULT_ABSENT_COUNT`] of [`TOP_PACKAGES`] for
+/// which `held` (the snapshot holds it) is false.
+pub fn default_absent(held: impl Fn(&NpmName) -> bool) -> Vec<NpmName> {
+    TOP_PACKAGES
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| NpmName::new(l).ok())
+        .filter(|n| !held(n))
+        .take(DEFAULT_ABSENT_COUNT)
+        .collect()
+}
 
 /// The full packument's media type, as npm asks for it with `--json`.
 pub const FULL: &str = "application/json";
@@ -52,4 +67,24 @@ pub fn at(registry: &Url, path: &str) -> Url {
 
 pub(crate) fn packument_url(c: &Collector, name: &NpmName) -> Option<Url> {
     c.plan.index().ok().map(|r| at(&r, &name.packument_path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_top_packages_are_valid_names() {
+        let listed = TOP_PACKAGES
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+        assert_eq!(listed.clone().count(), 20);
+        for l in listed {
+            assert!(NpmName::new(l).is_ok_and(|n| n.as_str() == l), "{l}");
+        }
+        let all = default_absent(|_| false);
+        assert_eq!(all.len(), 3);
+        let first = all.first().cloned().expect("one");
+        assert!(!default_absent(|n| *n == first).contains(&first));
+    }
 }

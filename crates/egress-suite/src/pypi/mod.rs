@@ -15,5 +15,5 @@ pub mod p6;
 pub mod plan;
 pub mod table;
 
-pub use plan::{Packages, PresentSpec, DEFAULT_ABSENT};
+pub use plan::{default_absent, Packages, PresentSpec, TOP_PROJECTS};
 pub use table::{Pypi, TABLE};

@@ -93,13 +93,16 @@ pub fn judge_metadata_sdist(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 const TRIP: &str = "tripwire project";
 
+/// Probes the snapshot's tripwire project (the conformance kit's), else the
+/// controlled upstream's; without either, nothing.
 pub fn collect_tripwire(c: &Collector, _f: &Facts) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(up) = c.plan.upstream.clone() else {
+    let Some(name) = (c.plan.packages.tripwire.clone())
+        .or_else(|| c.plan.upstream.as_ref().map(|u| u.tripwire.clone()))
+    else {
         return ev;
     };
     let Ok(index) = c.plan.index() else { return ev };
-    let name = up.tripwire;
     let Ok(url) = c.plan.project_url(&name) else {
         return ev;
     };

@@ -18,6 +18,10 @@ pub struct Packages {
     pub sdist_only: Option<ProjectName>,
     /// A project whose text carries template expressions, when one is known.
     pub template: Option<ProjectName>,
+    /// A tripwire project in the snapshot (the conformance kit's), when one
+    /// is known; else P4.tripwire probes the controlled upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tripwire: Option<ProjectName>,
 }
 
 /// A project the snapshot holds (and so must serve), optionally one version.
@@ -59,6 +63,42 @@ impl Plan {
     }
 }
 
-/// Default absent projects when nothing better is known: names that exist on
-/// the public index and are very unlikely to be in a lab's snapshot under test.
-pub const DEFAULT_ABSENT: &[&str] = &["egress-conformance-absent-probe", "pip-audit", "twine"];
+/// Widely used projects on the public index, most downloaded first, as
+/// shipped in `top-projects.txt`: the absent names `check` takes by default.
+pub const TOP_PROJECTS: &str = include_str!("top-projects.txt");
+
+/// How many default absent names a run probes.
+pub const DEFAULT_ABSENT_COUNT: usize = 3;
+
+/// The default absent projects: the first [`DEFAULT_ABSENT_COUNT`] of
+/// [`TOP_PROJECTS`] for which `held` (the snapshot holds it) is false.
+pub fn default_absent(held: impl Fn(&ProjectName) -> bool) -> Vec<ProjectName> {
+    TOP_PROJECTS
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| ProjectName::new(l).ok())
+        .filter(|n| !held(n))
+        .take(DEFAULT_ABSENT_COUNT)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_top_projects_are_valid_names() {
+        let all = default_absent(|_| false);
+        assert_eq!(all.len(), DEFAULT_ABSENT_COUNT);
+        let listed = TOP_PROJECTS
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+        assert_eq!(listed.clone().count(), 20);
+        for l in listed {
+            assert!(ProjectName::new(l).is_ok_and(|n| n.as_str() == l), "{l}");
+        }
+        let first = all.first().cloned().expect("one");
+        assert!(!default_absent(|n| *n == first).contains(&first));
+    }
+}

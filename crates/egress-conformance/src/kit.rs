@@ -1,0 +1,67 @@
+//! `kit --protocol pypi|npm --out DIR [--canary URL]`: the conformance kit,
+//! the probe packages a lab adds to the snapshot under test. They are made
+//! in `egress_references::{pypi,npm}::kit`, next to the canaries that build
+//! the same packages; this file only picks the protocol and prints.
+
+use crate::{exit, Failure};
+use egress_references::kit::{self, KitError, KitFile, DOCUMENTATION_CANARY};
+use egress_suite::Protocol;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct KitArgs {
+    /// Registry protocol of the snapshot the kit goes into.
+    #[arg(
+        long,
+        default_value = "pypi",
+        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+    )]
+    pub protocol: String,
+    /// The directory to write (atomically; it must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The canary the tripwire's build or install code calls. Without it,
+    /// http://192.0.2.1/, a documentation address (RFC 5737) no real host has.
+    #[arg(long, value_name = "URL")]
+    pub canary: Option<String>,
+}
+
+pub fn main(args: KitArgs) -> Result<u8, Failure> {
+    let protocol: Protocol = args
+        .protocol
+        .parse()
+        .map_err(|e: egress_suite::protocol::UnknownProtocol| Failure::usage(e.to_string()))?;
+    let canary = match &args.canary {
+        Some(c) => kit::check_canary(c).map_err(|e| Failure::usage(e.to_string()))?,
+        None => DOCUMENTATION_CANARY.to_string(),
+    };
+    let (files, add): (Vec<KitFile>, &str) = match protocol {
+        Protocol::Pypi => (
+            egress_references::pypi::kit::files(&canary),
+            "snapshot build ... --dist",
+        ),
+        Protocol::Npm => (
+            egress_references::npm::kit::files(&canary),
+            "snapshot build ... --npm-registry-url URL --npm-dist",
+        ),
+    };
+    kit::write(&args.out, &files).map_err(|e| match e {
+        KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),
+        KitError::Io { .. } => Failure::internal(e.to_string()).because(e),
+    })?;
+    for f in &files {
+        egress_cli::outln!("{}  {}", egress_model::Sha256Digest::of(&f.bytes), f.name);
+    }
+    let dir = args.out.display();
+    egress_cli::outln!(
+        "wrote {} {} kit files into {dir}; add them to the snapshot under test with `{add} {dir}`",
+        files.len(),
+        protocol.as_str()
+    );
+    if args.canary.is_none() {
+        egress_cli::outln!(
+            "the tripwire calls {DOCUMENTATION_CANARY}, a documentation address no real host has: give --canary URL to aim it at a canary you run"
+        );
+    }
+    Ok(exit::PASS)
+}

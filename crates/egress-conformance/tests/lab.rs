@@ -1,0 +1,394 @@
+//! The lab scenario, without a canary: a lab builds its snapshot from its
+//! own lock (here served by a canary on loopback, as pypi.org or
+//! registry.npmjs.org would serve it) plus the conformance kit
+//! (`egress-conformance kit`), serves it with the real `egress-mirror`
+//! binary, and runs the real `egress-conformance check URL
+//! --allowed-signers FILE` with no canary, no `--present` and no
+//! `--absent`. It exits 0 with no INCONCLUSIVE predicate; every sub-probe
+//! the snapshot side can decide runs and passes, the kit's included; only
+//! those that need a controlled upstream are SKIPPED, each by name.
+
+use egress_model::{DistFilename, ProjectName, Sha256Digest, Status};
+use egress_references::npm::canary::{self as npm_canary, NpmCanary};
+use egress_references::pypi::canary::{self, Canary};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+mod common;
+
+use common::{ok, run, s, tmpdir, MirrorProcess};
+
+/// The sub-probes that need an upstream the suite controls: the only ones a
+/// check without a canary may skip.
+const PYPI_UPSTREAM_SIDE: [&str; 7] = [
+    "P1.upstream-no-digest",
+    "P1.upstream-bad-digest",
+    "P2.absent-file",
+    "P2.upstream-contact",
+    "P4.tripwire",
+    "P5.upstream-new-version",
+    "P5.upstream-replaced-bytes",
+];
+const NPM_UPSTREAM_SIDE: [&str; 7] = [
+    "P1.upstream-no-integrity",
+    "P1.upstream-bad-integrity",
+    "P2.upstream-contact",
+    "P4.tripwire",
+    "P5.upstream-new-version",
+    "P5.upstream-replaced-bytes",
+    "P5.upstream-dist-tag",
+];
+
+fn port_of(base: &str) -> u16 {
+    base.rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .expect("port")
+}
+
+fn kit(protocol: &str, out: &Path) {
+    ok(
+        &run(&["kit", "--protocol", protocol, "--out", s(out)]),
+        "kit",
+    );
+}
+
+/// `check URL --allowed-signers FILE [--protocol npm]`, asserted to pass
+/// with every sub-probe passing but `upstream_side`, which are SKIPPED and
+/// say why; returns the report.
+fn check_passes(
+    url: &str,
+    protocol: &str,
+    signers: &Path,
+    out: &Path,
+    upstream_side: &[&str],
+    must_pass: &[&str],
+) -> egress_suite::Report {
+    let o = run(&[
+        "check",
+        url,
+        "--protocol",
+        protocol,
+        "--allowed-signers",
+        s(signers),
+        "--out",
+        s(out),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let report: egress_suite::Report =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report"))
+            .expect("json");
+    for p in &report.predicates {
+        assert_eq!(p.status, Status::Pass, "{}: {}\n{text}", p.id, p.reason);
+    }
+    let skipped: BTreeSet<&str> = report
+        .probes
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .map(|r| r.id.as_str())
+        .collect();
+    assert_eq!(
+        skipped,
+        upstream_side.iter().copied().collect::<BTreeSet<_>>(),
+        "{text}"
+    );
+    for r in report.probes.iter().filter(|r| r.status == Status::Skipped) {
+        assert!(
+            r.reason.contains("upstream"),
+            "{} skipped without naming the upstream: {}",
+            r.id,
+            r.reason
+        );
+    }
+    for r in &report.probes {
+        assert!(
+            matches!(r.status, Status::Pass | Status::Skipped),
+            "{}: {:?} {}",
+            r.id,
+            r.status,
+            r.reason
+        );
+    }
+    for id in must_pass {
+        assert_eq!(
+            report.probe(id).map(|r| r.status),
+            Some(Status::Pass),
+            "{id}: {text}"
+        );
+    }
+    let o = run(&["report", "verify", s(&out.join("report.json"))]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    report
+}
+
+/// A hashed requirements file, as pip-compile writes it, for the canary's
+/// present project.
+fn requirements(canary: &Canary) -> String {
+    let mut pins: BTreeMap<String, Vec<Sha256Digest>> = BTreeMap::new();
+    for (name, dist) in canary.dists(false) {
+        if name.as_str() != canary::PRESENT {
+            continue;
+        }
+        let version = DistFilename::parse(&dist.filename).expect("name").version;
+        pins.entry(format!("{name}=={version}"))
+            .or_default()
+            .push(dist.sha256);
+    }
+    let mut out = String::new();
+    for (pin, hashes) in pins {
+        out.push_str(&pin);
+        for h in hashes {
+            out.push_str(&format!(" \\\n    --hash=sha256:{h}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
+    let dir = tmpdir("egress-lab-pypi");
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let signers = dir.join("key.allowed_signers");
+    let kit_dir = dir.join("kit");
+    kit("pypi", &kit_dir);
+    let upstream = Canary::start().expect("canary");
+    let reqs = dir.join("requirements.txt");
+    std::fs::write(&reqs, requirements(&upstream)).expect("write");
+    let snap = dir.join("snap");
+    ok(
+        &run(&[
+            "snapshot",
+            "build",
+            "--requirements",
+            s(&reqs),
+            "--index-url",
+            &upstream.index_url(),
+            "--dist",
+            s(&kit_dir),
+            "--sign-key",
+            s(&key),
+            "--out",
+            s(&snap),
+        ]),
+        "snapshot build",
+    );
+    // The index the lock was resolved against plays no part in the check.
+    upstream.stop();
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let report = check_passes(
+        &mirror.base,
+        "pypi",
+        &signers,
+        &dir.join("report"),
+        &PYPI_UPSTREAM_SIDE,
+        &["P4.metadata-sdist", "P4.template-text", "P2.absent-page"],
+    );
+    // Found on its own: the lab's project for the controls, the kit's
+    // sdist-only and template projects for P4, widely used absent names.
+    let p = &report.plan.packages;
+    let egress_suite::Packages::Pypi(p) = p else {
+        panic!("a PyPI plan")
+    };
+    let name = |n: &str| ProjectName::new(n).expect("name");
+    assert_eq!(
+        p.present.first().map(|s| s.name.clone()),
+        Some(name(canary::PRESENT))
+    );
+    assert_eq!(p.sdist_only, Some(name("egress-kit-sdist-only")));
+    assert_eq!(p.template, Some(name("egress-kit-template")));
+    assert_eq!(p.tripwire, Some(name("egress-kit-tripwire")));
+    // The tripwire was looked at, but only an upstream log could show it fire.
+    let tripwire = report.probe("P4.tripwire").expect("probe");
+    assert!(
+        tripwire
+            .exchanges
+            .iter()
+            .any(|e| e.request_target().contains("/egress-kit-tripwire/")),
+        "{tripwire:?}"
+    );
+    assert_eq!(p.absent.len(), 3);
+    assert!(p.absent.iter().all(|a| !a.as_str().starts_with("egress")));
+    // The kit's template project was asked for and served with its text raw.
+    let template = report.probe("P4.template-text").expect("probe");
+    assert!(template.reason.contains("verbatim"), "{}", template.reason);
+    let metadata = report.probe("P4.metadata-sdist").expect("probe");
+    assert!(
+        metadata.exchanges.iter().any(|e| e
+            .request_target()
+            .contains("egress_kit_sdist_only-1.0.0.tar.gz.metadata")),
+        "{metadata:?}"
+    );
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
+    let dir = tmpdir("egress-lab-npm");
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let signers = dir.join("key.allowed_signers");
+    let kit_dir = dir.join("kit");
+    kit("npm", &kit_dir);
+    let upstream = NpmCanary::start().expect("canary");
+    let port = port_of(&upstream.base_url());
+    let registry = format!("http://127.0.0.1:{port}/");
+    let (_, version, tarball) = upstream
+        .tarballs(false)
+        .into_iter()
+        .find(|(n, v, _)| n == npm_canary::PRESENT && v == "1.1.0")
+        .expect("present");
+    let resolved = upstream
+        .tarball_url(npm_canary::PRESENT, &version)
+        .expect("url");
+    let lock = serde_json::json!({
+        "name": "lab", "version": "0.0.0", "lockfileVersion": 3, "requires": true,
+        "packages": {
+            "": {"name": "lab", "version": "0.0.0", "dependencies": {npm_canary::PRESENT: version}},
+            format!("node_modules/{}", npm_canary::PRESENT):
+                {"version": version, "resolved": resolved, "integrity": tarball.integrity},
+        },
+    });
+    let lock_path = dir.join("package-lock.json");
+    std::fs::write(&lock_path, lock.to_string()).expect("write");
+    let snap = dir.join("snap");
+    ok(
+        &run(&[
+            "snapshot",
+            "build",
+            "--npm-lock",
+            s(&lock_path),
+            "--npm-dist",
+            s(&kit_dir),
+            "--npm-registry-url",
+            &registry,
+            "--sign-key",
+            s(&key),
+            "--out",
+            s(&snap),
+        ]),
+        "snapshot build",
+    );
+    upstream.stop();
+    // On the origin the snapshot's tarball URLs name.
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let report = check_passes(
+        &registry,
+        "npm",
+        &signers,
+        &dir.join("report"),
+        &NPM_UPSTREAM_SIDE,
+        &["P4.template-text", "C.scoped", "P2.absent-packument"],
+    );
+    let egress_suite::Packages::Npm(p) = &report.plan.packages else {
+        panic!("an npm plan")
+    };
+    assert_eq!(
+        p.present.first().map(|n| n.as_str().to_string()),
+        Some(npm_canary::PRESENT.to_string())
+    );
+    assert_eq!(
+        p.scoped.as_ref().map(|n| n.as_str()),
+        Some("@egress-kit/scoped")
+    );
+    assert_eq!(
+        p.template.as_ref().map(|n| n.as_str()),
+        Some("egress-kit-template")
+    );
+    assert_eq!(
+        p.tripwire.as_ref().map(|n| n.as_str()),
+        Some("egress-kit-tripwire")
+    );
+    assert_eq!(p.absent.len(), 3);
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn one_error_line(o: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("egress-conformance: "), "{err}");
+    err
+}
+
+/// The same kit twice is the same bytes; bad input is one line and its exit
+/// code; nothing half-written is left.
+#[test]
+fn kit_output_is_reproducible_and_bad_input_is_one_line() {
+    let dir = tmpdir("egress-lab-kit-cli");
+    for protocol in ["pypi", "npm"] {
+        let (a, b) = (
+            dir.join(format!("{protocol}-a")),
+            dir.join(format!("{protocol}-b")),
+        );
+        let oa = run(&["kit", "--protocol", protocol, "--out", s(&a)]);
+        let ob = run(&["kit", "--protocol", protocol, "--out", s(&b)]);
+        ok(&oa, "kit");
+        let digests = |o: &std::process::Output| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| {
+                    l.split_once("  ").is_some_and(|(h, _)| {
+                        h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+                })
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            digests(&oa).len(),
+            5,
+            "{}",
+            String::from_utf8_lossy(&oa.stdout)
+        );
+        assert_eq!(digests(&oa), digests(&ob));
+        // An existing kit is not overwritten.
+        let o = run(&["kit", "--protocol", protocol, "--out", s(&a)]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(one_error_line(&o).contains("exists"));
+    }
+    let out = dir.join("bad");
+    let o = run(&["kit", "--out", s(&out), "--canary", "http://x/\"+1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("--canary"));
+    assert!(!out.exists());
+    // A kit aimed at a canary carries its URL.
+    let aimed = dir.join("aimed");
+    ok(
+        &run(&["kit", "--out", s(&aimed), "--canary", "http://127.0.0.1:9/"]),
+        "kit --canary",
+    );
+    // --npm-dist needs the registry URL, and takes only npm tarballs.
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let build = |args: &[&str]| {
+        let mut all = vec!["snapshot", "build", "--sign-key", s(&key), "--out"];
+        all.push(s(&out));
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let o = build(&["--npm-dist", s(&dir.join("npm-a"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("--npm-registry-url"));
+    let bad = dir.join("bad-tgz");
+    std::fs::create_dir_all(&bad).expect("mkdir");
+    std::fs::write(bad.join("x-1.0.0.tgz"), b"not a tarball").expect("write");
+    let o = build(&[
+        "--npm-dist",
+        s(&bad),
+        "--npm-registry-url",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(one_error_line(&o).contains("--npm-dist"));
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

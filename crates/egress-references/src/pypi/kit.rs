@@ -1,0 +1,179 @@
+//! The PyPI conformance kit, and the probe distributions the PyPI canary
+//! builds with the same code: wheels and setuptools sdists made by
+//! `egress-artifacts`, a tripwire `setup.py`, and package text carrying
+//! every raw [`TEMPLATE_MARKERS`] expression.
+//!
+//! | project | files | what it lets `check` probe |
+//! |---|---|---|
+//! | `egress-kit-present` | 1.0.0 wheel + sdist | a wheel and an sdist of one project |
+//! | `egress-kit-sdist-only` | 1.0.0 sdist | P4.metadata-sdist: core metadata no build can give |
+//! | `egress-kit-tripwire` | 0.1.0 sdist whose `setup.py` calls the canary | P4.tripwire, with a canary |
+//! | `egress-kit-template` | 1.0.0 wheel, markers in Summary, Description (README) and so in PEP 658 metadata | P4.template-text |
+
+use crate::kit::{tripwire_url, KitFile};
+use egress_artifacts::{build_sdist, build_wheel, SdistSpec, WheelSpec};
+use egress_model::upstream::TEMPLATE_MARKERS;
+use egress_model::{ProjectName, Version};
+
+/// A wheel and an sdist of one project.
+pub const PRESENT: &str = "egress-kit-present";
+/// Only an sdist: its core metadata cannot be known without a build.
+pub const SDIST_ONLY: &str = "egress-kit-sdist-only";
+/// Only an sdist, whose `setup.py` calls the canary's tripwire.
+pub const TRIPWIRE: &str = "egress-kit-tripwire";
+/// A wheel whose Summary and Description carry every template marker.
+pub const TEMPLATE: &str = "egress-kit-template";
+
+fn module(name: &ProjectName) -> String {
+    name.wheel_component()
+}
+
+fn init_py(version: &str) -> Vec<u8> {
+    format!("__version__ = \"{version}\"\n").into_bytes()
+}
+
+fn version(v: &str) -> Version {
+    Version::new(v).expect("fixture versions are valid")
+}
+
+/// A one-module wheel.
+pub(crate) fn wheel_spec(
+    name: &ProjectName,
+    version_text: &str,
+    summary: &str,
+    description: &str,
+) -> WheelSpec {
+    WheelSpec {
+        name: name.clone(),
+        version: version(version_text),
+        summary: summary.to_string(),
+        description: description.to_string(),
+        requires_python: None,
+        files: vec![(
+            format!("{}/__init__.py", module(name)),
+            init_py(version_text),
+        )],
+    }
+}
+
+/// A one-module setuptools sdist whose `setup.py` starts with `preamble`.
+pub(crate) fn sdist_spec(
+    name: &ProjectName,
+    version_text: &str,
+    summary: &str,
+    preamble: &str,
+) -> SdistSpec {
+    let setup_py = format!(
+        "{preamble}from setuptools import setup\n\nsetup(name=\"{name}\", version=\"{version_text}\", packages=[\"{}\"])\n",
+        module(name)
+    );
+    SdistSpec {
+        name: name.clone(),
+        version: version(version_text),
+        summary: summary.to_string(),
+        setup_py,
+        files: vec![(
+            format!("{}/__init__.py", module(name)),
+            init_py(version_text),
+        )],
+    }
+}
+
+/// The start of a tripwire's `setup.py`: a call to `url`, which only a
+/// build of the sdist makes.
+pub(crate) fn tripwire_preamble(url: &str) -> String {
+    format!(
+        "import urllib.request\n\n# egress-conformance canary: if this line runs, a build executed artifact code.\ntry:\n    urllib.request.urlopen(\"{url}\", timeout=5)\nexcept Exception:\n    pass\n\n"
+    )
+}
+
+/// Summary and description (the README) carrying every raw template marker.
+pub(crate) fn template_text() -> (String, String) {
+    let markers: Vec<&str> = TEMPLATE_MARKERS.iter().map(|(raw, _)| *raw).collect();
+    (
+        format!("Template probe {}", markers.join(" ")),
+        format!(
+            "Package text that a template engine must never evaluate.\n\n{}\n",
+            markers.join("\n")
+        ),
+    )
+}
+
+/// The kit's files, with the tripwire aimed at `canary` (a checked base
+/// URL, see [`crate::kit::check_canary`]), sorted by name.
+pub fn files(canary: &str) -> Vec<KitFile> {
+    let name = |s: &str| ProjectName::new(s).expect("kit names are valid");
+    let present = "Conformance kit: a wheel and an sdist of one project";
+    let (t_summary, t_description) = template_text();
+    let tripwire = tripwire_preamble(&tripwire_url(canary, &format!("{TRIPWIRE}-0.1.0")));
+    let mut out: Vec<KitFile> = [
+        build_wheel(&wheel_spec(
+            &name(PRESENT),
+            "1.0.0",
+            present,
+            "Conformance kit.\n",
+        )),
+        build_sdist(&sdist_spec(&name(PRESENT), "1.0.0", present, "")),
+        build_sdist(&sdist_spec(
+            &name(SDIST_ONLY),
+            "1.0.0",
+            "Conformance kit: only an sdist; its metadata needs a build",
+            "",
+        )),
+        build_sdist(&sdist_spec(
+            &name(TRIPWIRE),
+            "0.1.0",
+            "Conformance kit: its setup.py calls the canary tripwire",
+            &tripwire,
+        )),
+        build_wheel(&wheel_spec(
+            &name(TEMPLATE),
+            "1.0.0",
+            &t_summary,
+            &t_description,
+        )),
+    ]
+    .into_iter()
+    .map(|d| KitFile {
+        name: d.filename,
+        bytes: d.bytes,
+    })
+    .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egress_artifacts::{read_top_level_file, TopLevelFile};
+
+    #[test]
+    fn the_kit_is_reproducible_and_aims_its_tripwire() {
+        let a = files("http://192.0.2.1/");
+        assert_eq!(a, files("http://192.0.2.1/"));
+        let names: Vec<&str> = a.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "egress_kit_present-1.0.0-py3-none-any.whl",
+                "egress_kit_present-1.0.0.tar.gz",
+                "egress_kit_sdist_only-1.0.0.tar.gz",
+                "egress_kit_template-1.0.0-py3-none-any.whl",
+                "egress_kit_tripwire-0.1.0.tar.gz",
+            ]
+        );
+        let trip = a
+            .iter()
+            .find(|f| f.name.contains("tripwire"))
+            .expect("tripwire");
+        let setup = read_top_level_file(&trip.bytes, TopLevelFile::SetupPy).expect("setup.py");
+        let setup = String::from_utf8(setup).expect("utf-8");
+        assert!(
+            setup.contains("\"http://192.0.2.1/tripwire/egress-kit-tripwire-0.1.0\""),
+            "{setup}"
+        );
+        let other = files("http://127.0.0.1:9/");
+        assert_ne!(a, other);
+    }
+}
