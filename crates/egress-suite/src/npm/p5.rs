@@ -148,7 +148,7 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
 const BEFORE: &str = "before the upstream change";
 const AFTER: &str = "after the upstream change";
 
-fn mutation_failed(e: String) -> egress_model::Observation {
+fn mutation_failed(e: egress_model::UpstreamError) -> egress_model::Observation {
     input(&format!("mutation failed: {e}"), Vec::new())
 }
 
