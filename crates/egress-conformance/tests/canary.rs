@@ -124,8 +124,19 @@ fn a_canary_stops_cleanly_and_keeps_its_secret() {
     assert!(again.stop().success());
     // A secret file that others may read is refused.
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = common::run(&["canary", "--listen", "127.0.0.1:0", "--secret-file", s(&secret)]);
-    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = common::run(&[
+        "canary",
+        "--listen",
+        "127.0.0.1:0",
+        "--secret-file",
+        s(&secret),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
@@ -143,7 +154,12 @@ fn check_with_a_canary_that_does_not_answer_is_no_verdict() {
         "--canary-secret",
         s(&secret),
     ]);
-    assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--canary"), "{err}");
@@ -175,7 +191,11 @@ fn check_with_a_canary_runs_every_pypi_sub_probe() {
     }
     let key = egress_references::builtin::demo_key();
     let snapshot = builder
-        .build("2026-01-01T00:00:00Z", Some(&key), "built-in-reference@egress-conformance")
+        .build(
+            "2026-01-01T00:00:00Z",
+            Some(&key),
+            "built-in-reference@egress-conformance",
+        )
         .unwrap();
     let signers = dir.join("allowed_signers");
     std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
