@@ -8,9 +8,8 @@ use egress_references::control::{Secret, ServeOptions, CONTROL_PREFIX};
 use egress_references::npm::canary::NpmCanary;
 use egress_references::Canary;
 use egress_suite::Protocol;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct CanaryArgs {
@@ -32,43 +31,6 @@ pub struct CanaryArgs {
     /// by the tripwire (default: http:// and the address bound).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
-}
-
-/// Reads the secret from `path`, or makes one and writes it there, readable
-/// by its owner only.
-pub fn secret_at(path: &Path) -> Result<Secret, Failure> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let shown = path.display();
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let mode = std::fs::metadata(path)
-                .map_err(|e| Failure::input(format!("--secret-file {shown}: {e}")))?
-                .permissions()
-                .mode();
-            if mode & 0o077 != 0 {
-                return Err(Failure::input(format!(
-                    "--secret-file {shown}: others may read it (mode {:o}); chmod 600 it",
-                    mode & 0o777
-                )));
-            }
-            Secret::parse(&text).map_err(|e| Failure::input(format!("--secret-file {shown}: {e}")))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let secret = Secret::generate()
-                .map_err(|e| Failure::internal(format!("cannot make a secret: {e}")))?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(|e| Failure::input(format!("--secret-file {shown}: {e}")))?;
-            f.write_all(format!("{}\n", secret.as_str()).as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(|e| Failure::input(format!("--secret-file {shown}: {e}")))?;
-            Ok(secret)
-        }
-        Err(e) => Err(Failure::input(format!("--secret-file {shown}: {e}"))),
-    }
 }
 
 pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
@@ -99,7 +61,9 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
     let options = ServeOptions {
         listen,
         public_origin: args.public_url.clone(),
-        secret: Some(secret_at(&args.secret_file)?),
+        secret: Some(Secret::load_or_create(&args.secret_file).map_err(|e| {
+            Failure::input(format!("--secret-file {}: {e}", args.secret_file.display()))
+        })?),
     };
     let cannot = |e: std::io::Error| Failure::internal(format!("cannot listen on {listen}: {e}"));
     let running: Box<dyn FnOnce()> = match protocol {

@@ -96,6 +96,50 @@ impl Secret {
     }
 }
 
+/// Why a secret file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Invalid(#[from] InvalidSecret),
+    /// Group or others may read it.
+    #[error("others may read it (mode {0:o}); chmod 600 it")]
+    Readable(u32),
+    #[error("cannot make a secret: {0}")]
+    Random(getrandom::Error),
+}
+
+impl Secret {
+    /// Reads the secret at `path`, which only its owner may read; or, when
+    /// there is no file, makes one and writes it there with mode 0600.
+    pub fn load_or_create(path: &std::path::Path) -> Result<Self, SecretFileError> {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    return Err(SecretFileError::Readable(mode));
+                }
+                Ok(Self::parse(&text)?)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let secret = Self::generate().map_err(SecretFileError::Random)?;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)?;
+                f.write_all(format!("{}\n", secret.as_str()).as_bytes())?;
+                f.sync_all()?;
+                Ok(secret)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 impl fmt::Debug for Secret {
     /// Never prints the secret.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
