@@ -7,6 +7,7 @@ mod common;
 
 use common::canary::{canary_files, client, CanaryProcess};
 use common::{s, tmpdir};
+use egress_model::Url;
 use egress_model::{Observation, Status};
 use std::sync::Arc;
 
@@ -90,6 +91,127 @@ fn check_with_a_canary_that_does_not_answer_is_no_verdict() {
     drop(canary);
 }
 
+/// `check` of `mirror` with `--canary`: its JSON report, every sub-probe
+/// PASS, exit 0, the whole run's canary log read and empty.
+fn check_passes_with_no_contact(args: &[&str], canary: &CanaryProcess, secret: &std::path::Path) {
+    let mut all: Vec<&str> = args.to_vec();
+    let origin = canary.origin();
+    all.extend([
+        "--canary",
+        &origin,
+        "--canary-secret",
+        s(secret),
+        "--format",
+        "json",
+    ]);
+    let o = common::run(&all);
+    let report: egress_suite::Report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let not_pass: Vec<String> = report
+        .probes
+        .iter()
+        .filter(|p| p.status != Status::Pass)
+        .map(|p| format!("{} {}: {}", p.id, p.status, p.reason))
+        .collect();
+    assert!(not_pass.is_empty(), "{not_pass:#?}");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(report.plan.upstream.is_some());
+    let contact = report.probe("P2.upstream-contact").unwrap();
+    let logs: Vec<usize> = contact
+        .observations
+        .iter()
+        .filter_map(|o| match o {
+            Observation::UpstreamLog { requests, .. } => Some(requests.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs, [0], "{:?}", contact.observations);
+}
+
+/// The same for npm: the reference mirror serving a signed npm snapshot of
+/// the npm canary's snapshot packages, fetched from it as npm would.
+#[test]
+fn check_with_a_canary_runs_every_npm_sub_probe() {
+    let dir = tmpdir("canary-lab-npm");
+    let secret = dir.join("secret");
+    let canary = CanaryProcess::start("npm", &secret);
+    let registry = canary.get("registry URL");
+    let late = egress_references::builtin::LateMirror::default();
+    let server =
+        egress_http::Server::bind("127.0.0.1:0", late.clone(), egress_http::Limits::default())
+            .unwrap();
+    let mirror = format!("{}/", server.base_url());
+    let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
+    builder.npm_registry_url(&mirror).unwrap();
+    let c = client(&registry);
+    let keys = c.get("keys", "/-/npm/v1/keys", None);
+    builder
+        .npm_registry_keys(keys.response.unwrap().full_body().unwrap().to_vec())
+        .unwrap();
+    for name in [
+        "ec-present",
+        "@ec/scoped",
+        "ec-tripwire",
+        "ec-template-text",
+    ] {
+        let ex = c.get(
+            "packument",
+            &format!("/{}", name.replacen('/', "%2f", 1)),
+            None,
+        );
+        let doc: serde_json::Value =
+            serde_json::from_slice(ex.response.unwrap().full_body().unwrap()).unwrap();
+        for (version, v) in doc["versions"].as_object().unwrap() {
+            let dist = &v["dist"];
+            let url = Url::parse(dist["tarball"].as_str().unwrap()).unwrap();
+            let filename = url.path().rsplit('/').next().unwrap();
+            let bytes = c
+                .get("tarball", url.path(), None)
+                .response
+                .unwrap()
+                .full_body()
+                .unwrap()
+                .to_vec();
+            let integrity = dist["integrity"].as_str().unwrap();
+            builder
+                .add_npm_tarball(name, version, filename, bytes, integrity)
+                .unwrap();
+            builder
+                .add_npm_signatures(name, version, integrity, dist["signatures"].clone())
+                .unwrap();
+        }
+    }
+    let key = egress_references::builtin::demo_key();
+    let snapshot = builder
+        .build(
+            "2026-01-01T00:00:00Z",
+            Some(&key),
+            "built-in-reference@egress-conformance",
+        )
+        .unwrap();
+    late.set(egress_mirror::Mirror::new(Arc::new(snapshot)));
+    let signers = dir.join("allowed_signers");
+    std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
+    check_passes_with_no_contact(
+        &[
+            "check",
+            &mirror,
+            "--protocol",
+            "npm",
+            "--allowed-signers",
+            s(&signers),
+            "--present",
+            "ec-present",
+            "--present",
+            "@ec/scoped",
+        ],
+        &canary,
+        &secret,
+    );
+    server.stop();
+    assert!(canary.stop().success());
+}
+
 /// The lab scenario: the reference mirror serving a signed snapshot of the
 /// canary's snapshot projects, nothing using the canary as its upstream;
 /// `check --canary` runs every sub-probe and passes, with no contact.
@@ -114,42 +236,19 @@ fn check_with_a_canary_runs_every_pypi_sub_probe() {
     let signers = dir.join("allowed_signers");
     std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
     let mirror = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0").unwrap();
-    let o = common::run(&[
-        "check",
-        &format!("{}/simple/", mirror.base_url()),
-        "--allowed-signers",
-        s(&signers),
-        "--present",
-        "ec-present",
-        "--canary",
-        &canary.origin(),
-        "--canary-secret",
-        s(&secret),
-        "--format",
-        "json",
-    ]);
-    let report: egress_suite::Report = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
-    let not_pass: Vec<String> = report
-        .probes
-        .iter()
-        .filter(|p| p.status != Status::Pass)
-        .map(|p| format!("{} {}: {}", p.id, p.status, p.reason))
-        .collect();
-    assert!(not_pass.is_empty(), "{not_pass:#?}");
-    assert_eq!(o.status.code(), Some(0));
-    assert!(report.plan.upstream.is_some());
-    // Contact observed as none: the whole run's log was read, and is empty.
-    let contact = report.probe("P2.upstream-contact").unwrap();
-    let logs: Vec<usize> = contact
-        .observations
-        .iter()
-        .filter_map(|o| match o {
-            Observation::UpstreamLog { requests, .. } => Some(requests.len()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(logs, [0], "{:?}", contact.observations);
+    let index = format!("{}/simple/", mirror.base_url());
+    check_passes_with_no_contact(
+        &[
+            "check",
+            &index,
+            "--allowed-signers",
+            s(&signers),
+            "--present",
+            "ec-present",
+        ],
+        &canary,
+        &secret,
+    );
     drop(mirror);
     assert!(canary.stop().success());
 }
