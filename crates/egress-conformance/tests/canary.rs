@@ -104,7 +104,17 @@ fn check_passes_with_no_contact(args: &[&str], canary: &CanaryProcess, secret: &
         "--format",
         "json",
     ]);
+    let out = secret.with_file_name("report");
+    all.extend(["--out", s(&out)]);
     let o = common::run(&all);
+    // Every verdict re-derives from the report alone (the canary's log is in it).
+    let v = common::run(&["report", "verify", s(&out)]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
     let report: egress_suite::Report = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
     let not_pass: Vec<String> = report

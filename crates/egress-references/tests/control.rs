@@ -298,3 +298,45 @@ fn the_control_api_drives_the_canary() {
     let _ = remote.mark();
     assert!(remote.failure().is_some());
 }
+
+/// A control API that answers garbage, nothing, or something else than its
+/// documents is refused when connecting, in one line, never taken for a
+/// canary; one that starts answering garbage mid-run is remembered.
+#[test]
+fn a_control_api_that_answers_garbage_is_refused() {
+    use egress_references::hostile::{self, Hostile};
+    let secret = Secret::generate().unwrap();
+    let timeout = Duration::from_secs(2);
+    for kind in [
+        Hostile::Everything404,
+        Hostile::Everything403,
+        Hostile::Garbage,
+        Hostile::Reset,
+        Hostile::RedirectLoop,
+        Hostile::HugeDeclaredLength,
+        Hostile::EndlessBody,
+    ] {
+        let server = hostile::start(kind).unwrap();
+        let url = Url::parse(&server.base_url()).unwrap();
+        let e = RemoteCanary::connect(&url, &secret, timeout)
+            .err()
+            .unwrap_or_else(|| panic!("{kind:?} taken for a canary"))
+            .to_string();
+        assert!(
+            !e.contains('\n') && e.contains("control API"),
+            "{kind:?}: {e}"
+        );
+        server.stop();
+    }
+    // 200 with JSON that is not the API's.
+    let wrong = egress_http::Server::bind_loopback(|_req: egress_http::Request| {
+        egress_http::Response::new(200)
+            .with_header("Content-Type", "application/json")
+            .with_body("{\"mark\": \"seven\", \"origin\": 3}")
+            .into()
+    })
+    .unwrap();
+    let url = Url::parse(&wrong.base_url()).unwrap();
+    assert!(RemoteCanary::connect(&url, &secret, timeout).is_err());
+    wrong.stop();
+}
