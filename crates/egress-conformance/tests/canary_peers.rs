@@ -13,6 +13,11 @@ use egress_model::Status;
 use egress_suite::Report;
 use egress_testbed::suite::{self as testbed, Paths, Variant};
 use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Peers run one at a time, as in the testbed's tests: two cores, and
+/// devpi's set-up must not be measured under another peer's load.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn peers_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("EGRESS_PEERS_DIR").map(PathBuf::from);
@@ -101,6 +106,7 @@ fn both(name: &str, peers: &PathBuf) -> (Report, Report) {
 
 fn same_verdicts(name: &str) {
     let Some(peers) = peers_dir() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (expected, got) = both(name, &peers);
     let skipped: Vec<&str> = got
         .probes
