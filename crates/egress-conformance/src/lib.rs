@@ -8,6 +8,7 @@
 // Standard output goes through `output::print` (`out!`, `outln!`) only.
 #![warn(clippy::print_stdout)]
 
+pub mod canary;
 pub mod check;
 pub mod keygen;
 pub mod kit;
@@ -38,6 +39,10 @@ pub mod exit {
     /// (a pinned sha256 no page lists, or bytes that do not hash to it).
     /// Nothing was written.
     pub const REFUSED: u8 = 6;
+    /// `check --canary`: the canary's control API did not answer, refused
+    /// the secret, or answered with something else than its documents;
+    /// no verdict is given.
+    pub const CANARY: u8 = 7;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

@@ -4,7 +4,8 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    check, exit, keygen, kit, output, run_builtin, run_testbed, snapshot, verify, Failure, Format,
+    canary, check, exit, keygen, kit, output, run_builtin, run_testbed, snapshot, verify, Failure,
+    Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +20,8 @@ With no command, starts on loopback a reference conformant mirror (A) and a conv
 in front of a canary upstream, for PyPI and for npm, runs the suite against each, and prints the verdicts and \
 one discrimination matrix per protocol.\n\n\
 Exit codes: 0 pass, 1 fail, 2 usage error, 3 inconclusive, 4 bad input file, 5 could not run, \
-6 snapshot build refused (the index does not serve what the lock pins)."
+6 snapshot build refused (the index does not serve what the lock pins), \
+7 the canary's control API failed (check --canary)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -61,6 +63,10 @@ enum Command {
     /// mirror, each in front of its own canary upstream, and write one
     /// matrix per protocol.
     Testbed(run_testbed::TestbedArgs),
+    /// Serve the canary upstream until SIGINT or SIGTERM, for a deployed
+    /// mirror to use as its upstream during `check --canary`; its log and
+    /// controls need the secret in --secret-file.
+    Canary(canary::CanaryArgs),
 }
 
 #[derive(Subcommand)]
@@ -121,6 +127,7 @@ fn main() -> ExitCode {
             command: SnapshotCommand::Verify(args),
         }) => snapshot::verify(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
+        Some(Command::Canary(args)) => canary::main(args),
     };
     // A closed pipe on stdout is a normal end; any other failure to write
     // the results is one.

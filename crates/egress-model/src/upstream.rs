@@ -32,8 +32,32 @@ pub struct UpstreamPlan {
     pub offsite: Option<ProjectName>,
 }
 
+/// Why the controlled upstream did not do what it was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum UpstreamError {
+    /// It serves no such project, package, file or version.
+    #[error("{message}")]
+    NotServed { message: String },
+    /// It cannot do this kind of change (e.g. a PyPI upstream has no dist-tags).
+    #[error("{message}")]
+    Unsupported { message: String },
+    /// It failed to make the change (e.g. the random source failed).
+    #[error("{message}")]
+    Failed { message: String },
+    /// A remote upstream's control API did not answer, or answered with
+    /// something that is not what the API returns.
+    #[error("the canary's control API at {url}: {reason}")]
+    Control { url: String, reason: String },
+}
+
 /// An upstream the suite controls: it sees every request the target makes
 /// and can change what it serves during the run.
+///
+/// `mark` and `requests_since` cannot fail in this interface: an upstream
+/// reached over a network (the standalone canary's control API) that fails
+/// to answer them must remember it and make its caller discard the run, so
+/// that an unread log never reads as "no contact".
 pub trait Upstream: Send + Sync {
     fn plan(&self) -> UpstreamPlan;
     /// The current end of the request log; pass it to [`Upstream::requests_since`].
@@ -41,15 +65,22 @@ pub trait Upstream: Send + Sync {
     /// Requests logged after `mark`, in order.
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest>;
     /// Publishes a new version of `project`; returns what changed.
-    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String>;
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError>;
     /// Replaces the bytes of an existing file, keeping its name (and updating
     /// the digest the upstream's pages list); returns what changed.
-    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String>;
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError>;
     /// Points the tag `tag` of `project` (an npm dist-tag such as `latest`)
     /// at `version`; returns what changed. Upstreams without tags refuse.
-    fn move_tag(&self, project: &str, tag: &str, version: &str) -> Result<Observation, String> {
+    fn move_tag(
+        &self,
+        project: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
         let _ = (project, tag, version);
-        Err("this upstream has no dist-tags".to_string())
+        Err(UpstreamError::Unsupported {
+            message: "this upstream has no dist-tags".to_string(),
+        })
     }
 }
 

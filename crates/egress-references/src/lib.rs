@@ -22,12 +22,14 @@
 //! (127.0.0.0/8 or ::1); anything else is answered `502` without connecting.
 
 pub mod builtin;
+pub mod control;
 pub mod hostile;
 pub mod kit;
 mod loopback;
 pub mod npm;
 pub mod pypi;
 mod relay;
+pub mod remote;
 mod request_log;
 mod template;
 

@@ -93,6 +93,20 @@ pub fn forwarded(record: &ProbeRecord) -> Vec<&UpstreamRequest> {
         .collect()
 }
 
+/// The first upstream request that carries a token from one of this
+/// record's requests, with the exchange that sent that token: a forwarded
+/// request observed when it arrived.
+pub fn forwarded_by(record: &ProbeRecord) -> Option<(&Exchange, &UpstreamRequest)> {
+    upstream_log(record).find_map(|u| {
+        record.exchanges.iter().find_map(|e| {
+            tokens_in(e.request.as_bytes())
+                .iter()
+                .any(|t| u.target.contains(t.as_str()))
+                .then_some((e, u))
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,11 +90,8 @@ pub fn refusals<P, F: ControlFacts>(
     if rec.exchanges.is_empty() {
         return inconclusive("no request was recorded");
     }
-    if let Some(u) = classify::forwarded(rec).first() {
-        return fail(format!(
-            "forwarded to the upstream: it received {} {}",
-            u.method, u.target
-        ));
+    if let Some(v) = forwarded_fail(rec) {
+        return v;
     }
     let mut codes: Vec<String> = Vec::new();
     for ex in &rec.exchanges {
@@ -125,6 +122,22 @@ pub fn refusals<P, F: ControlFacts>(
         rec.exchanges.len(),
         tally(&codes)
     ))
+}
+
+/// FAIL when a request of this record was observed arriving at the
+/// controlled upstream: names the exchange that sent it and the entry of the
+/// upstream's log that shows it.
+pub fn forwarded_fail(rec: &ProbeRecord) -> Option<Verdict> {
+    let (ex, u) = classify::forwarded_by(rec)?;
+    Some(fail(format!(
+        "forwarded to the upstream: {} {} ({}) arrived there as request #{}: {} {}",
+        ex.request_method(),
+        short(&ex.request_target()),
+        ex.label,
+        u.seq,
+        u.method,
+        short(&u.target)
+    )))
 }
 
 /// `404×3, 400×1` style summary, stable order.

@@ -41,6 +41,14 @@ pub struct CheckArgs {
     /// Also write the report in every format into DIR.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// A standalone canary (`egress-conformance canary`) that the mirror
+    /// uses as its upstream: its URL (origin). Every sub-probe that needs a
+    /// controlled upstream then runs.
+    #[arg(long, value_name = "URL", requires = "canary_secret")]
+    pub canary: Option<String>,
+    /// The canary's secret file (as written by `canary --secret-file`).
+    #[arg(long, value_name = "FILE", requires = "canary")]
+    pub canary_secret: Option<PathBuf>,
     /// Longest time, in seconds, for any single exchange.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,

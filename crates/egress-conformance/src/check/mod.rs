@@ -9,8 +9,10 @@ mod snapshot_doc;
 
 use crate::{exit, output, Failure, Format};
 pub use args::CheckArgs;
-use egress_model::Url;
-use egress_suite::{ManifestSource, Protocol, Target};
+use egress_model::{NpmName, Upstream, UpstreamPlan, Url};
+use egress_references::control::Secret;
+use egress_references::remote::RemoteCanary;
+use egress_suite::{ManifestSource, Packages, Plan, Protocol, Target};
 use std::time::Duration;
 
 pub fn main(args: CheckArgs) -> Result<u8, Failure> {
@@ -54,17 +56,27 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     };
     let client = egress_transcript::Client::new(index.clone(), limits, args.cacert.as_deref())
         .map_err(|e| Failure::input(e.to_string()))?;
-    let plan = match protocol {
+    let canary = connect_canary(&args, protocol)?;
+    let mut plan = match protocol {
         Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
         Protocol::Npm => npm::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
     };
+    if let Some(c) = &canary {
+        with_canary(&mut plan, c.plan(), args.absent.is_empty())?;
+    }
     let report = egress_suite::run(Target {
         name: index.to_string(),
         client,
         plan,
-        upstream: None,
+        upstream: canary.as_ref().map(|c| c as &dyn Upstream),
         allowed_signers,
     });
+    if let Some(e) = canary.as_ref().and_then(RemoteCanary::failure) {
+        return Err(Failure::new(
+            exit::CANARY,
+            format!("--canary: {e}; no verdict: the upstream's log was not read whole"),
+        ));
+    }
     match args.format {
         Format::Text => egress_cli::out!("{}", egress_suite::render::text(&report)),
         Format::Json => egress_cli::out!("{}", egress_suite::render::json(&report)),
@@ -78,4 +90,69 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         1 => exit::FAIL,
         _ => exit::INCONCLUSIVE,
     })
+}
+
+/// The standalone canary `--canary` names, reached through its control API
+/// with the secret in `--canary-secret`; `None` without `--canary`.
+fn connect_canary(args: &CheckArgs, protocol: Protocol) -> Result<Option<RemoteCanary>, Failure> {
+    let (Some(raw), Some(file)) = (&args.canary, &args.canary_secret) else {
+        return Ok(None);
+    };
+    let url = Url::parse(raw).map_err(|e| Failure::usage(format!("--canary: {e}")))?;
+    let shown = file.display();
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::input(format!("--canary-secret {shown}: {e}")))?;
+    let secret = Secret::parse(&text)
+        .map_err(|e| Failure::input(format!("--canary-secret {shown}: {e}")))?;
+    let timeout = Duration::from_secs(args.timeout);
+    let canary = RemoteCanary::connect(&url, &secret, timeout)
+        .map_err(|e| Failure::new(exit::CANARY, format!("--canary: {e}")))?;
+    // A PyPI canary's index URL is its /simple/; an npm canary's, its root.
+    let pypi = canary.plan().index_url.ends_with("/simple/");
+    if pypi != (protocol == Protocol::Pypi) {
+        return Err(Failure::usage(format!(
+            "--canary {raw} is not a canary of --protocol {protocol}; start it with `canary --protocol {protocol}`"
+        )));
+    }
+    Ok(Some(canary))
+}
+
+/// The plan with the canary as its controlled upstream: the packages P4
+/// needs are the canary's unless the snapshot named its own, and without
+/// `--absent` the absent ones are the canary's upstream-only packages (the
+/// ones it serves that a snapshot must not hold), as in the testbed.
+fn with_canary(
+    plan: &mut Plan<Packages>,
+    up: UpstreamPlan,
+    default_absent: bool,
+) -> Result<(), Failure> {
+    let npm = |n: &egress_model::ProjectName| {
+        NpmName::new(n.as_str())
+            .map_err(|e| Failure::new(exit::CANARY, format!("--canary: its plan names {n}: {e}")))
+    };
+    match &mut plan.packages {
+        Packages::Pypi(p) => {
+            p.sdist_only.get_or_insert_with(|| up.tripwire.clone());
+            p.template.get_or_insert_with(|| up.template.clone());
+            if default_absent {
+                p.absent = vec![up.upstream_only.clone()];
+            }
+        }
+        Packages::Npm(p) => {
+            if p.tripwire.is_none() {
+                p.tripwire = Some(npm(&up.tripwire)?);
+            }
+            if p.template.is_none() {
+                p.template = Some(npm(&up.template)?);
+            }
+            if default_absent {
+                p.absent = std::iter::once(&up.upstream_only)
+                    .chain(&up.offsite)
+                    .map(npm)
+                    .collect::<Result<_, _>>()?;
+            }
+        }
+    }
+    plan.upstream = Some(up);
+    Ok(())
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod canary;
 pub(crate) mod mutant;
 
 use std::io::{BufRead, BufReader};

@@ -58,19 +58,20 @@
 //! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
 
 use super::kit::{index_js, spec, template_spec, tripwire_spec};
+use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
-    Accept, Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest,
+    Accept, Observation, ProjectName, Sha256Digest, Upstream, UpstreamError, UpstreamPlan,
+    UpstreamRequest,
 };
 use ring::digest;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
 use std::collections::BTreeMap;
 use std::io;
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// In the snapshot; the canary serves it too.
@@ -289,6 +290,8 @@ struct State {
     cdn_origin: OnceLock<String>,
     content: Mutex<Content>,
     log: RequestLog,
+    /// The control API's secret, when the canary runs standalone.
+    secret: Option<Secret>,
 }
 
 /// The npm canary upstream; see the module docs. Stops on
@@ -305,6 +308,13 @@ impl NpmCanary {
     /// Binds 127.0.0.1 on two free ports (the registry and its CDN origin),
     /// then builds the content (the tripwire's `postinstall` needs the port).
     pub fn start() -> io::Result<NpmCanary> {
+        Self::serve(&ServeOptions::default())
+    }
+
+    /// Binds where `options` say (the CDN origin on the same address, on
+    /// a free port), with a control API when they give a secret (the
+    /// standalone canary).
+    pub fn serve(options: &ServeOptions) -> io::Result<NpmCanary> {
         let state = Arc::new(State {
             key: RegistryKey::generate()?,
             origin: OnceLock::new(),
@@ -317,22 +327,23 @@ impl NpmCanary {
                 slow: Default::default(),
             }),
             log: RequestLog::default(),
+            secret: options.secret.clone(),
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
-            (Ipv4Addr::LOCALHOST, 0),
+            options.listen,
             move |req: Request| handler_state.handle(&req),
             Limits::default(),
         )?;
         let cdn_state = Arc::clone(&state);
         let cdn = Server::bind(
-            (Ipv4Addr::LOCALHOST, 0),
+            (options.listen.ip(), 0),
             move |req: Request| cdn_state.handle_cdn(&req),
             Limits::default(),
         )?;
-        let origin = server.base_url();
+        let origin = options.origin(&server);
         let _ = state.origin.set(origin.clone());
-        let _ = state.cdn_origin.set(cdn.base_url());
+        let _ = state.cdn_origin.set(cdn_origin(&origin, &cdn));
         {
             let mut content = lock(&state.content);
             let packages = initial_packages(&origin, &mut content, &state.key);
@@ -453,15 +464,68 @@ impl NpmCanary {
             .get(tag)
             .cloned()
     }
+}
 
+impl NpmCanary {
     /// Publishes a new version (`9.9.9`, then `9.9.10`...) of the package
     /// `name` (scoped names too) and moves `latest` to it.
-    pub fn publish(&self, name: &str) -> Result<Observation, String> {
-        let mut content = lock(&self.state.content);
+    pub fn publish(&self, name: &str) -> Result<Observation, UpstreamError> {
+        self.state.publish(name)
+    }
+
+    /// Points dist-tag `tag` of `name` at `version`, which must be served.
+    pub fn move_dist_tag(
+        &self,
+        name: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
+        self.state.move_dist_tag(name, tag, version)
+    }
+}
+
+impl Upstream for NpmCanary {
+    fn plan(&self) -> UpstreamPlan {
+        self.state.plan()
+    }
+
+    fn mark(&self) -> u64 {
+        self.state.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.state.requests_since(mark)
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        self.state.publish_new_version(project)
+    }
+
+    fn move_tag(
+        &self,
+        project: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
+        self.state.move_tag(project, tag, version)
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        self.state.replace_file_bytes(filename)
+    }
+}
+
+impl State {
+    /// Publishes a new version (`9.9.9`, then `9.9.10`...) of the package
+    /// `name` (scoped names too) and moves `latest` to it.
+    fn publish(&self, name: &str) -> Result<Observation, UpstreamError> {
+        let mut content = lock(&self.content);
         let version = format!("9.9.{}", 9 + content.published);
         let event = content.next_event();
         let Some(package) = content.package_mut(name) else {
-            return Err(format!("the npm canary serves no package {name}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the npm canary serves no package {name}"),
+            });
         };
         let spec = NpmPackageSpec::new(
             name,
@@ -469,7 +533,7 @@ impl NpmCanary {
             "Published at the canary during the run",
             &index_js(&version),
         );
-        let new = PackageVersion::build(spec, event, &self.state.key);
+        let new = PackageVersion::build(spec, event, &self.key);
         let observation = Observation::UpstreamMutation {
             description: format!("published {name} {version} at the npm canary (now latest)"),
             filename: new.tarball.filename.clone(),
@@ -486,21 +550,25 @@ impl NpmCanary {
     /// Points dist-tag `tag` of `name` at `version`, which must be served;
     /// the observation names that version's tarball, with the digest of the
     /// tarball the tag pointed at before (if any).
-    pub fn move_dist_tag(
+    fn move_dist_tag(
         &self,
         name: &str,
         tag: &str,
         version: &str,
-    ) -> Result<Observation, String> {
-        let mut content = lock(&self.state.content);
+    ) -> Result<Observation, UpstreamError> {
+        let mut content = lock(&self.content);
         let event = content.next_event();
         let Some(package) = content.package_mut(name) else {
-            return Err(format!("the npm canary serves no package {name}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the npm canary serves no package {name}"),
+            });
         };
         let sha256 =
             |p: &Package, v: &str| p.version(v).map(|v| Sha256Digest::of(&v.tarball.bytes));
         let Some(after) = sha256(package, version) else {
-            return Err(format!("the npm canary serves no {name} {version}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the npm canary serves no {name} {version}"),
+            });
         };
         let previous = package.dist_tags.get(tag).cloned();
         let before = previous.as_deref().and_then(|v| sha256(package, v));
@@ -521,10 +589,10 @@ impl NpmCanary {
     }
 }
 
-impl Upstream for NpmCanary {
+impl Upstream for State {
     fn plan(&self) -> UpstreamPlan {
         let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
-        let upstream_only_paths = lock(&self.state.content)
+        let upstream_only_paths = lock(&self.content)
             .package(UPSTREAM_ONLY)
             .map(|p| {
                 p.versions
@@ -534,8 +602,8 @@ impl Upstream for NpmCanary {
             })
             .unwrap_or_default();
         UpstreamPlan {
-            origin: self.base_url(),
-            index_url: self.registry_url(),
+            origin: self.origin().to_string(),
+            index_url: format!("{}/", self.origin()),
             present: name(PRESENT),
             upstream_only: name(UPSTREAM_ONLY),
             upstream_only_paths,
@@ -548,25 +616,30 @@ impl Upstream for NpmCanary {
     }
 
     fn mark(&self) -> u64 {
-        self.state.log.mark()
+        self.log.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        self.state.log.since(mark)
+        self.log.since(mark)
     }
 
-    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
         self.publish(project.as_str())
     }
 
-    fn move_tag(&self, project: &str, tag: &str, version: &str) -> Result<Observation, String> {
+    fn move_tag(
+        &self,
+        project: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
         self.move_dist_tag(project, tag, version)
     }
 
     /// Rebuilds the tarball named `filename` (the bare `<name>-<version>.tgz`)
     /// with one more file: same name and URL, new bytes and integrity.
-    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String> {
-        let mut content = lock(&self.state.content);
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        let mut content = lock(&self.content);
         let n = content.replaced;
         let event = content.next_event();
         let found = content.packages.iter_mut().find_map(|p| {
@@ -577,7 +650,9 @@ impl Upstream for NpmCanary {
             Some((p, v))
         });
         let Some((package, v)) = found else {
-            return Err(format!("the npm canary serves no tarball {filename}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the npm canary serves no tarball {filename}"),
+            });
         };
         let old = &package.versions[v];
         let before = Sha256Digest::of(&old.tarball.bytes);
@@ -587,7 +662,7 @@ impl Upstream for NpmCanary {
             format!("replaced at the canary during the run ({n})\n").into_bytes(),
         ));
         let published = old.published;
-        let new = PackageVersion::build(spec, published, &self.state.key);
+        let new = PackageVersion::build(spec, published, &self.key);
         let after = Sha256Digest::of(&new.tarball.bytes);
         debug_assert_eq!(new.tarball.filename, filename);
         package.versions[v] = new;
@@ -703,6 +778,22 @@ fn listed_for(name: &str, v: &PackageVersion) -> Listed {
 }
 
 // ------------------------------------------------------------------ documents
+
+/// The CDN origin: the host the main origin names, on the CDN listener's
+/// port (the bound address itself when the host cannot be told).
+fn cdn_origin(origin: &str, cdn: &egress_http::ServerHandle) -> String {
+    egress_model::Url::parse(origin).map_or_else(
+        |_| cdn.base_url(),
+        |u| {
+            format!(
+                "{}://{}:{}",
+                u.scheme().as_str(),
+                u.host(),
+                cdn.addr().port()
+            )
+        },
+    )
+}
 
 /// The absolute URL of a tarball at `origin`.
 fn tarball_url(origin: &str, name: &str, version: &str) -> String {
@@ -950,6 +1041,9 @@ impl State {
     }
 
     fn handle(&self, req: &Request) -> Reply {
+        if let Some(reply) = control::intercept(self.secret.as_ref(), req, self) {
+            return reply;
+        }
         let tripwire = self.log.record(req);
         if tripwire {
             return Response::text(200, "tripped\n").into();

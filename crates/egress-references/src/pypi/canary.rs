@@ -39,17 +39,18 @@
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
 
 use super::kit::{sdist_spec, template_text, tripwire_preamble, wheel_spec};
+use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
 use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
-    Observation, ProjectName, Sha256Digest, Upstream, UpstreamPlan, UpstreamRequest, Version,
+    Observation, ProjectName, Sha256Digest, Upstream, UpstreamError, UpstreamPlan, UpstreamRequest,
+    Version,
 };
 use egress_simple::{FileEntry, Format, IndexPage, ProjectPage};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
@@ -243,6 +244,8 @@ struct State {
     origin: OnceLock<String>,
     content: Mutex<Content>,
     log: RequestLog,
+    /// The control API's secret, when the canary runs standalone.
+    secret: Option<Secret>,
 }
 
 /// The canary upstream; see the module docs. Stops on [`Canary::stop`] or drop.
@@ -256,6 +259,12 @@ impl Canary {
     /// Binds 127.0.0.1 on a free port, then builds the content (the tripwire's
     /// `setup.py` needs the port).
     pub fn start() -> io::Result<Canary> {
+        Self::serve(&ServeOptions::default())
+    }
+
+    /// Binds where `options` say, with a control API when they give a
+    /// secret (the standalone canary).
+    pub fn serve(options: &ServeOptions) -> io::Result<Canary> {
         let state = Arc::new(State {
             origin: OnceLock::new(),
             content: Mutex::new(Content {
@@ -267,14 +276,15 @@ impl Canary {
                 slow: HashMap::new(),
             }),
             log: RequestLog::default(),
+            secret: options.secret.clone(),
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
-            (Ipv4Addr::LOCALHOST, 0),
+            options.listen,
             move |req: Request| handler_state.handle(req),
             Limits::default(),
         )?;
-        let origin = server.base_url();
+        let origin = options.origin(&server);
         let _ = state.origin.set(origin.clone());
         {
             let mut content = lock(&state.content);
@@ -354,15 +364,37 @@ impl Canary {
 
 impl Upstream for Canary {
     fn plan(&self) -> UpstreamPlan {
+        self.state.plan()
+    }
+
+    fn mark(&self) -> u64 {
+        self.state.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.state.requests_since(mark)
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        self.state.publish_new_version(project)
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        self.state.replace_file_bytes(filename)
+    }
+}
+
+impl Upstream for State {
+    fn plan(&self) -> UpstreamPlan {
         let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
         let upstream_only = name(UPSTREAM_ONLY);
-        let upstream_only_paths = lock(&self.state.content)
+        let upstream_only_paths = lock(&self.content)
             .project(&upstream_only)
             .map(|p| p.files.iter().map(File::path).collect())
             .unwrap_or_default();
         UpstreamPlan {
-            origin: self.base_url(),
-            index_url: self.index_url(),
+            origin: self.origin().to_string(),
+            index_url: format!("{}/simple/", self.origin()),
             present: name(PRESENT),
             upstream_only,
             upstream_only_paths,
@@ -375,19 +407,24 @@ impl Upstream for Canary {
     }
 
     fn mark(&self) -> u64 {
-        self.state.log.mark()
+        self.log.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        self.state.log.since(mark)
+        self.log.since(mark)
     }
 
-    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, String> {
-        let mut content = lock(&self.state.content);
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        let mut content = lock(&self.content);
         let n = content.published;
-        let version = Version::new(&format!("9.9.{}", 9 + n)).map_err(|e| e.to_string())?;
+        let version =
+            Version::new(&format!("9.9.{}", 9 + n)).map_err(|e| UpstreamError::Failed {
+                message: e.to_string(),
+            })?;
         let Some(p) = content.projects.iter().position(|p| &p.name == project) else {
-            return Err(format!("the canary serves no project {project}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the canary serves no project {project}"),
+            });
         };
         let file = File::build(Spec::Wheel(wheel_spec(
             project,
@@ -408,11 +445,13 @@ impl Upstream for Canary {
         Ok(observation)
     }
 
-    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, String> {
-        let mut content = lock(&self.state.content);
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        let mut content = lock(&self.content);
         let n = content.replaced;
         let Some((p, f)) = content.find_file(filename) else {
-            return Err(format!("the canary serves no file {filename}"));
+            return Err(UpstreamError::NotServed {
+                message: format!("the canary serves no file {filename}"),
+            });
         };
         let version = content.projects[p].files[f].version().clone();
         content.record(p, &version, format!("remove file {filename}"));
@@ -772,6 +811,9 @@ impl State {
     }
 
     fn handle(&self, req: Request) -> Reply {
+        if let Some(reply) = control::intercept(self.secret.as_ref(), &req, self) {
+            return reply;
+        }
         let tripwire = self.log.record(&req);
         if tripwire {
             return Response::text(200, "tripped\n").into();

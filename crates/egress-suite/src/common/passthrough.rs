@@ -23,6 +23,16 @@ pub fn elsewhere<P>(c: &Collector<P>) -> String {
         .map_or_else(|| format!("{NOWHERE}:80"), |u| u.authority())
 }
 
+/// The host a `//host/` probe names without a port: the controlled
+/// upstream's `host:port` when there is one, else [`NOWHERE`].
+fn bare_host<P>(c: &Collector<P>) -> String {
+    if c.plan.upstream.is_some() {
+        elsewhere(c)
+    } else {
+        NOWHERE.to_string()
+    }
+}
+
 fn host_header<P>(c: &Collector<P>) -> String {
     c.client.base().host_header()
 }
@@ -60,9 +70,8 @@ pub fn collect_connect<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence
     let mut ev = Evidence::default();
     let other = elsewhere(c);
     c.window("P3.connect", &mut ev, |ev| {
-        let host = other.split(':').next().unwrap_or(NOWHERE).to_string();
         let inner = format!(
-            "GET /simple/{}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
+            "GET /simple/{}/ HTTP/1.1\r\nHost: {other}\r\nConnection: close\r\n\r\n",
             c.token()
         );
         for ex in c
@@ -99,7 +108,7 @@ pub fn collect_double_slash<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evi
     c.window("P3.double-slash", &mut ev, |ev| {
         for target in [
             format!("//{other}/simple/{}/", c.token()),
-            format!("//{NOWHERE}/{}", c.token()),
+            format!("//{}/{}", bare_host(c), c.token()),
             format!("///{other}/{}", c.token()),
         ] {
             ev.push(c.send_raw("//host/ path", &raw_get(c, &target)));

@@ -9,12 +9,14 @@ use super::facts::Facts;
 use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{at, packument_url, ABBREVIATED, FULL};
-use crate::classify::{self, tokens_in};
+use crate::classify::tokens_in;
 use crate::collect::Evidence;
-use crate::common::passthrough::{same_origin_redirects, traversal_steps};
+use crate::common::passthrough::{elsewhere, same_origin_redirects, traversal_steps};
 use crate::common::runwide;
 use crate::facts::success_body;
-use crate::judge::{fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH};
+use crate::judge::{
+    fail, forwarded_fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH,
+};
 use egress_model::ProbeRecord;
 use egress_transcript::{Method, Request};
 
@@ -135,6 +137,31 @@ pub fn collect_host_headers(c: &Collector, _f: &Facts) -> Evidence {
             );
             ev.push(c.send_raw(FORGED, raw.as_bytes()));
         }
+        // With a controlled upstream, the same headers name it (host:port),
+        // a marker in the query: a target that routes by them is observed
+        // when the request arrives there.
+        if c.plan.upstream.is_some() {
+            let other = elsewhere(c);
+            let marked = |name: &str| {
+                Request::new(Method::Get, &format!("{target}?ec={}", c.token()))
+                    .header("Accept", FULL)
+                    .header(name, &other)
+            };
+            for req in [
+                marked("X-Forwarded-Host"),
+                marked("X-Forwarded-Server"),
+                Request::new(Method::Get, &format!("{target}?ec={}", c.token()))
+                    .header("Accept", FULL)
+                    .header("Forwarded", &format!("host=\"{other}\"")),
+            ] {
+                ev.push(c.send(FORGED, &req));
+            }
+            let raw = format!(
+                "GET {target}?ec={} HTTP/1.1\r\nHost: {other}\r\nAccept: {FULL}\r\nConnection: close\r\n\r\n",
+                c.token()
+            );
+            ev.push(c.send_raw(FORGED, raw.as_bytes()));
+        }
     });
     ev
 }
@@ -146,12 +173,8 @@ pub fn judge_host_headers(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if rec.exchanges.is_empty() {
         return inconclusive("no request was recorded");
     }
-    if let Some(u) = classify::forwarded(rec).first() {
-        return fail(format!(
-            "forwarded to the upstream: it received {} {}",
-            u.method,
-            short(&u.target)
-        ));
+    if let Some(v) = forwarded_fail(rec) {
+        return v;
     }
     let mut served = 0;
     for ex in &rec.exchanges {

@@ -165,7 +165,7 @@ pub const BEFORE: &str = "before the upstream change";
 pub const BEFORE_AGAIN: &str = "before the upstream change, read again";
 const AFTER: &str = "after the upstream change";
 
-fn mutation_failed(e: String) -> egress_model::Observation {
+fn mutation_failed(e: egress_model::UpstreamError) -> egress_model::Observation {
     input(&format!("mutation failed: {e}"), Vec::new())
 }
 

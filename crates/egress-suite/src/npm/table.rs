@@ -288,7 +288,7 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         id: SubProbeId::new("P3.host-headers"),
         predicate: Predicate::P3,
         title: r#"Host and X-Forwarded-* headers are never reflected into tarball URLs"#,
-        doc: r#"the control packument with forged `X-Forwarded-Host`/`-Proto`/`-Port`, `Forwarded`, `X-Original-URL`, `X-Forwarded-Prefix` and `Host`, each carrying a marker"#,
+        doc: r#"the control packument with forged `X-Forwarded-Host`/`-Proto`/`-Port`, `Forwarded`, `X-Original-URL`, `X-Forwarded-Prefix` and `Host`, each carrying a marker; with a controlled upstream, also `X-Forwarded-Host`, `X-Forwarded-Server`, `Forwarded` and `Host` naming `{other}`, a marker in the query"#,
         phase: Phase::Reads,
         order: 19,
         collect: Collect::Plain(p3::collect_host_headers),

@@ -11,7 +11,9 @@ use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
 use crate::common::runwide;
 use crate::facts::{find, success_body};
-use crate::judge::{fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH};
+use crate::judge::{
+    fail, forwarded_fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH,
+};
 use egress_model::ProbeRecord;
 use egress_simple::HTML_LEGACY;
 
@@ -68,12 +70,8 @@ pub fn judge_url_param(j: &Judge, rec: &ProbeRecord) -> Verdict {
     let Some(origin) = j.origin() else {
         return inconclusive("the plan's index URL does not parse");
     };
-    if let Some(u) = classify::forwarded(rec).first() {
-        return fail(format!(
-            "the parameter was followed: the upstream received {} {}",
-            u.method,
-            short(&u.target)
-        ));
+    if let Some(v) = forwarded_fail(rec) {
+        return v;
     }
     // With a controlled upstream, following the parameter is observed
     // directly (the URL names the upstream), so a 2xx that differs from the

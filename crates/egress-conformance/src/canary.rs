@@ -1,0 +1,89 @@
+//! `canary --listen ADDR`: the canary upstream as a long-lived service, for
+//! a lab to point its mirror's upstream at during a conformance run, its
+//! log and mutations behind a secret (`egress_references::control`). The
+//! canary itself is `egress_references::{pypi, npm}::canary`.
+
+use crate::{exit, Failure};
+use egress_references::control::{Secret, ServeOptions, CONTROL_PREFIX};
+use egress_references::npm::canary::NpmCanary;
+use egress_references::Canary;
+use egress_suite::Protocol;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct CanaryArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8700 or 0.0.0.0:8700 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// Registry protocol the canary speaks.
+    #[arg(
+        long,
+        default_value = "pypi",
+        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+    )]
+    pub protocol: String,
+    /// The control secret: read from FILE if it exists, else generated and
+    /// written there (mode 0600).
+    #[arg(long, value_name = "FILE", default_value = "egress-canary.secret")]
+    pub secret_file: PathBuf,
+    /// The origin the mirror reaches the canary at, named in its pages and
+    /// by the tripwire (default: http:// and the address bound).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+}
+
+pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
+    let protocol: Protocol = args
+        .protocol
+        .parse()
+        .map_err(|e: egress_suite::protocol::UnknownProtocol| Failure::usage(e.to_string()))?;
+    let listen: SocketAddr = args.listen.parse().map_err(|_| {
+        Failure::usage(format!(
+            "--listen {}: give an IP address and a port, e.g. 127.0.0.1:8700",
+            args.listen
+        ))
+    })?;
+    if let Some(u) = &args.public_url {
+        let url = egress_model::Url::parse(u)
+            .map_err(|e| Failure::usage(format!("--public-url: {e}")))?;
+        if url.path_and_query() != "/" {
+            return Err(Failure::usage(
+                "--public-url: give an origin (scheme://host:port), no path",
+            ));
+        }
+    }
+    let signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| Failure::internal(format!("cannot handle signals: {e}")))?;
+    let options = ServeOptions {
+        listen,
+        public_origin: args.public_url.clone(),
+        secret: Some(Secret::load_or_create(&args.secret_file).map_err(|e| {
+            Failure::input(format!("--secret-file {}: {e}", args.secret_file.display()))
+        })?),
+    };
+    let cannot = |e: std::io::Error| Failure::internal(format!("cannot listen on {listen}: {e}"));
+    let running: Box<dyn FnOnce()> = match protocol {
+        Protocol::Pypi => {
+            let c = Canary::serve(&options).map_err(cannot)?;
+            egress_cli::outln!("index URL: {}", c.index_url());
+            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
+            Box::new(move || c.stop())
+        }
+        Protocol::Npm => {
+            let c = NpmCanary::serve(&options).map_err(cannot)?;
+            egress_cli::outln!("registry URL: {}", c.registry_url());
+            egress_cli::outln!("tarball origin: {}", c.offsite_origin());
+            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
+            Box::new(move || c.stop())
+        }
+    };
+    egress_cli::outln!("secret file: {}", args.secret_file.display());
+    let mut signals = signals;
+    let _ = signals.forever().next();
+    running();
+    Ok(exit::PASS)
+}
