@@ -257,6 +257,12 @@ impl Handler for Mutant {
             "P6.trace" if req.method == "TRACE" => {
                 ok(&format!("{} {} HTTP/1.1", req.method, req.target))
             }
+            // proxpi's cache drop, honoured silently: a refusal on the
+            // wire, a refetch from the upstream behind it.
+            "P6.vendor-routes" if req.method == "DELETE" && path.starts_with("/cache/") => {
+                let _ = canary_get(&self.canary, "/simple/ec-present/", "text/html");
+                Response::text(404, "not found").into()
+            }
             "P6.effect" if req.method == "POST" => {
                 self.wrote.store(true, Ordering::SeqCst);
                 Response::text(403, "forbidden").into()
@@ -356,4 +362,5 @@ mutants! {
     p6_webdav: "P6.webdav" => "P6.webdav";
     p6_trace: "P6.trace" => "P6.trace";
     p6_effect: "P6.effect" => "P6.effect";
+    p6_vendor_routes: "P6.vendor-routes" => "P6.vendor-routes";
 }

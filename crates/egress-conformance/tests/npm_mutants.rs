@@ -590,6 +590,12 @@ impl Handler for Mutant {
                     &json!({ "ok": true, "token": "npm_made-up", "objects": [] }),
                 )
             }
+            // Verdaccio's audit middleware: the body goes upstream, the
+            // client gets a refusal.
+            "P6.vendor-routes" if method == "POST" && path.starts_with("/-/npm/v1/security/") => {
+                let _ = upstream_get(&self.canary, &target, "application/json");
+                Response::text(404, "not found\n").into()
+            }
             "P6.webdav" if method == "PROPFIND" => Response::new(207)
                 .with_header("Content-Type", "application/xml")
                 .with_body("<multistatus xmlns=\"DAV:\"/>")
@@ -733,4 +739,5 @@ mutants! {
     p6_webdav: "P6.webdav" => "P6.webdav";
     p6_trace: "P6.trace" => "P6.trace";
     p6_effect: "P6.effect" => "P6.effect";
+    p6_vendor_routes: "P6.vendor-routes" => "P6.vendor-routes";
 }

@@ -114,6 +114,7 @@ fn plan(index: &Url) -> Plan<Packages> {
         upstream: None,
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
+        destructive: false,
     }
 }
 

@@ -124,5 +124,6 @@ pub fn plan(
         upstream: None,
         manifest,
         allowed_signers,
+        destructive: args.destructive,
     })
 }

@@ -4,5 +4,7 @@
 pub mod build;
 pub mod passthrough;
 pub mod replay;
+pub mod routes;
 pub mod snapshot;
+pub mod vendor;
 pub mod writes;
