@@ -120,10 +120,7 @@ fn finding(
     }
     let r_resp = ex.response.as_ref();
     match classify::classify(origin, ex) {
-        Answer::Served(s) => Some(format!(
-            "{name}: {what} was answered {s}; honouring it {}",
-            r.changes
-        )),
+        Answer::Served(s) => Some(format!("{name}: {what} was answered {s}: it {}", r.changes)),
         Answer::RedirectOffOrigin(loc) => Some(format!(
             "{name}: {what} was redirected off the mirror's origin to {}",
             short(&loc)
@@ -177,17 +174,20 @@ pub fn judge<P, F: ControlFacts>(
     if sent.is_empty() {
         return inconclusive("no vendor route was sent");
     }
-    let findings: Vec<String> = sent
+    let findings: Vec<(&str, String)> = sent
         .iter()
-        .filter_map(|(r, ex)| finding(r, rec, ex, &origin))
+        .filter_map(|(r, ex)| finding(r, rec, ex, &origin).map(|f| (r.id.as_str(), f)))
         .collect();
-    if let Some(first) = findings.first() {
-        let more = findings.len() - 1;
-        return fail(if more == 0 {
-            first.clone()
-        } else {
-            format!("{first} (and {more} more vendor routes)")
-        });
+    if let Some(((_, first), rest)) = findings.split_first() {
+        if rest.is_empty() {
+            return fail(first.clone());
+        }
+        let ids: Vec<&str> = rest.iter().map(|(id, _)| *id).collect();
+        return fail(format!(
+            "{first} (and {} more vendor routes: {})",
+            rest.len(),
+            ids.join(", ")
+        ));
     }
     let mut vendors: Vec<&str> = sent.iter().map(|(r, _)| r.vendor.as_str()).collect();
     vendors.sort_unstable();
