@@ -209,3 +209,152 @@ pub fn judge<P, F: ControlFacts>(
         tally(&codes)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egress_model::{BodyEnd, Method, ResponseRecord, Sha256Digest, Status, Url, WireBytes};
+
+    const MARKER: &str = "ecm0123456789abcdef";
+
+    fn route(id: &str) -> &'static Route {
+        dictionary()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .iter()
+            .find(|r| r.id == id)
+            .unwrap()
+    }
+
+    fn ex(label: &str, target: &str, status: u16, headers: &[(&str, &str)]) -> Exchange {
+        Exchange {
+            label: label.into(),
+            peer: "127.0.0.1:1".into(),
+            request: WireBytes(format!("POST {target} HTTP/1.1\r\n\r\n").into_bytes()),
+            response: Some(ResponseRecord {
+                status_line: format!("HTTP/1.1 {status} X"),
+                status: Some(status),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                body_len: 0,
+                body_sha256: Sha256Digest::of(b""),
+                body_prefix: WireBytes(Vec::new()),
+                body_end: BodyEnd::Complete,
+            }),
+            error: None,
+            elapsed_ms: 0,
+        }
+    }
+
+    fn log(window: &str, targets: &[&str]) -> Observation {
+        Observation::UpstreamLog {
+            window: window.into(),
+            requests: targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| UpstreamRequest {
+                    seq: i as u64,
+                    method: Method::Get,
+                    target: t.to_string(),
+                    tripwire: false,
+                })
+                .collect(),
+        }
+    }
+
+    fn rec(exchanges: Vec<Exchange>, observations: Vec<Observation>) -> ProbeRecord {
+        ProbeRecord {
+            id: "P6.vendor-routes".into(),
+            status: Status::Inconclusive,
+            reason: String::new(),
+            exchanges,
+            observations,
+        }
+    }
+
+    fn origin() -> Url {
+        Url::parse("http://127.0.0.1:1/simple/").unwrap()
+    }
+
+    #[test]
+    fn a_refusal_with_a_refetch_behind_it_is_honoured() {
+        let r = route("proxpi-cache-project");
+        let e = ex(&route_label(r), &format!("/cache/x?ec={MARKER}"), 404, &[]);
+        let quiet = rec(
+            vec![e.clone()],
+            vec![
+                log("proxpi-cache-project: baseline", &[]),
+                log("proxpi-cache-project", &["/simple/x/"]),
+            ],
+        );
+        let f = finding(r, &quiet, &e, &origin()).expect("honoured");
+        assert!(
+            f.starts_with(
+                "honoured: proxpi DELETE /cache/{project} made the target fetch /simple/x/"
+            ),
+            "{f}"
+        );
+        // The same contact without the route (a busy baseline) is not the route's.
+        let busy = rec(
+            vec![e.clone()],
+            vec![
+                log("proxpi-cache-project: baseline", &["/simple/x/"]),
+                log("proxpi-cache-project", &["/simple/x/"]),
+            ],
+        );
+        assert_eq!(finding(r, &busy, &e, &origin()), None);
+        // Its own marker at the upstream is forwarding.
+        let fwd = rec(
+            vec![e.clone()],
+            vec![log(
+                "proxpi-cache-project",
+                &[&format!("/cache/x?ec={MARKER}")],
+            )],
+        );
+        assert!(finding(r, &fwd, &e, &origin())
+            .unwrap()
+            .contains("forwarded to the upstream"));
+    }
+
+    #[test]
+    fn answers_that_fail_and_answers_that_refuse() {
+        let login = route("devpi-root-login-empty-password");
+        let t = format!("/+login?ec={MARKER}");
+        let judge =
+            |r: &Route, e: Exchange| finding(r, &rec(vec![e.clone()], vec![]), &e, &origin());
+        assert!(judge(login, ex("l", &t, 200, &[]))
+            .unwrap()
+            .contains("answered 200"));
+        assert!(judge(
+            login,
+            ex("l", &t, 302, &[("Location", "/"), ("Set-Cookie", "s=1")])
+        )
+        .unwrap()
+        .contains("session cookie"));
+        assert_eq!(judge(login, ex("l", &t, 302, &[("Location", "/")])), None);
+        assert!(judge(
+            login,
+            ex("l", &t, 302, &[("Location", "http://elsewhere.invalid/")])
+        )
+        .unwrap()
+        .contains("off the mirror's origin"));
+        assert!(judge(login, ex("l", &t, 502, &[]))
+            .unwrap()
+            .contains("another server"));
+        assert_eq!(judge(login, ex("l", &t, 401, &[])), None);
+        assert_eq!(judge(login, ex("l", &t, 500, &[])), None);
+        // 500 is a refusal, except where the entry says it is this route's
+        // failed upstream fetch.
+        let audit = route("verdaccio-audit-quick");
+        assert!(
+            judge(audit, ex("a", "/-/npm/v1/security/audits/quick", 500, &[]))
+                .unwrap()
+                .contains("failed fetch from its upstream")
+        );
+        assert_eq!(
+            judge(audit, ex("a", "/-/npm/v1/security/audits/quick", 404, &[])),
+            None
+        );
+    }
+}
