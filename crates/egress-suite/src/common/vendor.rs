@@ -108,7 +108,7 @@ fn finding(
     }
     // Honoured by effect: upstream contact in the route's window that the
     // same read alone did not cause.
-    let baseline_quiet = window(rec, &format!("{}: baseline", r.id)).is_none_or(<[_]>::is_empty);
+    let baseline_quiet = window(rec, &baseline_window(r)).is_none_or(<[_]>::is_empty);
     if let Some(u) = log.first() {
         if baseline_quiet {
             return Some(format!(
