@@ -218,6 +218,46 @@ fn check_exit_codes_follow_the_verdicts() {
         "{text}"
     );
     assert!(out.join("report.json").is_file() && out.join("report.junit.xml").is_file());
+    // Without --destructive the plan says so, and P6.vendor-routes held the
+    // destructive vendor routes back; with it, every route is sent.
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("read"))
+            .expect("json");
+    assert_eq!(saved["plan"]["destructive"], false);
+    let vendor = |r: &serde_json::Value| -> (String, String) {
+        let p = r["probes"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["id"] == "P6.vendor-routes"))
+            .expect("P6.vendor-routes");
+        (
+            p["status"].as_str().unwrap_or_default().to_string(),
+            p["reason"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let (status, reason) = vendor(&saved);
+    assert!(
+        status == "PASS" && reason.contains("give --destructive"),
+        "{reason}"
+    );
+    let o = run(&[
+        "check",
+        &format!("{}/simple/", mirror.base_url()),
+        "--allowed-signers",
+        signers.to_str().expect("utf8"),
+        "--absent",
+        "ec-upstream-only",
+        "--destructive",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(all["plan"]["destructive"], true);
+    let (status, reason) = vendor(&all);
+    assert!(
+        status == "PASS" && !reason.contains("give --destructive"),
+        "{reason}"
+    );
 
     let up = url_of(&canary.index_url());
     let proxy = egress_references::pypi::proxy::CachingProxy::start(up).expect("proxy");

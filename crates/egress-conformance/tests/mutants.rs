@@ -258,6 +258,12 @@ impl Handler for Mutant {
             "P6.trace" if req.method == "TRACE" => {
                 ok(&format!("{} {} HTTP/1.1", req.method, req.target))
             }
+            // proxpi's cache drop, honoured silently: a refusal on the
+            // wire, a refetch from the upstream behind it.
+            "P6.vendor-routes" if req.method == "DELETE" && path.starts_with("/cache/") => {
+                let _ = canary_get(&self.canary, "/simple/ec-present/", "text/html");
+                Response::text(404, "not found").into()
+            }
             "P6.effect" if req.method == "POST" => {
                 self.wrote.store(true, Ordering::SeqCst);
                 Response::text(403, "forbidden").into()
@@ -388,6 +394,7 @@ mutants! {
     p1_run_wide_digests: "P1.run-wide-digests" => "P1.run-wide-digests";
     p3_run_wide_redirects: "P3.run-wide-redirects" => "P3.run-wide-redirects";
     p6_run_wide_writes: "P6.run-wide-writes" => "P6.run-wide-writes";
+    p6_vendor_routes: "P6.vendor-routes" => "P6.vendor-routes";
 }
 
 /// The proxpi case: the `.metadata` redirect off the origin is met only by

@@ -590,6 +590,12 @@ impl Handler for Mutant {
                     &json!({ "ok": true, "token": "npm_made-up", "objects": [] }),
                 )
             }
+            // Verdaccio's audit middleware: the body goes upstream, the
+            // client gets a refusal.
+            "P6.vendor-routes" if method == "POST" && path.starts_with("/-/npm/v1/security/") => {
+                let _ = upstream_get(&self.canary, &target, "application/json");
+                Response::text(404, "not found\n").into()
+            }
             "P6.webdav" if method == "PROPFIND" => Response::new(207)
                 .with_header("Content-Type", "application/xml")
                 .with_body("<multistatus xmlns=\"DAV:\"/>")
@@ -780,6 +786,7 @@ mutants! {
     p1_run_wide_digests: "P1.run-wide-digests" => "P1.run-wide-digests";
     p3_run_wide_redirects: "P3.run-wide-redirects" => "P3.run-wide-redirects";
     p6_run_wide_writes: "P6.run-wide-writes" => "P6.run-wide-writes";
+    p6_vendor_routes: "P6.vendor-routes" => "P6.vendor-routes";
 }
 
 /// A mirror whose replicas disagree changes a packument with no write at

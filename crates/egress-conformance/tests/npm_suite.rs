@@ -256,6 +256,7 @@ fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan<egress_suite::Pa
         upstream: None,
         manifest: egress_suite::ManifestSource::WellKnown,
         allowed_signers: false,
+        destructive: false,
         packages: egress_suite::Packages::Npm(egress_suite::npm::Packages {
             present: vec![name("ec-present")],
             scoped: Some(name("@ec/scoped")),

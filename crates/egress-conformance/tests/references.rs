@@ -116,6 +116,7 @@ fn plan(index: &Url) -> Plan<Packages> {
         upstream: None,
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
+        destructive: false,
     }
 }
 
@@ -230,4 +231,43 @@ hostile_cases! {
     garbage_is_bounded: Hostile::Garbage;
     reset_is_bounded: Hostile::Reset;
     redirect_loop_is_bounded: Hostile::RedirectLoop;
+}
+
+/// `check` without `--destructive`, as the plan records it: P6.vendor-routes
+/// sends only the dictionary's non-destructive routes, the reference still
+/// passes, the reason says what was held back, and the report re-derives.
+#[test]
+fn without_destructive_only_safe_vendor_routes_are_sent() {
+    use egress_suite::common::routes::dictionary;
+    let canary = builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let snapshot = builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
+    let server = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
+    let index = builtin::index_of(&server.base_url()).unwrap_or_else(|e| panic!("{e}"));
+    let mut plan = builtin::plan_for(&index, &canary, false);
+    plan.destructive = false;
+    plan.upstream = None;
+    let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
+    let report = egress_suite::run(Target {
+        name: "check without --destructive".into(),
+        client,
+        plan,
+        upstream: None,
+        allowed_signers: None,
+    });
+    let p = report.probe("P6.vendor-routes").expect("record");
+    assert_eq!(p.status, Status::Pass, "{}", p.reason);
+    assert!(p.reason.contains("give --destructive"), "{}", p.reason);
+    let routes = dictionary().unwrap_or_else(|e| panic!("{e}"));
+    let sent: Vec<&str> = p
+        .exchanges
+        .iter()
+        .filter_map(|e| e.label.strip_prefix("vendor route "))
+        .filter(|l| !l.contains(": "))
+        .collect();
+    assert!(!sent.is_empty());
+    for id in sent {
+        let r = routes.iter().find(|r| r.id == id).expect("known route");
+        assert!(r.safe, "{id} is destructive but was sent");
+    }
+    assert!(egress_suite::verify(&report).is_empty());
 }

@@ -191,6 +191,16 @@ fn every_peer_runs_and_its_report_reverifies() {
         ("pypiserver-open", "P6.legacy-upload", Fail),
         ("pypiserver-open", "P6.effect", Fail),
         ("pypiserver-no-fallback", "P6", Pass),
+        // Vendor control routes: proxpi's anonymous cache drops make it
+        // refetch from the upstream, devpi's refresh does the same; the
+        // static server and authenticated pypiserver refuse them all.
+        ("proxpi", "P6.vendor-routes", Fail),
+        ("proxpi", "P6", Fail),
+        ("devpi", "P6.vendor-routes", Fail),
+        ("devpi-restricted", "P6.vendor-routes", Fail),
+        ("bandersnatch", "P6.vendor-routes", Pass),
+        ("pypiserver-no-fallback", "P6.vendor-routes", Pass),
+        ("verdaccio-hardened", "P6.vendor-routes", Pass),
         // Verdaccio, see verdaccio_in_both_configurations_under_the_npm_suite.
         ("verdaccio", "P2.upstream-contact", Fail),
         ("verdaccio", "P6.adduser", Fail),

@@ -39,6 +39,11 @@ pub struct Plan<P> {
     pub manifest: ManifestSource,
     /// Whether `--allowed-signers` was given (its bytes are recorded as input).
     pub allowed_signers: bool,
+    /// Whether P6.vendor-routes sends the destructive vendor routes too
+    /// (`check --destructive`); the built-in run and the testbed send all.
+    /// Recorded so that `report verify` knows what was sent.
+    #[serde(default)]
+    pub destructive: bool,
 }
 
 impl<P> Plan<P> {
@@ -55,6 +60,7 @@ impl<P> Plan<P> {
             upstream: self.upstream.clone(),
             manifest: self.manifest.clone(),
             allowed_signers: self.allowed_signers,
+            destructive: self.destructive,
         }
     }
 
@@ -67,6 +73,7 @@ impl<P> Plan<P> {
             upstream: self.upstream,
             manifest: self.manifest,
             allowed_signers: self.allowed_signers,
+            destructive: self.destructive,
         }
     }
 }

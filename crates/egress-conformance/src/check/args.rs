@@ -52,6 +52,11 @@ pub struct CheckArgs {
     /// Longest time, in seconds, for any single exchange.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// Also send the vendor control routes that would change a mirror's
+    /// state if honoured (cache drops, user and index creation, deletes);
+    /// by default only the non-destructive ones. Recorded in the report.
+    #[arg(long)]
+    pub destructive: bool,
 }
 
 /// `raw` with its path ending in `/`; a bare origin gets `root`.

@@ -110,5 +110,6 @@ pub fn plan(
         upstream: None,
         manifest,
         allowed_signers,
+        destructive: args.destructive,
     })
 }

@@ -73,6 +73,7 @@ pub fn plan(
         upstream: None,
         manifest,
         allowed_signers,
+        destructive: args.destructive,
     })
 }
 

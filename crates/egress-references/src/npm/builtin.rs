@@ -33,6 +33,8 @@ pub fn npm_plan_for(
         upstream: Some(upstream.plan()),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
+        // The built-in run sends every vendor route.
+        destructive: true,
         packages: Packages::Npm(npm::Packages {
             present: vec![npm_name(npm_canary::PRESENT)?],
             scoped: Some(npm_name(npm_canary::SCOPED)?),

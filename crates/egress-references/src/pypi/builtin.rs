@@ -37,6 +37,8 @@ pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Pac
         upstream: Some(up),
         manifest: ManifestSource::WellKnown,
         allowed_signers: signers,
+        // The built-in run sends every vendor route.
+        destructive: true,
     }
 }
 

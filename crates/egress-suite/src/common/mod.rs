@@ -4,6 +4,8 @@
 pub mod build;
 pub mod passthrough;
 pub mod replay;
+pub mod routes;
 pub mod runwide;
 pub mod snapshot;
+pub mod vendor;
 pub mod writes;

@@ -352,6 +352,7 @@ mod tests {
             upstream: None,
             manifest: ManifestSource::WellKnown,
             allowed_signers: false,
+            destructive: false,
         }
     }
 

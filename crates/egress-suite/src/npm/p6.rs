@@ -416,3 +416,33 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
 pub fn judge_run_wide_writes(j: &Judge, _rec: &ProbeRecord) -> Verdict {
     runwide::judge_writes(j, "C.packument")
 }
+
+/// P6.vendor-routes: the vendor dictionary's npm and generic routes, with
+/// the control package; a route's `then` read asks for the full packument.
+pub fn collect_vendor_routes(c: &Collector, f: &Facts) -> Evidence {
+    let (Some(present), Ok(index)) = (c.plan.packages.present.first(), c.plan.index()) else {
+        return Evidence::default();
+    };
+    let vars = crate::common::routes::Vars {
+        index: index.path().to_string(),
+        project: present.as_str().to_string(),
+        package_path: present.as_str().replace('/', "%2f"),
+        version: f
+            .control_tarball
+            .as_ref()
+            .map_or_else(|| "1.0.0".to_string(), |t| t.version.clone()),
+        marker: String::new(),
+    };
+    crate::common::vendor::collect(
+        c,
+        crate::common::vendor::Input {
+            protocol: "npm",
+            vars,
+            accept: Some(FULL),
+        },
+    )
+}
+
+pub fn judge_vendor_routes(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    crate::common::vendor::judge(j, rec, "C.packument", "npm")
+}

@@ -485,6 +485,16 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         judge: p6::judge_refused,
     },
     SubProbe {
+        id: SubProbeId::new("P6.vendor-routes"),
+        predicate: Predicate::P6,
+        title: r#"known vendor control routes are refused and have no effect"#,
+        doc: r#"every route of the vendor dictionary (`crates/egress-suite/data/control-routes.toml`) for npm or any protocol, with the control package; destructive ones only in the built-in run, the testbed and `check --destructive`"#,
+        phase: Phase::Writes,
+        order: 8,
+        collect: Collect::Plain(p6::collect_vendor_routes),
+        judge: p6::judge_vendor_routes,
+    },
+    SubProbe {
         id: SubProbeId::new("P6.effect"),
         predicate: Predicate::P6,
         title: r#"packuments and tarballs are unchanged, nothing new is published"#,

@@ -289,3 +289,34 @@ pub fn judge_effect(j: &Judge, rec: &ProbeRecord) -> Verdict {
 pub fn judge_run_wide_writes(j: &Judge, _rec: &ProbeRecord) -> Verdict {
     runwide::judge_writes(j, "C.index")
 }
+
+/// P6.vendor-routes: the vendor dictionary's PyPI and generic routes, with
+/// the present project; a route's `then` read asks for HTML.
+pub fn collect_vendor_routes(c: &Collector, _f: &Facts) -> Evidence {
+    let (Some(present), Ok(index)) = (c.plan.packages.present.first(), c.plan.index()) else {
+        return Evidence::default();
+    };
+    let name = present.name.as_str().to_string();
+    let vars = crate::common::routes::Vars {
+        index: index.path().to_string(),
+        package_path: name.clone(),
+        project: name,
+        version: present
+            .version
+            .as_ref()
+            .map_or_else(|| "1.0.0".to_string(), |v| v.as_str().to_string()),
+        marker: String::new(),
+    };
+    crate::common::vendor::collect(
+        c,
+        crate::common::vendor::Input {
+            protocol: "pypi",
+            vars,
+            accept: Some(HTML_LEGACY),
+        },
+    )
+}
+
+pub fn judge_vendor_routes(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    crate::common::vendor::judge(j, rec, "C.index", "pypi")
+}

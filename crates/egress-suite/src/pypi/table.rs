@@ -448,6 +448,16 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         judge: p6::judge_refused,
     },
     SubProbe {
+        id: SubProbeId::new("P6.vendor-routes"),
+        predicate: Predicate::P6,
+        title: r#"known vendor control routes are refused and have no effect"#,
+        doc: r#"every route of the vendor dictionary (`crates/egress-suite/data/control-routes.toml`) for PyPI or any protocol: the destructive ones only in the built-in run, the testbed and `check --destructive`. A route with a `then` read is bracketed by that read, alone before it (the baseline) and after it, each in an upstream window."#,
+        phase: Phase::Writes,
+        order: 6,
+        collect: Collect::Plain(p6::collect_vendor_routes),
+        judge: p6::judge_vendor_routes,
+    },
+    SubProbe {
         id: SubProbeId::new("P6.effect"),
         predicate: Predicate::P6,
         title: r#"index, pages and file are unchanged by the attempts"#,
