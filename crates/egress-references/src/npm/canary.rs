@@ -56,6 +56,13 @@
 //! | `ec-no-integrity` | 1.0.0, no `dist.integrity` (nor `dist.shasum`) | upstream only |
 //! | `ec-bad-integrity` | 1.0.0, a well-formed sha512 `dist.integrity` of other bytes | upstream only |
 //! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
+//!
+//! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
+//! kit's packages too (`egress-kit-*`, `@egress-kit/scoped`, see
+//! [`super::kit`]), built by the kit's code with the tripwire aimed at the
+//! canary's origin, so the same tarballs as `egress-conformance kit --canary
+//! ORIGIN`; the plan's present package is then the kit's, and the mutations
+//! (a new version, a tarball rebuilt, a dist-tag moved) act on it.
 
 use super::kit::{self, index_js, spec, template_spec, tripwire_spec};
 use crate::control::{self, Secret, ServeOptions};

@@ -37,6 +37,12 @@
 //! | `ec-template-text` | 1.0.0 wheel, every [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) raw text in Summary and Description | in the snapshot |
 //! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
+//!
+//! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
+//! kit's projects too (`egress-kit-*`, see [`super::kit`]), built by the
+//! kit's code with the tripwire aimed at the canary's origin, so the same
+//! bytes as `egress-conformance kit --canary ORIGIN`; the plan's present
+//! project is then the kit's, and the mutations act on it as on any other.
 
 use super::kit::{
     self, sdist_spec, template_text, tripwire_preamble, wheel_spec, DistSpec as Spec,
