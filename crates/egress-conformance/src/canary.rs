@@ -64,6 +64,7 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
         secret: Some(Secret::load_or_create(&args.secret_file).map_err(|e| {
             Failure::input(format!("--secret-file {}: {e}", args.secret_file.display()))
         })?),
+        kit: true,
     };
     let cannot = |e: std::io::Error| Failure::internal(format!("cannot listen on {listen}: {e}"));
     let running: Box<dyn FnOnce()> = match protocol {

@@ -262,3 +262,223 @@ fn check_with_a_canary_runs_every_pypi_sub_probe() {
     drop(mirror);
     assert!(canary.stop().success());
 }
+
+/// The kit as `kit --protocol P --canary ORIGIN` writes it: (file name, bytes).
+fn kit_files(protocol: &str, canary: &str, out: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let o = common::run(&[
+        "kit",
+        "--protocol",
+        protocol,
+        "--out",
+        s(out),
+        "--canary",
+        canary,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The standalone canary serves the conformance kit's packages, byte for
+/// byte as `kit --canary <its origin>` writes them, tripwire included.
+#[test]
+fn the_standalone_canary_serves_the_kit_byte_for_byte() {
+    let dir = tmpdir("canary-kit-bytes");
+    let canary = CanaryProcess::start("pypi", &dir.join("secret"));
+    let kit = kit_files("pypi", &canary.origin(), &dir.join("kit-pypi"));
+    let mut served = canary_files(
+        &canary.get("index URL"),
+        &[
+            "egress-kit-present",
+            "egress-kit-sdist-only",
+            "egress-kit-tripwire",
+            "egress-kit-template",
+        ],
+    );
+    served.sort();
+    assert_eq!(kit.len(), 5);
+    assert!(
+        kit == served,
+        "the canary's kit differs from `kit --canary`"
+    );
+    assert!(canary.stop().success());
+    let npm = CanaryProcess::start("npm", &dir.join("secret"));
+    let kit = kit_files("npm", &npm.origin(), &dir.join("kit-npm"));
+    let mut served = common::canary::canary_tarballs(
+        &npm.get("registry URL"),
+        &[
+            "egress-kit-present",
+            "@egress-kit/scoped",
+            "egress-kit-tripwire",
+            "egress-kit-template",
+        ],
+    );
+    // `npm pack` names the scoped tarball with its scope.
+    for (name, _) in &mut served {
+        if name == "scoped-1.0.0.tgz" {
+            *name = "egress-kit-scoped-1.0.0.tgz".into();
+        }
+    }
+    served.sort();
+    assert_eq!(kit.len(), 5);
+    assert!(
+        kit == served,
+        "the npm canary's kit differs from `kit --canary`"
+    );
+    assert!(npm.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `check --canary` of `url` (with `extra` flags): its JSON report and exit code.
+fn check_with(
+    url: &str,
+    extra: &[&str],
+    canary: &CanaryProcess,
+    secret: &std::path::Path,
+    out: &std::path::Path,
+) -> (egress_suite::Report, Option<i32>) {
+    let origin = canary.origin();
+    let mut args = vec![
+        "check",
+        url,
+        "--canary",
+        &origin,
+        "--canary-secret",
+        s(secret),
+        "--format",
+        "json",
+        "--out",
+        s(out),
+    ];
+    args.extend_from_slice(extra);
+    let o = common::run(&args);
+    let v = common::run(&["report", "verify", s(&out.join("report.json"))]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    let report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    (report, o.status.code())
+}
+
+fn status_of(report: &egress_suite::Report, id: &str) -> (Status, String) {
+    let r = report.probe(id).unwrap();
+    (r.status, r.reason.clone())
+}
+
+/// A proxy in front of the standalone canary: the canary's mutations of
+/// the kit's package show through it, and check says so.
+#[test]
+fn a_proxy_in_front_of_the_canary_fails_the_kit_mutations() {
+    let dir = tmpdir("canary-kit-proxy");
+    let secret = dir.join("secret");
+    let canary = CanaryProcess::start("pypi", &secret);
+    let proxy = egress_references::pypi::proxy::CachingProxy::start(
+        Url::parse(&canary.get("index URL")).unwrap(),
+    )
+    .unwrap();
+    let (report, code) = check_with(
+        &proxy.index_url(),
+        &["--present", "egress-kit-present"],
+        &canary,
+        &secret,
+        &dir.join("pypi"),
+    );
+    assert_eq!(code, Some(1));
+    let (status, reason) = status_of(&report, "P5.upstream-new-version");
+    assert_eq!(status, Status::Fail, "{reason}");
+    proxy.stop();
+    assert!(canary.stop().success());
+    let canary = CanaryProcess::start("npm", &secret);
+    let proxy = egress_references::npm::proxy::NpmCachingProxy::start(
+        Url::parse(&canary.get("registry URL")).unwrap(),
+    )
+    .unwrap();
+    let (report, code) = check_with(
+        &proxy.registry_url(),
+        &["--protocol", "npm", "--present", "egress-kit-present"],
+        &canary,
+        &secret,
+        &dir.join("npm"),
+    );
+    assert_eq!(code, Some(1));
+    let (status, reason) = status_of(&report, "P5.upstream-new-version");
+    assert_eq!(status, Status::Fail, "{reason}");
+    proxy.stop();
+    assert!(canary.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A snapshot that holds nothing the canary serves (no kit): the mutations
+/// cannot be made, and check says so and what to do, never PASS.
+#[test]
+fn a_snapshot_without_the_kit_leaves_the_mutations_inconclusive() {
+    let dir = tmpdir("canary-no-kit");
+    let secret = dir.join("secret");
+    let canary = CanaryProcess::start("pypi", &secret);
+    let dist = dir.join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    let name = egress_model::ProjectName::new("lab-own").unwrap();
+    let wheel = egress_artifacts::build_wheel(&egress_artifacts::WheelSpec {
+        name: name.clone(),
+        version: egress_model::Version::new("1.0.0").unwrap(),
+        summary: "The lab's own".into(),
+        description: "Only the lab has it.\n".into(),
+        requires_python: None,
+        files: vec![("lab_own/__init__.py".into(), b"".to_vec())],
+    });
+    std::fs::write(dist.join(&wheel.filename), &wheel.bytes).unwrap();
+    let key = dir.join("key");
+    let o = common::run(&["key", "generate", "--out", s(&key)]);
+    assert_eq!(o.status.code(), Some(0));
+    let snap = dir.join("snap");
+    let o = common::run(&[
+        "snapshot",
+        "build",
+        "--dist",
+        s(&dist),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let mirror = common::MirrorProcess::start(&snap, "127.0.0.1:0");
+    let signers = dir.join("key.allowed_signers");
+    let (report, code) = check_with(
+        &mirror.base,
+        &["--allowed-signers", s(&signers)],
+        &canary,
+        &secret,
+        &dir.join("report"),
+    );
+    assert_eq!(code, Some(3));
+    for id in ["P5.upstream-new-version", "P5.upstream-replaced-bytes"] {
+        let (status, reason) = status_of(&report, id);
+        assert_eq!(status, Status::Inconclusive, "{id}: {reason}");
+        assert!(
+            reason.contains("serves no") && reason.contains("lab"),
+            "{id}: {reason}"
+        );
+        assert!(
+            reason.contains("egress-conformance kit --canary"),
+            "{id}: {reason}"
+        );
+    }
+    drop(mirror);
+    assert!(canary.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,13 @@
 //! `--absent`. It exits 0 with no INCONCLUSIVE predicate; every sub-probe
 //! the snapshot side can decide runs and passes, the kit's included; only
 //! those that need a controlled upstream are SKIPPED, each by name.
+//!
+//! Then with a canary: the standalone canary (`egress-conformance canary`,
+//! a process of its own) that nothing uses as its upstream, the kit built
+//! with `kit --canary` aimed at it, and `check --canary --canary-secret`:
+//! every sub-probe runs, none SKIPPED, still exit 0, and the canary saw no
+//! contact. Its mutations act on the kit's present package, which the
+//! snapshot and the canary both hold.
 
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Status};
 use egress_references::npm::canary::{self as npm_canary, NpmCanary};
@@ -16,7 +23,9 @@ use std::path::Path;
 
 mod common;
 
+use common::canary::CanaryProcess;
 use common::{ok, run, s, tmpdir, MirrorProcess};
+use egress_model::Observation;
 
 /// The sub-probes that need an upstream the suite controls: the only ones a
 /// check without a canary may skip.
@@ -46,11 +55,13 @@ fn port_of(base: &str) -> u16 {
         .expect("port")
 }
 
-fn kit(protocol: &str, out: &Path) {
-    ok(
-        &run(&["kit", "--protocol", protocol, "--out", s(out)]),
-        "kit",
-    );
+/// `kit --protocol P --out DIR [--canary URL]`.
+fn kit(protocol: &str, out: &Path, canary: Option<&str>) {
+    let mut args = vec!["kit", "--protocol", protocol, "--out", s(out)];
+    if let Some(c) = canary {
+        args.extend(["--canary", c]);
+    }
+    ok(&run(&args), "kit");
 }
 
 /// `check URL --allowed-signers FILE [--protocol npm]`, asserted to pass
@@ -151,14 +162,19 @@ fn requirements(canary: &Canary) -> String {
     out
 }
 
-#[test]
-fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
-    let dir = tmpdir("egress-lab-pypi");
+/// The lab's PyPI snapshot in `dir/snap`: its hashed requirements
+/// (resolved against a canary standing in for pypi.org, stopped once the
+/// snapshot is built) plus the kit, its tripwire aimed at `kit_canary`;
+/// signed by `dir/key`. Returns the snapshot and the allowed-signers file.
+fn pypi_lab_snapshot(
+    dir: &Path,
+    kit_canary: Option<&str>,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let key = dir.join("key");
     ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
     let signers = dir.join("key.allowed_signers");
     let kit_dir = dir.join("kit");
-    kit("pypi", &kit_dir);
+    kit("pypi", &kit_dir, kit_canary);
     let upstream = Canary::start().expect("canary");
     let reqs = dir.join("requirements.txt");
     std::fs::write(&reqs, requirements(&upstream)).expect("write");
@@ -182,6 +198,13 @@ fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
     );
     // The index the lock was resolved against plays no part in the check.
     upstream.stop();
+    (snap, signers)
+}
+
+#[test]
+fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
+    let dir = tmpdir("egress-lab-pypi");
+    let (snap, signers) = pypi_lab_snapshot(&dir, None);
     let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
     let report = check_passes(
         &mirror.base,
@@ -230,14 +253,20 @@ fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
-    let dir = tmpdir("egress-lab-npm");
+/// The lab's npm snapshot in `dir/snap`: its package-lock (resolved
+/// against a canary standing in for registry.npmjs.org, stopped once the
+/// snapshot is built) plus the kit, its tripwire aimed at `kit_canary`;
+/// signed by `dir/key`. Returns the snapshot, the allowed-signers file and
+/// the registry URL its tarball URLs name (where the mirror must listen).
+fn npm_lab_snapshot(
+    dir: &Path,
+    kit_canary: Option<&str>,
+) -> (std::path::PathBuf, std::path::PathBuf, String) {
     let key = dir.join("key");
     ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
     let signers = dir.join("key.allowed_signers");
     let kit_dir = dir.join("kit");
-    kit("npm", &kit_dir);
+    kit("npm", &kit_dir, kit_canary);
     let upstream = NpmCanary::start().expect("canary");
     let port = port_of(&upstream.base_url());
     let registry = format!("http://127.0.0.1:{port}/");
@@ -278,8 +307,15 @@ fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
         "snapshot build",
     );
     upstream.stop();
+    (snap, signers, registry)
+}
+
+#[test]
+fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
+    let dir = tmpdir("egress-lab-npm");
+    let (snap, signers, registry) = npm_lab_snapshot(&dir, None);
     // On the origin the snapshot's tarball URLs name.
-    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let mirror = MirrorProcess::start(&snap, &registry_listen(&registry));
     let report = check_passes(
         &registry,
         "npm",
@@ -309,6 +345,170 @@ fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
     );
     assert_eq!(p.absent.len(), 3);
     drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `127.0.0.1:PORT` of a registry URL.
+fn registry_listen(registry: &str) -> String {
+    format!("127.0.0.1:{}", port_of(registry))
+}
+
+/// `check URL --protocol P --allowed-signers FILE --canary ORIGIN
+/// --canary-secret FILE`, asserted to exit 0 with every sub-probe run and
+/// passing (none SKIPPED, none INCONCLUSIVE), the canary's log read for
+/// the whole run and empty, and `report verify` agreeing; returns the
+/// report.
+fn check_passes_with_canary(
+    url: &str,
+    protocol: &str,
+    signers: &Path,
+    out: &Path,
+    canary: &CanaryProcess,
+    secret: &Path,
+) -> egress_suite::Report {
+    let origin = canary.origin();
+    let o = run(&[
+        "check",
+        url,
+        "--protocol",
+        protocol,
+        "--allowed-signers",
+        s(signers),
+        "--canary",
+        &origin,
+        "--canary-secret",
+        s(secret),
+        "--out",
+        s(out),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let report: egress_suite::Report =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report"))
+            .expect("json");
+    let not_pass: Vec<String> = report
+        .probes
+        .iter()
+        .filter(|p| p.status != Status::Pass)
+        .map(|p| format!("{} {}: {}", p.id, p.status, p.reason))
+        .collect();
+    assert!(not_pass.is_empty(), "{not_pass:#?}\n{text}");
+    for p in &report.predicates {
+        assert_eq!(p.status, Status::Pass, "{}: {}\n{text}", p.id, p.reason);
+    }
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains("SKIPPED") && !text.contains("INCONCLUSIVE"),
+        "{text}"
+    );
+    assert_eq!(
+        report.plan.upstream.as_ref().map(|u| u.origin.as_str()),
+        Some(origin.as_str())
+    );
+    // Contact observed as none: the log of the whole run, read, empty.
+    let contact = report.probe("P2.upstream-contact").expect("probe");
+    let logs: Vec<usize> = contact
+        .observations
+        .iter()
+        .filter_map(|o| match o {
+            Observation::UpstreamLog { requests, .. } => Some(requests.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs, [0], "{:?}", contact.observations);
+    // The mutations were made, on the kit's present package.
+    for id in ["P5.upstream-new-version", "P5.upstream-replaced-bytes"] {
+        let r = report.probe(id).expect("probe");
+        let mutated: Vec<&str> = r
+            .observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::UpstreamMutation { filename, .. } => Some(filename.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(mutated.len(), 1, "{id}: {:?}", r.observations);
+        assert!(
+            mutated
+                .iter()
+                .all(|f| f.starts_with("egress_kit_present-")
+                    || f.starts_with("egress-kit-present-")),
+            "{id}: {mutated:?}"
+        );
+    }
+    let v = run(&["report", "verify", s(&out.join("report.json"))]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    report
+}
+
+#[test]
+fn pypi_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
+    let dir = tmpdir("egress-lab-pypi-canary");
+    let secret = dir.join("canary.secret");
+    let canary = CanaryProcess::start("pypi", &secret);
+    let (snap, signers) = pypi_lab_snapshot(&dir, Some(&canary.origin()));
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let report = check_passes_with_canary(
+        &mirror.base,
+        "pypi",
+        &signers,
+        &dir.join("report"),
+        &canary,
+        &secret,
+    );
+    // The mutations' project comes first, the lab's own after it, and the
+    // plan says why.
+    let egress_suite::Packages::Pypi(p) = &report.plan.packages else {
+        panic!("a PyPI plan")
+    };
+    let names: Vec<&str> = p.present.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["egress-kit-present", canary::PRESENT]);
+    assert!(report.plan.present_source.contains("--canary"));
+    assert_eq!(
+        p.tripwire.as_ref().map(|n| n.as_str()),
+        Some("egress-kit-tripwire")
+    );
+    drop(mirror);
+    assert!(canary.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn npm_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
+    let dir = tmpdir("egress-lab-npm-canary");
+    let secret = dir.join("canary.secret");
+    let canary = CanaryProcess::start("npm", &secret);
+    let (snap, signers, registry) = npm_lab_snapshot(&dir, Some(&canary.origin()));
+    let mirror = MirrorProcess::start(&snap, &registry_listen(&registry));
+    let report = check_passes_with_canary(
+        &registry,
+        "npm",
+        &signers,
+        &dir.join("report"),
+        &canary,
+        &secret,
+    );
+    let egress_suite::Packages::Npm(p) = &report.plan.packages else {
+        panic!("an npm plan")
+    };
+    assert_eq!(
+        p.present.first().map(|n| n.as_str()),
+        Some("egress-kit-present")
+    );
+    assert!(p.present.iter().any(|n| n.as_str() == npm_canary::PRESENT));
+    let moved = report.probe("P5.upstream-dist-tag").expect("probe");
+    assert!(
+        moved.observations.iter().any(|o| matches!(o,
+            Observation::UpstreamMutation { filename, .. } if filename.starts_with("egress-kit-present-"))),
+        "{:?}",
+        moved.observations
+    );
+    drop(mirror);
+    assert!(canary.stop().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

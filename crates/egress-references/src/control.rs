@@ -31,6 +31,14 @@ use serde_json::json;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 
+/// What a standalone canary says when asked to change a package it does not
+/// serve: how to make the snapshot hold packages it serves.
+pub fn not_served_advice(origin: &str) -> String {
+    format!(
+        "put the conformance kit in the snapshot, built with `egress-conformance kit --canary {origin}`: this canary serves its packages too"
+    )
+}
+
 /// Where the control routes live on a standalone canary. Neither protocol
 /// serves anything there (no PyPI route and no npm name starts with `_`).
 pub const CONTROL_PREFIX: &str = "/_egress-canary/";
@@ -159,6 +167,13 @@ pub struct ServeOptions {
     pub public_origin: Option<String>,
     /// The control API's secret; without one there is no control API.
     pub secret: Option<Secret>,
+    /// Whether the canary also serves the conformance kit's packages
+    /// (`crate::kit`), built with the tripwire aimed at its origin: the
+    /// bytes `egress-conformance kit --canary ORIGIN` writes, so that a
+    /// snapshot holding the kit and the canary hold the same packages and
+    /// the mutations act on them. The standalone canary serves them; the
+    /// in-process canaries do not.
+    pub kit: bool,
 }
 
 impl Default for ServeOptions {
@@ -167,6 +182,7 @@ impl Default for ServeOptions {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             public_origin: None,
             secret: None,
+            kit: false,
         }
     }
 }

@@ -10,6 +10,11 @@
 //! snapshot's `SNAPSHOT.json`: [`PREFIX`] (npm's scoped package under
 //! [`NPM_SCOPE`]).
 //!
+//! The standalone canary serves the kit's packages as well, built by the
+//! same functions with the tripwire aimed at its own origin
+//! ([`crate::control::ServeOptions::kit`]), so that a snapshot holding
+//! `kit --canary URL` and the canary at URL hold the same bytes.
+//!
 //! The same inputs give the same bytes: every file is reproducible.
 
 use egress_model::{Url, TRIPWIRE_PATH};

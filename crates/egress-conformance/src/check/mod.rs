@@ -57,9 +57,14 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     let client = egress_transcript::Client::new(index.clone(), limits, args.cacert.as_deref())
         .map_err(|e| Failure::input(e.to_string()))?;
     let canary = connect_canary(&args, protocol)?;
+    // The package the canary's mutations act on: one its plan says a lab's
+    // snapshot holds (the conformance kit's present package, for the
+    // standalone canary), taken first when the snapshot holds it too.
+    let mutable = canary.as_ref().map(|c| c.plan().present);
+    let signed = allowed_signers.is_some();
     let mut plan = match protocol {
-        Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
-        Protocol::Npm => npm::plan(&args, &index, &client, manifest, allowed_signers.is_some())?,
+        Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
+        Protocol::Npm => npm::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
     };
     if let Some(c) = &canary {
         with_canary(&mut plan, c.plan(), args.absent.is_empty())?;

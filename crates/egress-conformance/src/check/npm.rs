@@ -55,14 +55,16 @@ pub fn plan(
     client: &egress_transcript::Client,
     manifest: ManifestSource,
     allowed_signers: bool,
+    mutable: Option<&egress_model::ProjectName>,
 ) -> Result<Plan<Packages>, Failure> {
     let given = names("--present", &args.present)?;
+    let from_snapshot = given.is_empty();
     let held = super::snapshot_doc::snapshot_doc(&manifest, registry, client)
         .map(|d| packages_in(&d))
         .unwrap_or_default();
     let kit_package = |name: &str| held.iter().find(|h| h.as_str() == name).cloned();
     let (tripwire, template) = (kit_package(kit::TRIPWIRE), kit_package(kit::TEMPLATE));
-    let (present, source) = if !given.is_empty() {
+    let (present, mut source) = if !given.is_empty() {
         (given, "--present")
     } else {
         (held.clone(), "SNAPSHOT.json")
@@ -90,6 +92,20 @@ pub fn plan(
     });
     if ordered.is_empty() {
         ordered = present;
+    }
+    // With --canary, the controls and the mutations take the package the
+    // canary serves too (the kit's present package), when the snapshot
+    // holds it; the lab's own follow.
+    let mutable = mutable.filter(|_| from_snapshot).and_then(|m| {
+        ordered
+            .iter()
+            .position(|n| n.as_str() == m.as_str())
+            .filter(|i| *i > 0)
+    });
+    if let Some(i) = mutable {
+        let m = ordered.remove(i);
+        ordered.insert(0, m);
+        source = super::snapshot_doc::MUTABLE_SOURCE;
     }
     ordered.truncate(3);
     let absent = if args.absent.is_empty() {

@@ -27,6 +27,7 @@ pub fn plan(
     client: &egress_transcript::Client,
     manifest: ManifestSource,
     allowed_signers: bool,
+    mutable: Option<&ProjectName>,
 ) -> Result<Plan<Packages>, Failure> {
     let given: Vec<PresentSpec> = args
         .present
@@ -42,13 +43,19 @@ pub fn plan(
     let (present, present_source) = if !given.is_empty() {
         (given, "--present")
     } else if let Some(name) = held.present() {
-        (
-            vec![PresentSpec {
-                name,
-                version: None,
-            }],
-            "SNAPSHOT.json",
-        )
+        let spec = |name: ProjectName| PresentSpec {
+            name,
+            version: None,
+        };
+        match mutable.filter(|m| held.projects.contains_key(*m) && **m != name) {
+            // The controls and the mutations take the project the canary
+            // serves too; the lab's own follows.
+            Some(m) => (
+                vec![spec(m.clone()), spec(name)],
+                super::snapshot_doc::MUTABLE_SOURCE,
+            ),
+            None => (vec![spec(name)], "SNAPSHOT.json"),
+        }
     } else {
         (Vec::new(), "root index")
     };

@@ -8,6 +8,12 @@ use egress_model::Url;
 use egress_snapshot::SnapshotDoc;
 use egress_suite::ManifestSource;
 
+/// The plan's `present_source` when the first present package is the one
+/// `--canary`'s plan names and the snapshot holds too (the conformance
+/// kit's present package, for the standalone canary): the controls and
+/// the canary's mutations act on it; the lab's own follow.
+pub(super) const MUTABLE_SOURCE: &str = "SNAPSHOT.json, the first one --canary serves too";
+
 /// SNAPSHOT.json as the plan's manifest source gives it, if it can be read.
 pub(super) fn snapshot_doc(
     manifest: &ManifestSource,

@@ -56,8 +56,15 @@
 //! | `ec-no-integrity` | 1.0.0, no `dist.integrity` (nor `dist.shasum`) | upstream only |
 //! | `ec-bad-integrity` | 1.0.0, a well-formed sha512 `dist.integrity` of other bytes | upstream only |
 //! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
+//!
+//! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
+//! kit's packages too (`egress-kit-*`, `@egress-kit/scoped`, see
+//! [`super::kit`]), built by the kit's code with the tripwire aimed at the
+//! canary's origin, so the same tarballs as `egress-conformance kit --canary
+//! ORIGIN`; the plan's present package is then the kit's, and the mutations
+//! (a new version, a tarball rebuilt, a dist-tag moved) act on it.
 
-use super::kit::{index_js, spec, template_spec, tripwire_spec};
+use super::kit::{self, index_js, spec, template_spec, tripwire_spec};
 use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
@@ -162,6 +169,10 @@ impl RegistryKey {
 enum Role {
     Snapshot,
     UpstreamOnly,
+    /// The conformance kit's (standalone canary only): a lab's snapshot
+    /// holds it when the lab added the kit; never part of
+    /// [`NpmCanary::tarballs`].
+    Kit,
 }
 
 /// What a version's `dist` lists as the digest of its tarball.
@@ -292,6 +303,8 @@ struct State {
     log: RequestLog,
     /// The control API's secret, when the canary runs standalone.
     secret: Option<Secret>,
+    /// Whether it serves the conformance kit (see [`ServeOptions::kit`]).
+    kit: bool,
 }
 
 /// The npm canary upstream; see the module docs. Stops on
@@ -328,6 +341,7 @@ impl NpmCanary {
             }),
             log: RequestLog::default(),
             secret: options.secret.clone(),
+            kit: options.kit,
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
@@ -346,7 +360,10 @@ impl NpmCanary {
         let _ = state.cdn_origin.set(cdn_origin(&origin, &cdn));
         {
             let mut content = lock(&state.content);
-            let packages = initial_packages(&origin, &mut content, &state.key);
+            let mut packages = initial_packages(&origin, &mut content, &state.key);
+            if options.kit {
+                packages.extend(kit_packages(&origin, &mut content, &state.key));
+            }
             content.packages = packages;
         }
         Ok(NpmCanary {
@@ -392,7 +409,9 @@ impl NpmCanary {
         content
             .packages
             .iter()
-            .filter(|p| p.role == Role::Snapshot || include_upstream_only)
+            .filter(|p| {
+                p.role == Role::Snapshot || (include_upstream_only && p.role == Role::UpstreamOnly)
+            })
             .flat_map(|p| {
                 p.versions
                     .iter()
@@ -524,7 +543,7 @@ impl State {
         let event = content.next_event();
         let Some(package) = content.package_mut(name) else {
             return Err(UpstreamError::NotServed {
-                message: format!("the npm canary serves no package {name}"),
+                message: self.not_served(format!("the npm canary serves no package {name}")),
             });
         };
         let spec = NpmPackageSpec::new(
@@ -560,14 +579,14 @@ impl State {
         let event = content.next_event();
         let Some(package) = content.package_mut(name) else {
             return Err(UpstreamError::NotServed {
-                message: format!("the npm canary serves no package {name}"),
+                message: self.not_served(format!("the npm canary serves no package {name}")),
             });
         };
         let sha256 =
             |p: &Package, v: &str| p.version(v).map(|v| Sha256Digest::of(&v.tarball.bytes));
         let Some(after) = sha256(package, version) else {
             return Err(UpstreamError::NotServed {
-                message: format!("the npm canary serves no {name} {version}"),
+                message: self.not_served(format!("the npm canary serves no {name} {version}")),
             });
         };
         let previous = package.dist_tags.get(tag).cloned();
@@ -604,7 +623,8 @@ impl Upstream for State {
         UpstreamPlan {
             origin: self.origin().to_string(),
             index_url: format!("{}/", self.origin()),
-            present: name(PRESENT),
+            // The package a lab's snapshot holds: the kit's when served.
+            present: name(if self.kit { kit::PRESENT } else { PRESENT }),
             upstream_only: name(UPSTREAM_ONLY),
             upstream_only_paths,
             tripwire: name(TRIPWIRE),
@@ -651,7 +671,7 @@ impl Upstream for State {
         });
         let Some((package, v)) = found else {
             return Err(UpstreamError::NotServed {
-                message: format!("the npm canary serves no tarball {filename}"),
+                message: self.not_served(format!("the npm canary serves no tarball {filename}")),
             });
         };
         let old = &package.versions[v];
@@ -758,6 +778,42 @@ fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> V
             }
         })
         .collect()
+}
+
+/// The conformance kit's packages, built by the kit's own code with the
+/// tripwire aimed at `origin` (the same tarballs as `kit --canary ORIGIN`),
+/// each version published in the kit's order, the last one `latest`.
+fn kit_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<Package> {
+    let mut packages: Vec<Package> = Vec::new();
+    for s in kit::specs(origin) {
+        let version = PackageVersion::build(s, content.next_event(), key);
+        let (name, number, published) = (
+            version.spec.name.clone(),
+            version.spec.version.clone(),
+            version.published,
+        );
+        let i = match packages.iter().position(|p| p.name == name) {
+            Some(i) => i,
+            None => {
+                packages.push(Package {
+                    name,
+                    role: Role::Kit,
+                    versions: Vec::new(),
+                    dist_tags: BTreeMap::new(),
+                    modified: 0,
+                    offsite: false,
+                });
+                packages.len() - 1
+            }
+        };
+        let Some(p) = packages.get_mut(i) else {
+            continue;
+        };
+        p.versions.push(version);
+        p.dist_tags.insert("latest".into(), number);
+        p.modified = published;
+    }
+    packages
 }
 
 /// What a registry signature covers: `<name>@<version>:<integrity>`.
@@ -1037,6 +1093,15 @@ impl State {
         match found {
             Some(v) => tarball_reply(v),
             None => not_found(),
+        }
+    }
+
+    /// `message`, with what to do about it when the canary serves the kit.
+    fn not_served(&self, message: String) -> String {
+        if self.kit {
+            format!("{message}; {}", control::not_served_advice(self.origin()))
+        } else {
+            message
         }
     }
 

@@ -65,11 +65,13 @@ pub(crate) fn template_spec(name: &str) -> NpmPackageSpec {
     template
 }
 
-/// The kit's tarballs, with the tripwire aimed at `canary` (a checked base
-/// URL, see [`crate::kit::check_canary`]), sorted by name.
-pub fn files(canary: &str) -> Vec<KitFile> {
+/// The kit's packages, every version in publishing order, with the
+/// tripwire aimed at `canary` (a checked base URL, see
+/// [`crate::kit::check_canary`]): what [`files`] writes and what the
+/// standalone canary serves, so that both hold the same bytes.
+pub(crate) fn specs(canary: &str) -> Vec<NpmPackageSpec> {
     let present = "Conformance kit: a present package with two versions";
-    let specs = [
+    vec![
         spec(PRESENT, "1.0.0", present),
         spec(PRESENT, "1.1.0", present),
         spec(SCOPED, "1.0.0", "Conformance kit: a scoped package"),
@@ -79,8 +81,13 @@ pub fn files(canary: &str) -> Vec<KitFile> {
             &tripwire_url(canary, &format!("{TRIPWIRE}-0.1.0")),
         ),
         template_spec(TEMPLATE),
-    ];
-    let mut out: Vec<KitFile> = specs
+    ]
+}
+
+/// The kit's tarballs, with the tripwire aimed at `canary` (a checked base
+/// URL, see [`crate::kit::check_canary`]), sorted by name.
+pub fn files(canary: &str) -> Vec<KitFile> {
+    let mut out: Vec<KitFile> = specs(canary)
         .iter()
         .map(|s| KitFile {
             // As `npm pack` names it: the scope's `@` dropped, `/` as `-`.

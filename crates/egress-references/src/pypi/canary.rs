@@ -37,11 +37,19 @@
 //! | `ec-template-text` | 1.0.0 wheel, every [`TEMPLATE_MARKERS`](egress_model::TEMPLATE_MARKERS) raw text in Summary and Description | in the snapshot |
 //! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
+//!
+//! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
+//! kit's projects too (`egress-kit-*`, see [`super::kit`]), built by the
+//! kit's code with the tripwire aimed at the canary's origin, so the same
+//! bytes as `egress-conformance kit --canary ORIGIN`; the plan's present
+//! project is then the kit's, and the mutations act on it as on any other.
 
-use super::kit::{sdist_spec, template_text, tripwire_preamble, wheel_spec};
+use super::kit::{
+    self, sdist_spec, template_text, tripwire_preamble, wheel_spec, DistSpec as Spec,
+};
 use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
-use egress_artifacts::{build_sdist, build_wheel, core_metadata, BuiltDist, SdistSpec, WheelSpec};
+use egress_artifacts::{core_metadata, BuiltDist};
 use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
@@ -77,6 +85,9 @@ enum Role {
     UpstreamOnly,
     /// Upstream only, and never part of [`Canary::dists`] either way.
     Broken,
+    /// The conformance kit's (standalone canary only): a lab's snapshot
+    /// holds it when the lab added the kit; never part of [`Canary::dists`].
+    Kit,
 }
 
 /// How a project's files are listed on its page.
@@ -85,12 +96,6 @@ enum Listing {
     Digest,
     NoDigest,
     WrongDigest,
-}
-
-#[derive(Debug, Clone)]
-enum Spec {
-    Wheel(WheelSpec),
-    Sdist(SdistSpec),
 }
 
 struct File {
@@ -104,9 +109,10 @@ struct File {
 
 impl File {
     fn build(spec: Spec) -> Self {
-        let (dist, metadata) = match &spec {
-            Spec::Wheel(w) => (build_wheel(w), Some(core_metadata(w))),
-            Spec::Sdist(s) => (build_sdist(s), None),
+        let dist = spec.build();
+        let metadata = match &spec {
+            Spec::Wheel(w) => Some(core_metadata(w)),
+            Spec::Sdist(_) => None,
         };
         File {
             spec,
@@ -246,6 +252,8 @@ struct State {
     log: RequestLog,
     /// The control API's secret, when the canary runs standalone.
     secret: Option<Secret>,
+    /// Whether it serves the conformance kit (see [`ServeOptions::kit`]).
+    kit: bool,
 }
 
 /// The canary upstream; see the module docs. Stops on [`Canary::stop`] or drop.
@@ -277,6 +285,7 @@ impl Canary {
             }),
             log: RequestLog::default(),
             secret: options.secret.clone(),
+            kit: options.kit,
         });
         let handler_state = Arc::clone(&state);
         let server = Server::bind(
@@ -289,6 +298,9 @@ impl Canary {
         {
             let mut content = lock(&state.content);
             content.projects = initial_projects(&origin);
+            if options.kit {
+                content.projects.extend(kit_projects(&origin));
+            }
             for p in 0..content.projects.len() {
                 for f in 0..content.projects[p].files.len() {
                     content.record_upload(p, f, false);
@@ -395,7 +407,8 @@ impl Upstream for State {
         UpstreamPlan {
             origin: self.origin().to_string(),
             index_url: format!("{}/simple/", self.origin()),
-            present: name(PRESENT),
+            // The project a lab's snapshot holds: the kit's when served.
+            present: name(if self.kit { kit::PRESENT } else { PRESENT }),
             upstream_only,
             upstream_only_paths,
             tripwire: name(TRIPWIRE),
@@ -423,7 +436,7 @@ impl Upstream for State {
             })?;
         let Some(p) = content.projects.iter().position(|p| &p.name == project) else {
             return Err(UpstreamError::NotServed {
-                message: format!("the canary serves no project {project}"),
+                message: self.not_served(format!("the canary serves no project {project}")),
             });
         };
         let file = File::build(Spec::Wheel(wheel_spec(
@@ -450,7 +463,7 @@ impl Upstream for State {
         let n = content.replaced;
         let Some((p, f)) = content.find_file(filename) else {
             return Err(UpstreamError::NotServed {
-                message: format!("the canary serves no file {filename}"),
+                message: self.not_served(format!("the canary serves no file {filename}")),
             });
         };
         let version = content.projects[p].files[f].version().clone();
@@ -482,6 +495,21 @@ impl Upstream for State {
 }
 
 // ------------------------------------------------------------------ content
+
+/// The conformance kit's projects, built by the kit's own code with the
+/// tripwire aimed at `origin`: the same bytes as `kit --canary ORIGIN`.
+fn kit_projects(origin: &str) -> Vec<Project> {
+    kit::projects(origin)
+        .into_iter()
+        .map(|(name, specs)| Project {
+            name,
+            role: Role::Kit,
+            listing: Listing::Digest,
+            files: specs.into_iter().map(File::build).collect(),
+            last_serial: 0,
+        })
+        .collect()
+}
 
 fn initial_projects(origin: &str) -> Vec<Project> {
     let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
@@ -808,6 +836,15 @@ fn redirect(location: &str) -> Reply {
 impl State {
     fn origin(&self) -> &str {
         self.origin.get().map_or("", String::as_str)
+    }
+
+    /// `message`, with what to do about it when the canary serves the kit.
+    fn not_served(&self, message: String) -> String {
+        if self.kit {
+            format!("{message}; {}", control::not_served_advice(self.origin()))
+        } else {
+            message
+        }
     }
 
     fn handle(&self, req: Request) -> Reply {

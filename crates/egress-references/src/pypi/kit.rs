@@ -99,46 +99,85 @@ pub(crate) fn template_text() -> (String, String) {
     )
 }
 
-/// The kit's files, with the tripwire aimed at `canary` (a checked base
-/// URL, see [`crate::kit::check_canary`]), sorted by name.
-pub fn files(canary: &str) -> Vec<KitFile> {
+/// A distribution to build: a wheel or an sdist.
+#[derive(Debug, Clone)]
+pub(crate) enum DistSpec {
+    Wheel(WheelSpec),
+    Sdist(SdistSpec),
+}
+
+impl DistSpec {
+    pub(crate) fn build(&self) -> egress_artifacts::BuiltDist {
+        match self {
+            DistSpec::Wheel(w) => build_wheel(w),
+            DistSpec::Sdist(s) => build_sdist(s),
+        }
+    }
+}
+
+/// The kit's projects and what to build for each, with the tripwire aimed
+/// at `canary` (a checked base URL, see [`crate::kit::check_canary`]): what
+/// [`files`] writes and what the standalone canary serves, so that both
+/// hold the same bytes.
+pub(crate) fn projects(canary: &str) -> Vec<(ProjectName, Vec<DistSpec>)> {
     let name = |s: &str| ProjectName::new(s).expect("kit names are valid");
     let present = "Conformance kit: a wheel and an sdist of one project";
     let (t_summary, t_description) = template_text();
     let tripwire = tripwire_preamble(&tripwire_url(canary, &format!("{TRIPWIRE}-0.1.0")));
-    let mut out: Vec<KitFile> = [
-        build_wheel(&wheel_spec(
-            &name(PRESENT),
-            "1.0.0",
-            present,
-            "Conformance kit.\n",
-        )),
-        build_sdist(&sdist_spec(&name(PRESENT), "1.0.0", present, "")),
-        build_sdist(&sdist_spec(
-            &name(SDIST_ONLY),
-            "1.0.0",
-            "Conformance kit: only an sdist; its metadata needs a build",
-            "",
-        )),
-        build_sdist(&sdist_spec(
-            &name(TRIPWIRE),
-            "0.1.0",
-            "Conformance kit: its setup.py calls the canary tripwire",
-            &tripwire,
-        )),
-        build_wheel(&wheel_spec(
-            &name(TEMPLATE),
-            "1.0.0",
-            &t_summary,
-            &t_description,
-        )),
+    vec![
+        (
+            name(PRESENT),
+            vec![
+                DistSpec::Wheel(wheel_spec(
+                    &name(PRESENT),
+                    "1.0.0",
+                    present,
+                    "Conformance kit.\n",
+                )),
+                DistSpec::Sdist(sdist_spec(&name(PRESENT), "1.0.0", present, "")),
+            ],
+        ),
+        (
+            name(SDIST_ONLY),
+            vec![DistSpec::Sdist(sdist_spec(
+                &name(SDIST_ONLY),
+                "1.0.0",
+                "Conformance kit: only an sdist; its metadata needs a build",
+                "",
+            ))],
+        ),
+        (
+            name(TRIPWIRE),
+            vec![DistSpec::Sdist(sdist_spec(
+                &name(TRIPWIRE),
+                "0.1.0",
+                "Conformance kit: its setup.py calls the canary tripwire",
+                &tripwire,
+            ))],
+        ),
+        (
+            name(TEMPLATE),
+            vec![DistSpec::Wheel(wheel_spec(
+                &name(TEMPLATE),
+                "1.0.0",
+                &t_summary,
+                &t_description,
+            ))],
+        ),
     ]
-    .into_iter()
-    .map(|d| KitFile {
-        name: d.filename,
-        bytes: d.bytes,
-    })
-    .collect();
+}
+
+/// The kit's files, with the tripwire aimed at `canary` (a checked base
+/// URL, see [`crate::kit::check_canary`]), sorted by name.
+pub fn files(canary: &str) -> Vec<KitFile> {
+    let mut out: Vec<KitFile> = projects(canary)
+        .iter()
+        .flat_map(|(_, specs)| specs.iter().map(DistSpec::build))
+        .map(|d| KitFile {
+            name: d.filename,
+            bytes: d.bytes,
+        })
+        .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }

@@ -269,6 +269,22 @@ pub fn mutation(rec: &ProbeRecord) -> Option<(&str, Option<Sha256Digest>, Sha256
     })
 }
 
+/// Why a P5 mutation has no [`mutation`] observation: `what` (e.g. "the
+/// upstream did not publish a new version"), with the upstream's refusal
+/// recorded by the collector (`mutation failed: ...`) when there is one, so
+/// that the operator reads what to do (a standalone canary says how to
+/// make the snapshot hold a package it serves).
+pub fn not_mutated(rec: &ProbeRecord, what: &str) -> String {
+    let failure = rec.observations.iter().find_map(|o| match o {
+        Observation::Input { name, .. } => name.strip_prefix("mutation failed: "),
+        _ => None,
+    });
+    match failure {
+        Some(f) => format!("{what}: {f}"),
+        None => what.to_string(),
+    }
+}
+
 /// P5.stable-bytes over other sub-probes' repeated reads: each `(id,
 /// before, again)` names a record whose `"{before}: X"` reads were repeated
 /// as `"{again}: X"` with nothing done in between (P6.effect's reads before

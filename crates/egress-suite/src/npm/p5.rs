@@ -10,7 +10,8 @@ use super::plan::Collector;
 use super::plan::{packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    changed_without_cause, input, mutation, served_as_listed, verified_manifest, whole_digest,
+    changed_without_cause, input, mutation, not_mutated, served_as_listed, verified_manifest,
+    whole_digest,
 };
 use crate::facts::{final_of, find, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
@@ -231,7 +232,10 @@ pub fn judge_new_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return inconclusive("no present package");
     };
     let Some((filename, _, _)) = mutation(rec) else {
-        return inconclusive("the upstream did not publish a new version");
+        return inconclusive(not_mutated(
+            rec,
+            "the upstream did not publish a new version",
+        ));
     };
     let Some(new) = version_of_tarball(name, filename) else {
         return inconclusive(format!("the published tarball {filename} names no version"));
@@ -296,7 +300,7 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return inconclusive("the tarball control recorded no bytes");
     };
     let Some((filename, _, after)) = mutation(rec) else {
-        return inconclusive("the upstream did not replace a tarball");
+        return inconclusive(not_mutated(rec, "the upstream did not replace a tarball"));
     };
     // Each resource was read twice before the change: one that differed
     // between those reads is unstable on its own, not changed by the
@@ -385,7 +389,7 @@ pub fn judge_dist_tag(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return v;
     }
     if mutation(rec).is_none() {
-        return inconclusive("the upstream did not move a dist-tag");
+        return inconclusive(not_mutated(rec, "the upstream did not move a dist-tag"));
     }
     let latest = |label: &str| -> Vec<Option<String>> {
         rec.exchanges

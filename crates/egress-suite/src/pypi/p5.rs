@@ -8,8 +8,8 @@ use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    changed_without_cause, input, manifest_verdict, mutation, served_as_listed, verified_manifest,
-    whole_digest,
+    changed_without_cause, input, manifest_verdict, mutation, not_mutated, served_as_listed,
+    verified_manifest, whole_digest,
 };
 use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
@@ -211,7 +211,10 @@ pub fn judge_new_version(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return v;
     }
     let Some((filename, _, _)) = mutation(rec) else {
-        return inconclusive("the upstream did not publish a new version");
+        return inconclusive(not_mutated(
+            rec,
+            "the upstream did not publish a new version",
+        ));
     };
     let Ok(new) = DistFilename::parse(filename) else {
         return inconclusive("the published file has no version in its name");
@@ -306,7 +309,7 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return v;
     }
     let Some((filename, upstream_before, after)) = mutation(rec) else {
-        return inconclusive("the upstream did not replace a file");
+        return inconclusive(not_mutated(rec, "the upstream did not replace a file"));
     };
     // The digest the mirror listed before the change, read twice: when the
     // two reads disagree, a change after it is not the upstream's doing.
