@@ -467,9 +467,10 @@ fn kit_snapshot(dir: &Path) -> PathBuf {
     snap
 }
 
-/// The kit's wheels install with real pip and uv from the mirror. Its
-/// sdists are not built: that needs a build backend (setuptools and wheel)
-/// from an index, and the tripwire's build must never run anyway
+/// Every kit package installs with real pip and uv from the mirror: the
+/// wheels, and the sdists built offline with the clients' pinned
+/// setuptools (`--no-build-isolation`: the mirror holds no build backend,
+/// and tests reach only loopback). Only the tripwire's build never runs
 /// (`--only-binary` finds nothing to install for it, which is the point).
 #[test]
 fn the_kit_installs_with_pip_and_uv() {
@@ -531,5 +532,67 @@ fn the_kit_installs_with_pip_and_uv() {
     for m in ["egress_kit_present", "egress_kit_template"] {
         assert!(target.join(m).join("__init__.py").is_file(), "{m}");
     }
+    // The sdists: built by the clients' setuptools, never fetched from the
+    // mirror (it holds none), and `--no-binary` so the present project's
+    // sdist is the one built, not its wheel.
+    let sdists = ["egress-kit-present", "egress-kit-sdist-only"];
+    let modules = ["egress_kit_present", "egress_kit_sdist_only"];
+    let pip_sdists = dir.join("pip-sdists");
+    let o = pip(
+        &pip_sdists,
+        &[
+            "--no-build-isolation",
+            "--no-binary",
+            ":all:",
+            sdists[0],
+            sdists[1],
+        ],
+    );
+    ok(&o, "pip install the kit's sdists");
+    for m in modules {
+        assert!(pip_sdists.join(m).join("__init__.py").is_file(), "{m}");
+    }
+    let uv_sdists = dir.join("uv-sdists");
+    let o = client(&clients().join("bin/uv"))
+        .args([
+            "pip",
+            "install",
+            "--python",
+            s(&clients().join("bin/python")),
+            "--cache-dir",
+            s(&dir.join("uv-cache-sdists")),
+            "--index-url",
+            &index,
+            "--target",
+            s(&uv_sdists),
+            "--no-build-isolation",
+            "--no-binary",
+            ":all:",
+            sdists[0],
+            sdists[1],
+        ])
+        .output()
+        .expect("uv");
+    ok(&o, "uv pip install the kit's sdists");
+    for m in modules {
+        assert!(uv_sdists.join(m).join("__init__.py").is_file(), "{m}");
+    }
+    // Each sdist was fetched from the mirror; the tripwire's never was.
+    let lines = mirror.lines();
+    for f in [
+        "egress_kit_present-1.0.0.tar.gz",
+        "egress_kit_sdist_only-1.0.0.tar.gz",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(f) && l.contains("status=200")),
+            "{f} was not served"
+        );
+    }
+    assert!(
+        !lines.iter().any(|l| l.contains("egress_kit_tripwire-")),
+        "the tripwire's sdist was fetched"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
