@@ -22,10 +22,8 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The name prefix of every kit package (PyPI projects and npm packages).
-pub const PREFIX: &str = "egress-kit-";
-/// The npm scope of the kit's scoped package.
-pub const NPM_SCOPE: &str = "@egress-kit";
+/// The kit's names, where `check` looks for them.
+pub use egress_suite::kit::{NPM_SCOPE, PREFIX};
 /// The canary the tripwire calls when none is given: an address from
 /// TEST-NET-1 (RFC 5737), reserved for documentation, which no real host
 /// ever has. A tripwire aimed at it can fire, but nobody will hear it.

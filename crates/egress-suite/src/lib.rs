@@ -19,6 +19,7 @@ pub mod common;
 pub mod driver;
 pub mod facts;
 pub mod judge;
+pub mod kit;
 pub mod npm;
 pub mod plan;
 pub mod protocol;

@@ -18,14 +18,8 @@ use crate::kit::{tripwire_url, KitFile};
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec};
 use egress_model::upstream::TEMPLATE_MARKERS;
 
-/// A present package with two versions.
-pub const PRESENT: &str = "egress-kit-present";
-/// A scoped package.
-pub const SCOPED: &str = "@egress-kit/scoped";
-/// Its `postinstall` script calls the canary's tripwire.
-pub const TRIPWIRE: &str = "egress-kit-tripwire";
-/// Its description and README carry every raw template marker.
-pub const TEMPLATE: &str = "egress-kit-template";
+/// The kit's package names, where `check` looks for them.
+pub use egress_suite::npm::held::kit::{PRESENT, SCOPED, TEMPLATE, TRIPWIRE};
 
 pub(crate) fn index_js(version: &str) -> String {
     format!("module.exports = {{ version: \"{version}\" }};\n")

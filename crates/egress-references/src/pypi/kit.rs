@@ -15,14 +15,8 @@ use egress_artifacts::{build_sdist, build_wheel, SdistSpec, WheelSpec};
 use egress_model::upstream::TEMPLATE_MARKERS;
 use egress_model::{ProjectName, Version};
 
-/// A wheel and an sdist of one project.
-pub const PRESENT: &str = "egress-kit-present";
-/// Only an sdist: its core metadata cannot be known without a build.
-pub const SDIST_ONLY: &str = "egress-kit-sdist-only";
-/// Only an sdist, whose `setup.py` calls the canary's tripwire.
-pub const TRIPWIRE: &str = "egress-kit-tripwire";
-/// A wheel whose Summary and Description carry every template marker.
-pub const TEMPLATE: &str = "egress-kit-template";
+/// The kit's project names, where `check` looks for them.
+pub use egress_suite::pypi::held::kit::{PRESENT, SDIST_ONLY, TEMPLATE, TRIPWIRE};
 
 fn module(name: &ProjectName) -> String {
     name.wheel_component()

@@ -6,6 +6,7 @@
 
 pub mod controls;
 pub mod facts;
+pub mod held;
 pub mod p1;
 pub mod p2;
 pub mod p3;
