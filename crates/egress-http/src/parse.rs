@@ -5,7 +5,8 @@
 //! ends (request smuggling) is a 400: Content-Length together with
 //! Transfer-Encoding, conflicting or malformed Content-Length, repeated
 //! Transfer-Encoding, obs-fold continuation lines, whitespace before the colon,
-//! and malformed chunked framing.
+//! bare LF line endings, framing fields in trailers, and malformed chunked
+//! framing. egress_model::smuggling is the corpus that proves it on a socket.
 //!
 //! Every read is bounded: the head by `max_head_bytes`, the body by
 //! `max_body_bytes`, each chunk-size line by [`CHUNK_LINE_MAX`], and time by the
@@ -116,12 +117,15 @@ fn read_line<R: BufRead>(r: &mut R, budget: &mut usize) -> Result<Vec<u8>, LineE
     }
 }
 
-/// Head lines end in CRLF, but a bare LF is tolerated (RFC 9112 §2.2).
-fn strip_cr(mut line: Vec<u8>) -> Vec<u8> {
-    if line.last() == Some(&b'\r') {
-        line.pop();
+/// Head lines end in CRLF. RFC 9112 §2.2 lets a recipient accept a bare LF,
+/// but a bare LF is how a field hides from a front end that splits on CRLF
+/// only (`X: y<LF>Transfer-Encoding: chunked`), so it is a 400 here.
+fn strip_cr(mut line: Vec<u8>) -> Result<Vec<u8>, Fail> {
+    if line.pop() == Some(b'\r') {
+        Ok(line)
+    } else {
+        Err(Fail::Status(400))
     }
-    line
 }
 
 pub(crate) use egress_model::is_token;
@@ -232,7 +236,7 @@ pub(crate) fn read_head<R: BufRead>(r: &mut R, limits: &Limits) -> Result<Head, 
     // RFC 9112 §2.2: ignore empty lines before the request line (bounded by
     // the head budget).
     let line = loop {
-        let line = strip_cr(read_line(r, &mut budget).map_err(|e| e.or_status(414))?);
+        let line = strip_cr(read_line(r, &mut budget).map_err(|e| e.or_status(414))?)?;
         if !line.is_empty() {
             break line;
         }
@@ -242,7 +246,7 @@ pub(crate) fn read_head<R: BufRead>(r: &mut R, limits: &Limits) -> Result<Head, 
 
     let mut headers = Vec::new();
     loop {
-        let line = strip_cr(read_line(r, &mut budget).map_err(|e| e.or_status(431))?);
+        let line = strip_cr(read_line(r, &mut budget).map_err(|e| e.or_status(431))?)?;
         if line.is_empty() {
             break;
         }
@@ -386,7 +390,15 @@ fn read_chunked<R: BufRead>(r: &mut R, limits: &Limits) -> Result<Vec<u8>, Fail>
         if line.is_empty() {
             return Ok(body);
         }
-        parse_field(line)?;
+        // Framing and routing fields are forbidden in trailers (RFC 9110
+        // §6.5.1); a proxy that merges trailers into the head would read them.
+        let (name, _) = parse_field(line)?;
+        if ["content-length", "transfer-encoding", "host"]
+            .iter()
+            .any(|f| eq(&name, f))
+        {
+            return Err(Fail::Status(400));
+        }
     }
 }
 
@@ -447,9 +459,18 @@ mod tests {
     }
 
     #[test]
-    fn bare_lf_and_leading_empty_lines_tolerated() {
-        let h = head(b"\r\n\nGET / HTTP/1.1\nHost: a\n\n").expect("valid");
+    fn bare_lf_refused_and_leading_empty_lines_tolerated() {
+        let h = head(b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("valid");
         assert_eq!(h.target, "/");
+        for raw in [
+            &b"\r\n\nGET / HTTP/1.1\nHost: a\n\n"[..],
+            b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET / HTTP/1.1\nHost: a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\n\n",
+        ] {
+            assert_eq!(status(raw), Some(400), "{:?}", String::from_utf8_lossy(raw));
+        }
     }
 
     #[test]
@@ -627,6 +648,15 @@ mod tests {
                 Fail::Status(400),
             ),
             (b"5\r\nhello\r\n0\r\n\n", Fail::Status(400)),
+            (
+                b"5\r\nhello\r\n0\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Fail::Status(400),
+            ),
+            (
+                b"5\r\nhello\r\n0\r\ncontent-length: 5\r\n\r\n",
+                Fail::Status(400),
+            ),
+            (b"5\r\nhello\r\n0\r\nHost: b\r\n\r\n", Fail::Status(400)),
             (b"10000000000000000\r\n", Fail::Status(400)),
             (b"FFFFFFFFFFFFFFFF\r\n", Fail::Status(413)),
             (b"41\r\n", Fail::Status(413)),

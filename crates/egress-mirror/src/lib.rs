@@ -421,12 +421,16 @@ impl Mirror {
         }
         // P3: absolute-form (`GET http://host/...`), authority-form and `*`
         // are proxy or server-wide requests; a mirror serves only its own
-        // paths.
+        // paths. The connection is closed after the refusal: an absolute-form
+        // authority that differs from Host is how two hops disagree about
+        // which server a request is for, so nothing pipelined behind it is
+        // served.
         if !req.target.starts_with('/') {
             let resp = Response::text(
                 400,
                 "only origin-form request targets (starting with '/') are served\n",
-            );
+            )
+            .with_header("Connection", "close");
             return (resp, None);
         }
         // The query is dropped, never interpreted (`?url=` means nothing
