@@ -172,3 +172,32 @@ fn every_corpus_payload_is_refused_and_closes() {
         .collect();
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+/// The judge discriminates: a server that serves the smuggled request, takes
+/// the payload, leaves bytes behind or keeps the connection open fails it.
+#[test]
+fn judge_fails_a_lax_server() {
+    let case = SMUGGLING_CORPUS.iter().find(|c| c.id == "cl-te").unwrap();
+    let ex = |statuses: &[u16], closed: bool, rest: &[u8]| Exchange {
+        statuses: statuses.to_vec(),
+        closed,
+        rest: rest.to_vec(),
+    };
+    assert_eq!(judge(case, &ex(&[400], true, b"")), None);
+    for lax in [
+        ex(&[400, 200], true, b""),
+        ex(&[200], true, b""),
+        ex(&[405, 200], true, b""),
+        ex(&[], true, b""),
+        ex(&[400], false, b""),
+        ex(&[400], true, b"HTTP/1.1 200 OK\r\n"),
+    ] {
+        assert!(judge(case, &lax).is_some(), "{lax:?}");
+    }
+    // The reader sees a second response packed right behind the first (what
+    // a server honouring one framing over the other would send back).
+    let (statuses, rest) = split_responses(
+        b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 2\r\n\r\nnoHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+    );
+    assert_eq!((statuses, rest), (vec![405, 200], vec![]));
+}
