@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(doc) = Packument::parse(data) {
-        for (_tag, version) in &doc.dist_tags {
+        for version in doc.dist_tags.values() {
             let _ = doc.version(version);
         }
         for dist in &doc.versions {
