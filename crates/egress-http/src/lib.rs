@@ -278,6 +278,38 @@ impl Default for Limits {
     }
 }
 
+/// Why [`parse_request`] produced no request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The server would answer with this status and close the connection.
+    Status(u16),
+    /// The bytes end before the request does (a server would wait, then
+    /// close silently).
+    Incomplete,
+}
+
+/// Parses one request (head and body) from `bytes` with exactly the rules a
+/// connection of [`Server`] applies, without a socket. `peer` of the result
+/// is the unspecified address. Bytes after the request are ignored. Used by
+/// the fuzz targets and by tests that need the parser alone.
+pub fn parse_request(bytes: &[u8], limits: &Limits) -> Result<Request, Refusal> {
+    let refusal = |fail: Fail| match fail {
+        Fail::Status(status) => Refusal::Status(status),
+        Fail::Close => Refusal::Incomplete,
+    };
+    let mut reader = bytes;
+    let head = parse::read_head(&mut reader, limits).map_err(refusal)?;
+    let body = parse::read_body(&mut reader, head.framing, limits).map_err(refusal)?;
+    Ok(Request {
+        method: head.method,
+        target: head.target,
+        version: head.version,
+        headers: head.headers,
+        body,
+        peer: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+    })
+}
+
 /// Entry point; see [`Server::bind`].
 pub struct Server;
 

@@ -222,14 +222,19 @@ fn parse_metadata_attr(value: &str) -> Option<BTreeMap<String, String>> {
 }
 
 /// The anchor text, trimmed; when empty, the last path segment of the URL
-/// (query dropped), which PEP 503 says the text must equal anyway.
+/// (query dropped), which PEP 503 says the text must equal anyway, trimmed the
+/// same way (so a page rendered from the result reads back the same name).
 fn text_or_last_segment(text: &str, url: &str) -> String {
     let text = text.trim();
     if !text.is_empty() {
         return text.to_string();
     }
     let path = url.split('?').next().unwrap_or_default();
-    path.rsplit('/').next().unwrap_or_default().to_string()
+    path.rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 /// An `<a>` element: decoded attributes and decoded text content.

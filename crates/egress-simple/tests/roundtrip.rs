@@ -265,3 +265,22 @@ fn empty_pages_round_trip() {
         Ok(index)
     );
 }
+
+/// Found by the simple_html fuzz target: an anchor with empty text whose URL's
+/// last segment starts with whitespace took that segment untrimmed as the
+/// filename, so the page rendered from it read back a different filename.
+#[test]
+fn fuzz_untrimmed_last_segment_filename_round_trips() {
+    let minimal: &[u8] = b"<a href=\"dist/\n  pkg-1.0.tar.gz\"></a>";
+    let found: &[u8] = b"<!DOCTYPE html>\x0a<html>\x0a  <head>\x0a  n^ex</title>\x0a  <   <a\x09\x00\x00\x00\x00\x00\x00\x10c-present/\x22>ec</hea\x0a  b>d<ody>\x0a    <a href=\x22e-present</a><br/\x0a    <a href=\x22ec-present\x81\x81\x81\x80\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81/\x226e\xa3\xd2\x8f\x8desent</a><br/>\x0a    <a href=\x22ehrto/\x22>other</a><br/>\x0a  </bod}>\x0a</htm\x94\xc6\x0a";
+    for body in [minimal, found] {
+        let page = parse_project_html(body).unwrap();
+        for f in &page.files {
+            assert_eq!(f.filename, f.filename.trim(), "{body:?}");
+        }
+        let again = parse_project_html(render_project_html(&page).as_bytes()).unwrap();
+        assert_eq!(again.files, page.files);
+    }
+    let page = parse_project_html(minimal).unwrap();
+    assert_eq!(page.files[0].filename, "pkg-1.0.tar.gz");
+}

@@ -1,0 +1,128 @@
+//! Writes the generated part of the seed corpus (fuzz/corpus/<target>/) from
+//! the project's own builders, so the seeds are real artifacts, pages and
+//! signatures. Run from fuzz/: `cargo run --example make_seeds`.
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use egress_artifacts::{
+    build_npm_tarball, build_sdist, build_wheel, NpmPackageSpec, SdistSpec, WheelSpec,
+};
+use egress_model::{ProjectName, Version};
+use egress_signing::{AllowedSigners, SigningKey};
+use egress_simple::{
+    render_index_html, render_index_json, render_project_html, render_project_json, FileEntry,
+    IndexPage, ProjectPage,
+};
+
+fn put(target: &str, name: &str, bytes: &[u8]) {
+    let dir = Path::new("corpus").join(target);
+    fs::create_dir_all(&dir).expect("create corpus dir");
+    fs::write(dir.join(name), bytes).expect("write seed");
+}
+
+fn main() {
+    let name = ProjectName::new("ec-present").expect("name");
+    let version = Version::new("1.0.0").expect("version");
+    let wheel = build_wheel(&WheelSpec {
+        name: name.clone(),
+        version: version.clone(),
+        summary: "a seed".into(),
+        description: "seed for fuzzing\n".into(),
+        requires_python: Some(">=3.8".into()),
+        files: vec![("ec_present/__init__.py".into(), b"X = 1\n".to_vec())],
+    });
+    put("wheel", "ec_present-1.0.0-py3-none-any.whl", &wheel.bytes);
+    let sdist = build_sdist(&SdistSpec {
+        name: name.clone(),
+        version: version.clone(),
+        summary: "a seed".into(),
+        setup_py: "from setuptools import setup\nsetup()\n".into(),
+        files: vec![("ec_present/__init__.py".into(), b"X = 1\n".to_vec())],
+    });
+    put("sdist", "ec_present-1.0.0.tar.gz", &sdist.bytes);
+    let npm = build_npm_tarball(&NpmPackageSpec::new(
+        "ec-present",
+        "1.0.0",
+        "a seed",
+        "module.exports = 1;\n",
+    ));
+    put("npm_tarball", "ec-present-1.0.0.tgz", &npm.bytes);
+
+    let mut hashes = BTreeMap::new();
+    hashes.insert("sha256".to_string(), wheel.sha256.to_string());
+    let page = ProjectPage {
+        name: "ec-present".into(),
+        files: vec![FileEntry {
+            filename: wheel.filename.clone(),
+            url: format!("../../files/{}", wheel.filename),
+            hashes,
+            requires_python: Some(">=3.8".into()),
+            yanked: Some("bad build".into()),
+            ..FileEntry::default()
+        }],
+        versions: vec!["1.0.0".into()],
+        api_version: Some("1.1".into()),
+    };
+    let index = IndexPage {
+        projects: vec!["ec-present".into(), "other".into()],
+        api_version: Some("1.1".into()),
+    };
+    put(
+        "simple_html",
+        "project.html",
+        render_project_html(&page).as_bytes(),
+    );
+    put(
+        "simple_html",
+        "index.html",
+        render_index_html(&index).as_bytes(),
+    );
+    put(
+        "simple_json",
+        "project.json",
+        render_project_json(&page).as_bytes(),
+    );
+    put(
+        "simple_json",
+        "index.json",
+        render_index_json(&index).as_bytes(),
+    );
+
+    let key = SigningKey::from_seed([7; 32], "fuzz@example");
+    let sig = key.sign("file", b"fuzz message\n");
+    put("sshsig", "good.sig", sig.as_bytes());
+    put(
+        "sshsig",
+        "wrong-namespace.sig",
+        key.sign("other", b"fuzz message\n").as_bytes(),
+    );
+    let other = SigningKey::from_seed([9; 32], "other@example");
+    let signers = format!(
+        "{}\n{}\n# comment\n*@example cert-authority {}",
+        AllowedSigners::line_for("fuzz@example", &key.public()),
+        AllowedSigners::line_for_namespace("other@example", &other.public(), "file,git"),
+        other.public().to_openssh("ca"),
+    );
+    put("allowed_signers", "allowed_signers", signers.as_bytes());
+
+    let packument = format!(
+        r#"{{"name":"ec-present","dist-tags":{{"latest":"1.0.0"}},"versions":{{"1.0.0":{{"name":"ec-present","version":"1.0.0","dist":{{"tarball":"http://127.0.0.1/ec-present/-/ec-present-1.0.0.tgz","integrity":"{}","shasum":"00","signatures":[{{"keyid":"k","sig":"s"}}]}}}}}}}}"#,
+        npm.integrity
+    );
+    put("packument", "full.json", packument.as_bytes());
+    let lock = format!(
+        r#"{{"name":"app","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{{"":{{"name":"app","version":"1.0.0","dependencies":{{"ec-present":"^1.0.0"}}}},"node_modules/ec-present":{{"version":"1.0.0","resolved":"http://127.0.0.1/ec-present/-/ec-present-1.0.0.tgz","integrity":"{}"}}}}}}"#,
+        npm.integrity
+    );
+    put("package_lock", "v3.json", lock.as_bytes());
+    put(
+        "requirements",
+        "hashed.txt",
+        format!(
+            "--index-url https://pypi.org/simple\nec-present==1.0.0 \\\n    --hash=sha256:{}\n",
+            wheel.sha256
+        )
+        .as_bytes(),
+    );
+}
