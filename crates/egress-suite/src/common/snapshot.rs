@@ -119,6 +119,30 @@ pub enum ManifestProblem {
     UnlistedBlob(String),
 }
 
+/// What a served-in-manifest judge compares the served content with: the
+/// verified manifest and snapshot document of `P5.manifest`, and the
+/// target's origin (`url` names the plan's URL in the reason); or the
+/// verdict that ends the judging: `control` has not passed, or there is
+/// nothing verified to compare with.
+pub fn manifest_to_compare<P, F: ControlFacts>(
+    j: &Judge<P, F>,
+    control: &str,
+    url: &str,
+) -> Result<(Manifest, SnapshotDoc, Url), Verdict> {
+    if let Some(v) = j.require(control) {
+        return Err(v);
+    }
+    let Some(mrec) = j.record("P5.manifest") else {
+        return Err(inconclusive("P5.manifest was not run"));
+    };
+    let (manifest, doc, _) = verified_manifest(mrec)
+        .map_err(|e| inconclusive(format!("no verified manifest to compare with: {e}")))?;
+    let origin = j
+        .origin()
+        .ok_or_else(|| inconclusive(format!("the plan's {url} URL does not parse")))?;
+    Ok((manifest, doc, origin))
+}
+
 /// The manifest and snapshot document, checked against each other.
 pub fn verified_manifest(
     rec: &ProbeRecord,

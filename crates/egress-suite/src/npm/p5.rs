@@ -10,7 +10,7 @@ use super::plan::Collector;
 use super::plan::{packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    changed_without_cause, input, mutation, not_mutated, served_as_listed, verified_manifest,
+    changed_without_cause, input, manifest_to_compare, mutation, not_mutated, served_as_listed,
     whole_digest,
 };
 use crate::facts::{final_of, find, success_body};
@@ -51,18 +51,9 @@ pub fn collect_served_in_manifest(c: &Collector, f: &Facts) -> Evidence {
 }
 
 pub fn judge_served_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if let Some(v) = j.require("C.packument") {
-        return v;
-    }
-    let Some(mrec) = j.record("P5.manifest") else {
-        return inconclusive("P5.manifest was not run");
-    };
-    let (manifest, doc, _) = match verified_manifest(mrec) {
+    let (manifest, doc, origin) = match manifest_to_compare(j, "C.packument", "registry") {
         Ok(m) => m,
-        Err(e) => return inconclusive(format!("no verified manifest to compare with: {e}")),
-    };
-    let Some(origin) = j.origin() else {
-        return inconclusive("the plan's registry URL does not parse");
+        Err(v) => return v,
     };
     let mut served = 0;
     for ex in &rec.exchanges {

@@ -8,8 +8,8 @@ use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
 use crate::common::snapshot::{
-    changed_without_cause, input, manifest_verdict, mutation, not_mutated, served_as_listed,
-    verified_manifest, whole_digest,
+    changed_without_cause, input, manifest_to_compare, manifest_verdict, mutation, not_mutated,
+    served_as_listed, whole_digest,
 };
 use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
@@ -48,18 +48,9 @@ pub fn collect_index_in_manifest(c: &Collector, f: &Facts) -> Evidence {
 }
 
 pub fn judge_index_in_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
-    if let Some(v) = j.require("C.project-html") {
-        return v;
-    }
-    let Some(mrec) = j.record("P5.manifest") else {
-        return inconclusive("P5.manifest was not run");
-    };
-    let (manifest, doc, _) = match verified_manifest(mrec) {
+    let (manifest, doc, origin) = match manifest_to_compare(j, "C.project-html", "index") {
         Ok(m) => m,
-        Err(e) => return inconclusive(format!("no verified manifest to compare with: {e}")),
-    };
-    let Some(origin) = j.origin() else {
-        return inconclusive("the plan's index URL does not parse");
+        Err(v) => return v,
     };
     let mut served = 0;
     for ex in &rec.exchanges {
