@@ -15,6 +15,7 @@ pub mod kit;
 pub mod output;
 pub mod run_builtin;
 pub mod run_testbed;
+pub mod sandbox_scan;
 pub mod snapshot;
 pub mod verify;
 

@@ -23,6 +23,7 @@
 
 pub mod builtin;
 pub mod control;
+pub mod dns;
 pub mod hostile;
 pub mod kit;
 mod loopback;
