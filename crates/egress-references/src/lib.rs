@@ -33,6 +33,7 @@ mod relay;
 pub mod remote;
 mod request_log;
 mod template;
+pub mod tunnel;
 
 pub use hostile::{Hostile, HostileServer};
 pub use pypi::canary::Canary;
