@@ -289,7 +289,8 @@ fn special_hosts(key: &str, value: &str) -> Vec<Result<String, String>> {
         );
     }
     if let Some(rest) = key.trim().strip_prefix("//") {
-        out.push(Ok(rest.to_string()));
+        let host = rest.split('/').next().unwrap_or(rest);
+        out.push(Ok(host.to_string()));
     }
     if k == "goproxy"
         && value

@@ -276,3 +276,193 @@ pub fn verify(report: &ScanReport) -> Vec<Disagreement> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{TcpAttempt, TcpOutcome};
+    use egress_model::{BodyEnd, Exchange, ResponseRecord, Sha256Digest, WireBytes};
+
+    fn plan() -> ScanPlan {
+        ScanPlan {
+            mirror: "http://198.51.100.1:8080/simple/".into(),
+            mirror_host: "198.51.100.1".into(),
+            mirror_port: 8080,
+            mirror_addrs: vec!["198.51.100.1".parse().unwrap()],
+            canaries: vec!["203.0.113.1:8700".into()],
+            canary_zone: Some("canary.example".into()),
+            token: "00".into(),
+            lockfiles: None,
+            public_names: vec!["pypi.org".into()],
+            gateway_ports: GATEWAY_PORTS.to_vec(),
+        }
+    }
+
+    fn exchange(status: u16, body: &[u8]) -> Exchange {
+        Exchange {
+            label: "x".into(),
+            peer: "198.51.100.1:8080".into(),
+            request: WireBytes(b"GET /simple/ HTTP/1.1\r\n\r\n".to_vec()),
+            response: Some(ResponseRecord {
+                status_line: format!("HTTP/1.1 {status} X"),
+                status: Some(status),
+                headers: Vec::new(),
+                body_len: body.len() as u64,
+                body_sha256: Sha256Digest::of(body),
+                body_prefix: WireBytes(body.to_vec()),
+                body_end: BodyEnd::Complete,
+            }),
+            error: None,
+            elapsed_ms: 1,
+        }
+    }
+
+    fn tcp(addr: &str, outcome: TcpOutcome) -> Evidence {
+        Evidence::Tcp(TcpAttempt {
+            label: "canary".into(),
+            addr: addr.into(),
+            outcome,
+            detail: String::new(),
+            elapsed_ms: 1,
+        })
+    }
+
+    /// A record of every check, each with no evidence but these.
+    fn records(control: u16, canary: TcpOutcome) -> Vec<ScanRecord> {
+        CHECKS
+            .iter()
+            .map(|c| ScanRecord {
+                id: c.id.into(),
+                status: Status::Skipped,
+                reason: String::new(),
+                paths: Vec::new(),
+                evidence: match c.id {
+                    "C.mirror" => vec![Evidence::Http(exchange(control, b"page"))],
+                    "R.canary" => vec![tcp("203.0.113.1:8700", canary)],
+                    "R.metadata" => vec![tcp("169.254.169.254:80", TcpOutcome::Unreachable)],
+                    "R.mirror-connect" => vec![Evidence::Http(exchange(405, b""))],
+                    "R.mirror-absolute" => vec![
+                        Evidence::Http(exchange(200, b"page")),
+                        Evidence::Http(exchange(400, b"")),
+                    ],
+                    "S.routes" => vec![Evidence::File {
+                        path: "/proc/net/route".into(),
+                        bytes: Some(WireBytes(b"Iface\n".to_vec())),
+                        error: None,
+                    }],
+                    _ => Vec::new(),
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_mirror_alone_passes_a_canary_reached_fails() {
+        let p = plan();
+        let mut r = records(200, TcpOutcome::Unreachable);
+        assert_eq!(judge_all(&p, &mut r), Status::Pass, "{r:#?}");
+        let mut r = records(200, TcpOutcome::Connected);
+        assert_eq!(judge_all(&p, &mut r), Status::Fail);
+        let canary = r.iter().find(|r| r.id == "R.canary").unwrap();
+        assert_eq!(
+            canary.paths,
+            ["203.0.113.1:8700 (canary) accepts TCP connections"]
+        );
+    }
+
+    #[test]
+    fn a_mirror_that_does_not_answer_makes_every_closed_path_inconclusive() {
+        // A server that answers 404 to everything (or nothing at all)
+        // cannot make "unreachable" count.
+        let p = plan();
+        let mut r = records(404, TcpOutcome::Unreachable);
+        assert_eq!(judge_all(&p, &mut r), Status::Inconclusive);
+        let canary = r.iter().find(|r| r.id == "R.canary").unwrap();
+        assert_eq!(canary.status, Status::Inconclusive);
+        assert!(canary.reason.contains("C.mirror"), "{}", canary.reason);
+        // A path found open is a FAIL even so.
+        let mut r = records(404, TcpOutcome::Connected);
+        assert_eq!(judge_all(&p, &mut r), Status::Fail);
+    }
+
+    #[test]
+    fn verify_names_a_verdict_the_evidence_does_not_support() {
+        let p = plan();
+        let mut records = records(200, TcpOutcome::Connected);
+        let outcome = judge_all(&p, &mut records);
+        let mut report = ScanReport {
+            schema: SCAN_SCHEMA.into(),
+            tool: "t".into(),
+            started_unix: 0,
+            plan: p,
+            records,
+            outcome,
+        };
+        assert!(verify(&report).is_empty());
+        let json = render::json(&report);
+        let back: ScanReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
+        // Claim the canary was not reached.
+        let canary = report
+            .records
+            .iter_mut()
+            .find(|r| r.id == "R.canary")
+            .unwrap();
+        canary.status = Status::Pass;
+        canary.paths.clear();
+        report.outcome = Status::Pass;
+        let ids: Vec<String> = verify(&report).into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["R.canary", "outcome"]);
+        report.records.retain(|r| r.id != "R.canary");
+        assert!(verify(&report).iter().any(|d| d.id == "R.canary"));
+    }
+
+    #[test]
+    fn client_configs_and_lockfiles() {
+        let p = plan();
+        let file = |path: &str, text: &str| Evidence::File {
+            path: path.into(),
+            bytes: Some(WireBytes(text.as_bytes().to_vec())),
+            error: None,
+        };
+        let env = |vars: &[(&str, &str)]| Evidence::Env {
+            vars: vars
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        };
+        let ok = judge::client_config(
+            &p,
+            &[
+                env(&[("PIP_INDEX_URL", "http://198.51.100.1:8080/simple/")]),
+                file("/etc/pip.conf", "[global]\nindex-url = http://198.51.100.1:8080/simple/\ntrusted-host = 198.51.100.1\n"),
+            ],
+        );
+        assert_eq!(ok.status, Status::Pass, "{}", ok.reason);
+        for (ev, needle) in [
+            (env(&[("UV_INDEX", "pub=https://pypi.org/simple")]), "UV_INDEX: https://pypi.org/simple"),
+            (env(&[("GOPROXY", "https://198.51.100.1:8080,direct")]), "direct"),
+            (env(&[("PIP_TRUSTED_HOST", "pypi.org")]), "host pypi.org"),
+            (file("/root/.npmrc", "//registry.npmjs.org/:_authToken=<redacted>\n"), "/root/.npmrc line 1: host registry.npmjs.org"),
+            (file("/etc/apt/sources.list.d/debian.sources", "Types: deb\nURIs: http://deb.debian.org/debian\n"), "deb.debian.org"),
+            (file("/root/.cargo/config.toml", "[source.crates-io]\nreplace-with = \"m\"\n[source.m]\nregistry = \"sparse+https://index.crates.io/\"\n"), "index.crates.io"),
+        ] {
+            let j = judge::client_config(&p, &[ev]);
+            assert_eq!(j.status, Status::Fail, "{needle}");
+            assert!(j.paths.iter().any(|x| x.contains(needle)), "{needle}: {:?}", j.paths);
+        }
+        let mut lp = p.clone();
+        lp.lockfiles = Some("/locks".into());
+        let lock = r#"{"lockfileVersion": 3, "packages": {"node_modules/a": {"resolved": "https://registry.npmjs.org/a/-/a-1.0.0.tgz"}}}"#;
+        let j = judge::lockfiles(&lp, &[file("/locks/package-lock.json", lock)]);
+        assert_eq!(j.status, Status::Fail);
+        assert!(
+            j.paths[0].contains("node_modules/a: resolved https://registry.npmjs.org/"),
+            "{:?}",
+            j.paths
+        );
+        let j = judge::lockfiles(&lp, &[file("/locks/uv.lock", "version = [")]);
+        assert_eq!(j.status, Status::Inconclusive);
+        assert_eq!(judge::lockfiles(&p, &[]).status, Status::Skipped);
+    }
+}
