@@ -10,6 +10,7 @@
 
 pub mod canary;
 pub mod check;
+pub mod combined;
 pub mod keygen;
 pub mod kit;
 pub mod output;

@@ -537,6 +537,75 @@ fn a_uv_lock_with_public_file_urls_fails() {
     only_these_fail(&r, &["S.lockfiles"]);
 }
 
+impl Topology {
+    /// `check URL --from-sandbox` inside the sandbox namespace, as `scan`
+    /// runs the scan; its combined report, after `report verify` agreed.
+    fn check_from_sandbox(&self, env: &[(&str, &str)]) -> serde_json::Value {
+        let out = self.dir.join("check-out");
+        let signers = self.dir.join("allowed_signers");
+        std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
+        let mut cmd = Command::new(&self.ip);
+        cmd.args(["netns", "exec", &self.sandbox])
+            .arg(env!("CARGO_BIN_EXE_egress-conformance"))
+            .args([
+                "check",
+                MIRROR_URL,
+                "--allowed-signers",
+                s(&signers),
+                "--from-sandbox",
+            ])
+            .args(["--sandbox-canary", CANARY, "--canary-zone", ZONE])
+            .args(["--format", "json", "--out", s(&out)])
+            .env_clear()
+            .env("HOME", self.dir.join("home"))
+            .env("PATH", "/nonexistent")
+            .current_dir(self.dir.join("work"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().expect("run check --from-sandbox");
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no report ({e}): {}\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        let code = match doc["outcome"].as_str() {
+            Some("PASS") => 0,
+            Some("FAIL") => 1,
+            _ => 3,
+        };
+        assert_eq!(o.status.code(), Some(code));
+        let v = common::run(&["report", "verify", s(&out)]);
+        assert!(
+            v.status.success(),
+            "report verify: {}",
+            String::from_utf8_lossy(&v.stdout)
+        );
+        assert!(String::from_utf8_lossy(&v.stdout).contains("sandbox-scan checks re-derived"));
+        doc
+    }
+}
+
+#[test]
+fn check_from_sandbox_gives_one_report_of_both() {
+    require_netns!();
+    let (t, _) = lab("combined", &format!("{CANARY_IP}:53"));
+    let doc = t.check_from_sandbox(&[]);
+    assert_eq!(doc["schema"], "egress-conformance/from-sandbox/v1");
+    assert_eq!(doc["scan"]["outcome"], "PASS", "{:#}", doc["scan"]);
+    assert!(doc["check"]["probes"].as_array().unwrap().len() > 10);
+    // The combined outcome is the worse of the two.
+    let check = doc["check"]["outcome"].as_str().unwrap();
+    assert_eq!(doc["outcome"], check);
+    // A path out makes the whole report FAIL, whatever the check says.
+    let proxy = format!("http://{CANARY}");
+    let doc = t.check_from_sandbox(&[("HTTPS_PROXY", &proxy)]);
+    assert_eq!(doc["scan"]["outcome"], "FAIL");
+    assert_eq!(doc["outcome"], "FAIL");
+}
+
 /// Not a test: the CONNECT-accepting mirror fixture, run in the lab
 /// namespace by `a_mirror_that_accepts_connect_fails` (this binary, with
 /// `--ignored --exact`). Without its variables it does nothing.
