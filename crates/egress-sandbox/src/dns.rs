@@ -484,4 +484,24 @@ mod tests {
         let m = parse(&chain[..12 + 7 + 9 * 6]).unwrap();
         assert_eq!(m.questions[9].name, "a");
     }
+
+    proptest::proptest! {
+        /// Whatever arrives, the reader answers Ok or Err, never panics;
+        /// so does every corruption of a good reply.
+        #[test]
+        fn no_input_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn no_corruption_of_a_reply_panics(at in 0usize..64, byte in proptest::num::u8::ANY, cut in 0usize..80) {
+            let q = parse(&encode_query(7, &Name::new("pypi.org").unwrap(), TYPE_A)).unwrap();
+            let mut reply = encode_reply(&q, &["192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap()], 1);
+            if let Some(b) = reply.get_mut(at) {
+                *b = byte;
+            }
+            reply.truncate(cut);
+            let _ = parse(&reply);
+        }
+    }
 }
