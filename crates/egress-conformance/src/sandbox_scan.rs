@@ -26,6 +26,9 @@ pub struct SandboxScanArgs {
     /// package-lock.json) must name only the mirror.
     #[arg(long, value_name = "DIR")]
     pub lockfiles: Option<PathBuf>,
+    /// PEM file of CA certificates to trust for an https mirror.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// Output format on standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -59,7 +62,16 @@ pub fn main(args: SandboxScanArgs) -> Result<u8, Failure> {
         lockfiles: args.lockfiles.clone(),
     })
     .map_err(|e| Failure::usage(e.to_string()))?;
-    let ctx = egress_sandbox::context(plan, Timeouts::default());
+    if let Some(c) = &args.cacert {
+        // Read now, so that a bad file is an input error, not a mirror
+        // that seems not to answer.
+        let url = egress_model::Url::parse("https://mirror.invalid/")
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        egress_transcript::Client::new(url, Default::default(), Some(c))
+            .map_err(|e| Failure::input(format!("--cacert {}: {e}", c.display())))?;
+    }
+    let mut ctx = egress_sandbox::context(plan, Timeouts::default());
+    ctx.cacert = args.cacert.clone();
     let report = egress_sandbox::run(&ctx);
     if let Some(dir) = &args.out {
         write_scan(dir, &report)?;

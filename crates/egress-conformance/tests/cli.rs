@@ -325,4 +325,15 @@ fn sandbox_scan_usage_errors_exit_2_with_one_line_and_scan_nothing() {
         let line = stderr_line(&o);
         assert!(line.contains(needle), "{args:?}: {line}");
     }
+    // An unreadable CA file is a bad input (4), found before any scan.
+    let o = run(&[
+        "sandbox-scan",
+        "--mirror",
+        "https://198.51.100.1/",
+        "--cacert",
+        "/nonexistent/ca.pem",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(o.stdout.is_empty());
+    assert!(stderr_line(&o).contains("--cacert /nonexistent/ca.pem"));
 }

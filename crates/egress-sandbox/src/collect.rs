@@ -44,6 +44,9 @@ pub struct Context {
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
     pub timeouts: Timeouts,
+    /// CA certificates (PEM) to trust for an https mirror, else the
+    /// Mozilla roots compiled in.
+    pub cacert: Option<PathBuf>,
 }
 
 impl Context {
@@ -191,7 +194,8 @@ fn limits(ctx: &Context) -> Limits {
 
 fn mirror_client(ctx: &Context) -> Result<(Client, Url), String> {
     let url = Url::parse(&ctx.plan.mirror).map_err(|e| e.to_string())?;
-    let client = Client::new(url.clone(), limits(ctx), None).map_err(|e| e.to_string())?;
+    let client =
+        Client::new(url.clone(), limits(ctx), ctx.cacert.as_deref()).map_err(|e| e.to_string())?;
     Ok((client, url))
 }
 

@@ -152,6 +152,7 @@ pub fn context(plan: ScanPlan, timeouts: Timeouts) -> Context {
         home,
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         timeouts,
+        cacert: None,
     }
 }
 

@@ -99,7 +99,8 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         ));
     }
     if let Some(plan) = scan_plan {
-        let ctx = egress_sandbox::context(plan, egress_sandbox::Timeouts::default());
+        let mut ctx = egress_sandbox::context(plan, egress_sandbox::Timeouts::default());
+        ctx.cacert = args.cacert.clone();
         let both = crate::combined::Combined::new(report, egress_sandbox::run(&ctx));
         return crate::combined::emit(&both, args.format, args.out.as_deref());
     }
