@@ -323,6 +323,10 @@ impl Drop for Topology {
         let _ = Command::new(&self.ip)
             .args(["netns", "del", &self.lab])
             .output();
+        // If set-up stopped before the veth moved into its namespace.
+        let _ = Command::new(&self.ip)
+            .args(["link", "del", &self.veth_s])
+            .output();
         let _ = std::fs::remove_dir_all(self.etc());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
