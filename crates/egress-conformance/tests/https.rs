@@ -2,87 +2,14 @@
 //! certificate is issued by a test CA given with `--cacert`; without it the
 //! certificate is not trusted and the run is inconclusive.
 
+use egress_testca::TestCa;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let st = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl is installed (Debian: openssl)");
-    assert!(
-        st.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-}
-
-/// A test CA and a leaf for localhost and 127.0.0.1, made with the openssl CLI.
-fn make_certs(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=egress test CA",
-    ]);
-    openssl(dir, &ca);
-    let mut leaf = vec!["req"];
-    leaf.extend(ec);
-    leaf.extend([
-        "-keyout",
-        "leaf.key",
-        "-out",
-        "leaf.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(dir, &leaf);
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write ext");
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "leaf.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "leaf.ext",
-        ],
-    );
-}
 
 /// Reads one request (head and Content-Length body) from the client.
 fn read_request(s: &mut impl Read) -> Vec<u8> {
@@ -108,12 +35,12 @@ fn read_request(s: &mut impl Read) -> Vec<u8> {
 }
 
 /// Terminates TLS and relays one request per connection to `backend`.
-fn tls_front(dir: &Path, backend: String) -> u16 {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(dir.join("leaf.pem"))
+fn tls_front(ca: &TestCa, backend: String) -> u16 {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&ca.server.cert)
         .expect("pem")
         .map(|c| c.expect("cert"))
         .collect();
-    let key = PrivateKeyDer::from_pem_file(dir.join("leaf.key")).expect("key");
+    let key = PrivateKeyDer::from_pem_file(&ca.server.key).expect("key");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = Arc::new(
         rustls::ServerConfig::builder_with_provider(provider)
@@ -160,12 +87,12 @@ fn check_speaks_https_with_a_given_ca() {
     let dir = std::env::temp_dir().join(format!("egress-https-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("mkdir");
-    make_certs(&dir);
+    let ca = TestCa::new(&dir);
     let canary = egress_references::pypi::builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
     let snapshot =
         egress_references::pypi::builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
     let mirror = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0").expect("serve");
-    let port = tls_front(&dir, mirror.addr().to_string());
+    let port = tls_front(&ca, mirror.addr().to_string());
     std::fs::write(
         dir.join("allowed_signers"),
         egress_references::builtin::demo_signers(),
@@ -179,7 +106,7 @@ fn check_speaks_https_with_a_given_ca() {
             "check",
             &url,
             "--cacert",
-            "ca.pem",
+            ca.ca_cert.to_str().expect("utf-8"),
             "--allowed-signers",
             "allowed_signers",
             "--absent",

@@ -32,6 +32,8 @@
 //!   every response names the snapshot ID in `X-Egress-Snapshot`.
 //! - P6 no control channel: GET and HEAD only; every other method is 405.
 
+pub mod tls;
+
 #[cfg(unix)]
 use egress_http::SealedFile;
 use egress_http::{Body, Handler, Limits, Method, Reply, Request, Response, Server, ServerHandle};
