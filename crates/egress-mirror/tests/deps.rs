@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-const FORBIDDEN: [&str; 6] = [
+// rustls is there for serving https (server side only).
+const FORBIDDEN: [&str; 5] = [
     "egress-transcript",
-    "rustls",
     "hyper",
     "reqwest",
     "ureq",
