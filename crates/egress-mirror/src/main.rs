@@ -1,15 +1,17 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
 //! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]
-//! [--tls-cert FILE --tls-key FILE]`: serves one snapshot directory as a
-//! sandbox's only egress, until killed; over https (HTTP/2 and HTTP/1.1 by
-//! ALPN) when given a certificate and its key.
+//! [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]`:
+//! serves one snapshot directory as a sandbox's only egress, until killed;
+//! over https (HTTP/2 and HTTP/1.1 by ALPN) when given a certificate and
+//! its key.
 //!
 //! Start-up, in this order (each step can only narrow what the process can
 //! do next):
 //! 1. flags, then the TOML config file if `--config` is given (keys
 //!    `snapshot`, `listen`, `require_confinement`, `log_requests`,
-//!    `zero_copy_budget`, `tls_cert`, `tls_key`; relative paths are
-//!    relative to the file; flags override the file);
+//!    `zero_copy_budget`, `max_connections_per_client`, `tls_cert`,
+//!    `tls_key`; relative paths are relative to the file; flags override
+//!    the file);
 //! 2. the listen address is resolved (no name lookups after confinement),
 //!    and the TLS certificate and key, if any, are read and checked to
 //!    belong together (see `egress_mirror::tls`): after confinement they
@@ -23,7 +25,8 @@
 //! 5. zero-copy serving is probed from inside the confinement (a sealed
 //!    memfd sent with `sendfile`; see [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
-//!    cached sealed copy holds a descriptor;
+//!    connection and every cached sealed copy holds a descriptor (the
+//!    connection limit is half of it);
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
 //!    blob count, confinement status, zero-copy status and the URL
 //!    (`http://` or `https://`).
@@ -46,7 +49,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--tls-cert FILE --tls-key FILE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -85,7 +88,7 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--tls-cert FILE --tls-key FILE]",
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]",
     after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key."
 )]
 struct Flags {
@@ -96,8 +99,8 @@ struct Flags {
     #[arg(long, value_name = "ADDR", allow_hyphen_values = true, value_parser = NonEmptyStringValueParser::new())]
     listen: Option<String>,
     /// TOML file with the keys snapshot, listen, require_confinement,
-    /// log_requests, zero_copy_budget, tls_cert and tls_key; flags override
-    /// it.
+    /// log_requests, zero_copy_budget, max_connections_per_client,
+    /// tls_cert and tls_key; flags override it.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     config: Option<PathBuf>,
     /// Refuse to start unless the process could confine itself fully.
@@ -110,6 +113,10 @@ struct Flags {
     /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
+    /// Connections served at once to one client IP address; more get 503
+    /// and are closed. 0 means no per-client limit [default: 64].
+    #[arg(long, value_name = "N")]
+    max_connections_per_client: Option<usize>,
     /// Serve https with this PEM certificate chain (the server's
     /// certificate first); needs --tls-key. HTTP/2 and HTTP/1.1 are offered
     /// by ALPN.
@@ -162,6 +169,7 @@ struct FileConfig {
     require_confinement: Option<bool>,
     log_requests: Option<bool>,
     zero_copy_budget: Option<u64>,
+    max_connections_per_client: Option<usize>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
 }
@@ -198,7 +206,9 @@ enum ConfigTextError {
     NotABool(String),
     #[error("{0} must be a number of bytes or a size such as \"1GiB\"")]
     NotASize(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, tls_cert, tls_key")]
+    #[error("{0} must be a whole number (0 = no limit)")]
+    NotACount(String),
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key")]
     UnknownKey(String),
 }
 
@@ -276,6 +286,11 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 config.zero_copy_budget =
                     Some(bytes.ok_or_else(|| ConfigTextError::NotASize(key.clone()))?);
             }
+            "max_connections_per_client" => {
+                let n = value.as_integer().and_then(|n| usize::try_from(n).ok());
+                config.max_connections_per_client =
+                    Some(n.ok_or_else(|| ConfigTextError::NotACount(key.clone()))?);
+            }
             _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
@@ -326,6 +341,7 @@ struct Settings {
     require_confinement: bool,
     log_requests: bool,
     zero_copy_budget: u64,
+    max_connections_per_client: usize,
     /// The certificate chain and key to serve https with.
     tls: Option<(PathBuf, PathBuf)>,
 }
@@ -381,6 +397,10 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> 
             .zero_copy_budget
             .or(file.zero_copy_budget)
             .unwrap_or(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET),
+        max_connections_per_client: flags
+            .max_connections_per_client
+            .or(file.max_connections_per_client)
+            .unwrap_or(egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
         tls,
     })
 }
@@ -435,7 +455,7 @@ fn main() -> ExitCode {
     };
 
     // Read now: after confinement only the snapshot can be read.
-    let _tls = match &s.tls {
+    let tls = match &s.tls {
         Some((cert, key)) => match egress_mirror::tls::load(cert, key) {
             Ok(config) => Some(config),
             Err(e) => return fail(EXIT_TLS, &format!("unusable TLS certificate or key: {e}")),
@@ -477,17 +497,30 @@ fn main() -> ExitCode {
     let mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    // Before the limits are made: the connection limit follows it.
+    raise_open_file_limit();
     let zero_copy = if mirror.zero_copy() {
-        raise_open_file_limit();
+        // A TLS record cannot be written with sendfile: over https the
+        // sealed copies (whose bytes still cannot change) are copied.
+        let how = if tls.is_some() {
+            "copied through TLS"
+        } else {
+            "sent with sendfile"
+        };
         format!(
-            "sealed copies sent with sendfile, budget {} MiB",
+            "sealed copies {how}, budget {} MiB",
             s.zero_copy_budget >> 20
         )
     } else {
         "off".to_string()
     };
     let paths = mirror.path_count();
-    let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
+    let limits = egress_http::Limits {
+        max_connections_per_client: s.max_connections_per_client,
+        ..egress_http::Limits::default()
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = match egress_mirror::serve_mirror_over(mirror, &addrs[..], limits, tls) {
         Ok(server) => server,
         Err(e) => {
             return fail(
@@ -501,10 +534,10 @@ fn main() -> ExitCode {
     };
     say_out(
         &format!(
-            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {}/",
+            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {scheme}://{}/",
             id.to_hex(),
             confinement.summary,
-            server.base_url()
+            server.base_url().trim_start_matches("http://")
         ),
     );
     // The server runs on its own threads until the process is killed.
@@ -513,9 +546,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Raises the soft limit on open files to the hard limit: every cached
-/// sealed copy holds a descriptor (at most
-/// [`egress_snapshot::MAX_SEALED_COPIES`]), on top of two per connection.
+/// Raises the soft limit on open files to the hard limit (at most 65,536):
+/// every connection holds a descriptor, and another while it sends a file,
+/// and every cached sealed copy holds one (at most
+/// [`egress_snapshot::MAX_SEALED_COPIES`]). The connection limit is half
+/// the soft limit ([`egress_http::default_max_connections`]).
 /// Best effort: if it cannot, copies that find no descriptor are served the
 /// slower way.
 #[cfg(target_os = "linux")]
@@ -640,6 +675,7 @@ mod tests {
                 require_confinement: Some(true),
                 log_requests: Some(false),
                 zero_copy_budget: Some(512 << 20),
+                max_connections_per_client: None,
                 tls_cert: None,
                 tls_key: None,
             }
@@ -647,6 +683,12 @@ mod tests {
         let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();
         assert_eq!(c.tls_cert, Some(PathBuf::from("cert.pem")));
         assert_eq!(c.tls_key, Some(PathBuf::from("/etc/key.pem")));
+        assert_eq!(
+            parse_config("max_connections_per_client = 8\n")
+                .unwrap()
+                .max_connections_per_client,
+            Some(8)
+        );
         assert_eq!(
             parse_config("zero_copy_budget = 0\n")
                 .unwrap()
@@ -663,6 +705,8 @@ mod tests {
             ("zero_copy_budget = -1\n", "number of bytes"),
             ("zero_copy_budget = \"1 GB\"\n", "number of bytes"),
             ("zero_copy_budget = true\n", "number of bytes"),
+            ("max_connections_per_client = -1\n", "whole number"),
+            ("max_connections_per_client = \"64\"\n", "whole number"),
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
             ("[oops\n", "line 1"),
         ] {
@@ -682,10 +726,12 @@ mod tests {
             require_confinement: Some(true),
             log_requests: None,
             zero_copy_budget: Some(7),
+            max_connections_per_client: Some(9),
             tls_cert: None,
             tls_key: None,
         };
         let s = settings(&f, file).unwrap();
+        assert_eq!(s.max_connections_per_client, 9);
         assert_eq!(s.dir, PathBuf::from("flagdir"));
         assert_eq!(s.listen, "127.0.0.1:1");
         assert!(s.listen_from_file.is_none());
@@ -694,6 +740,15 @@ mod tests {
         let f = flags(&["d", "--zero-copy-budget", "0"]).unwrap().unwrap();
         let s = settings(&f, FileConfig::default()).unwrap();
         assert_eq!(s.zero_copy_budget, 0);
+        assert_eq!(
+            s.max_connections_per_client,
+            egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT
+        );
+        let f = flags(&["d", "--max-connections-per-client", "0"])
+            .unwrap()
+            .unwrap();
+        let s = settings(&f, FileConfig::default()).unwrap();
+        assert_eq!(s.max_connections_per_client, 0);
         let none = flags(&[]).unwrap().unwrap();
         assert!(settings(&none, FileConfig::default()).is_err());
     }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The ALPN protocols offered, most preferred first.
-pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+pub const ALPN: [&[u8]; 2] = [egress_http::ALPN_H2, egress_http::ALPN_HTTP1];
 
 /// A certificate chain or key file is a few kilobytes; anything this large
 /// is not one.
