@@ -604,6 +604,23 @@ fn the_kit_installs_with_pip_and_uv() {
 /// documented way to add a CA bundle; it reads no system store by
 /// default). Without the CA, pip refuses the certificate and installs
 /// nothing.
+/// [`pip_install`] trusting only what it is told: no CA bundle from the
+/// environment (requests lets `REQUESTS_CA_BUNDLE` or `CURL_CA_BUNDLE`
+/// override `--cert`).
+fn pip_install_tls() -> Command {
+    let mut c = pip_install();
+    c.arg("--disable-pip-version-check");
+    for k in [
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
 #[test]
 fn pip_and_uv_install_over_https_with_a_test_ca() {
     let dir = tmpdir("egress-clients-https");
@@ -612,7 +629,7 @@ fn pip_and_uv_install_over_https_with_a_test_ca() {
     let mirror = MirrorProcess::start_tls(&snap, "127.0.0.1:0", &ca);
     let index = format!("{}/simple/", mirror.base);
 
-    let untrusted = pip_install()
+    let untrusted = pip_install_tls()
         .args([
             "--index-url",
             &index,
@@ -626,15 +643,13 @@ fn pip_and_uv_install_over_https_with_a_test_ca() {
             "-r",
             s(&dir.join("requirements.txt")),
         ])
-        .env_remove("SSL_CERT_FILE")
-        .env_remove("REQUESTS_CA_BUNDLE")
         .output()
         .expect("pip");
     assert!(!untrusted.status.success(), "pip trusted an unknown CA");
     assert!(!dir.join("untrusted/ec_present").exists());
 
     let target = dir.join("pip-site");
-    let o = pip_install()
+    let o = pip_install_tls()
         .args([
             "--index-url",
             &index,
