@@ -960,7 +960,10 @@ fn npm_installs_over_https_with_node_extra_ca_certs() {
     let registry = format!("https://127.0.0.1:{port}/");
     let snap = dir.join("snap");
     let o = build(&dir, &project.join("package-lock.json"), &registry, &snap);
-    ok(&o, "snapshot build --npm-lock --npm-registry-url https://...");
+    ok(
+        &o,
+        "snapshot build --npm-lock --npm-registry-url https://...",
+    );
     canary.stop();
 
     let ca = TestCa::new(&dir);
@@ -980,10 +983,20 @@ fn npm_installs_over_https_with_node_extra_ca_certs() {
     let o = npm_tls(
         &untrusted,
         "untrusted-cache",
-        &["ci", "--replace-registry-host", "always", "--fetch-retries", "0"],
+        &[
+            "ci",
+            "--replace-registry-host",
+            "always",
+            "--fetch-retries",
+            "0",
+        ],
         false,
     );
-    assert!(!o.status.success(), "npm trusted an unknown CA: {}", text(&o));
+    assert!(
+        !o.status.success(),
+        "npm trusted an unknown CA: {}",
+        text(&o)
+    );
     assert!(!untrusted.join("node_modules/ec-present").exists());
 
     let ci = fresh_copy(&project, &dir.join("ci"));

@@ -216,8 +216,8 @@ impl hyper::body::Body for H2Body {
 /// A plain-text answer, as HTTP/1.1 refusals are.
 fn text(status: u16, message: &str) -> hyper::Response<H2Body> {
     let mut resp = hyper::Response::new(H2Body::Bytes(Some(Bytes::from(format!("{message}\n")))));
-    *resp.status_mut() = hyper::StatusCode::from_u16(status)
-        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let headers = resp.headers_mut();
     headers.insert(
         hyper::header::CONTENT_TYPE,
@@ -267,7 +267,10 @@ fn to_request(parts: &Parts, peer: SocketAddr) -> Result<Request, Refusal> {
         ));
     }
     if !target.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(refuse(400, "the :path holds a byte that is not visible ASCII"));
+        return Err(refuse(
+            400,
+            "the :path holds a byte that is not visible ASCII",
+        ));
     }
     let mut hosts = parts.headers.get_all(hyper::header::HOST).iter();
     let host = hosts.next();
@@ -285,14 +288,23 @@ fn to_request(parts: &Parts, peer: SocketAddr) -> Result<Request, Refusal> {
             return Err(refuse(400, "the :authority and host fields disagree"));
         }
     }
-    if parts.headers.get_all(hyper::header::CONTENT_LENGTH).iter().count() > 1 {
+    if parts
+        .headers
+        .get_all(hyper::header::CONTENT_LENGTH)
+        .iter()
+        .count()
+        > 1
+    {
         return Err(refuse(400, "more than one content-length field"));
     }
     let mut headers = Vec::with_capacity(parts.headers.len());
     for (name, value) in &parts.headers {
         let name = name.as_str();
         if CONNECTION_SPECIFIC.contains(&name) || (name == "te" && value != "trailers") {
-            return Err(refuse(400, "a connection-specific field is not allowed in HTTP/2"));
+            return Err(refuse(
+                400,
+                "a connection-specific field is not allowed in HTTP/2",
+            ));
         }
         let value = std::str::from_utf8(value.as_bytes())
             .map_err(|_| refuse(400, "a field value is not UTF-8"))?;

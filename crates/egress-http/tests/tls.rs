@@ -86,14 +86,18 @@ fn fixture(tag: &str) -> Fixture {
         .map(|c| c.expect("cert"))
         .collect();
     let key = PrivateKeyDer::from_pem_file(&ca.server.key).expect("key");
-    let mut config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("config");
-    config.alpn_protocols = vec![egress_http::ALPN_H2.to_vec(), egress_http::ALPN_HTTP1.to_vec()];
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .expect("config");
+    config.alpn_protocols = vec![
+        egress_http::ALPN_H2.to_vec(),
+        egress_http::ALPN_HTTP1.to_vec(),
+    ];
     let files = Arc::new(Files {
         path,
         vouch: AtomicBool::new(true),
@@ -121,12 +125,13 @@ fn client_config(ca: &TestCa, alpn: &[u8]) -> Arc<rustls::ClientConfig> {
     for cert in CertificateDer::pem_file_iter(&ca.ca_cert).expect("pem") {
         roots.add(cert.expect("cert")).expect("root");
     }
-    let mut config =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     Arc::new(config)
 }
@@ -134,7 +139,8 @@ fn client_config(ca: &TestCa, alpn: &[u8]) -> Arc<rustls::ClientConfig> {
 /// HTTP/1.1 over TLS: everything the server sent before closing.
 fn https1(addr: SocketAddr, ca: &TestCa, target: &str) -> Vec<u8> {
     let tcp = TcpStream::connect(addr).expect("connect");
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let name = ServerName::try_from("localhost").expect("name");
     let conn = rustls::ClientConnection::new(client_config(ca, b"http/1.1"), name).expect("conn");
     let mut tls = rustls::StreamOwned::new(conn, tcp);

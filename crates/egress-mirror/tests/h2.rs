@@ -202,14 +202,15 @@ fn h2_get(
         let mut bytes = Vec::new();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.unwrap();
-            body.flow_control()
-                .release_capacity(chunk.len())
-                .unwrap();
+            body.flow_control().release_capacity(chunk.len()).unwrap();
             bytes.extend_from_slice(&chunk);
         }
         (status, fields, bytes)
     })
 }
+
+/// A method, a target and extra fields.
+type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>);
 
 /// The fields both protocols must agree on.
 fn comparable(fields: &[(String, String)]) -> Vec<(String, String)> {
@@ -229,7 +230,7 @@ fn http2_and_http11_get_the_same_answers_over_https() {
         let log = Log::default();
         let server = serve_tls(&f, budget, &log);
         let addr = server.addr();
-        let cases: Vec<(&str, String, Vec<(&str, &str)>)> = vec![
+        let cases: Vec<Case> = vec![
             ("GET", "/simple/".into(), vec![]),
             (
                 "GET",
@@ -459,7 +460,10 @@ fn get(path: &str) -> Vec<(&str, &str)> {
     ]
 }
 
-fn with(mut fields: Vec<(&'static str, &'static str)>, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+fn with(
+    mut fields: Vec<(&'static str, &'static str)>,
+    extra: &[(&'static str, &'static str)],
+) -> Vec<(&'static str, &'static str)> {
     fields.extend_from_slice(extra);
     fields
 }
@@ -470,7 +474,11 @@ fn a_well_formed_request_on_the_abuse_stream_is_served() {
     // refusal below is the server's, not the harness's.
     let f = fixture("harness");
     let server = serve_tls(&f, 0, &Log::default());
-    let (control, good) = abuse(server.addr(), &f.ca, &with(get("/simple/ec-h2/"), &[("te", "trailers")]));
+    let (control, good) = abuse(
+        server.addr(),
+        &f.ca,
+        &with(get("/simple/ec-h2/"), &[("te", "trailers")]),
+    );
     assert!(control.ok() && good.ok(), "{control:?} {good:?}");
     assert!(String::from_utf8_lossy(&good.body).contains(".whl"));
 }
@@ -533,17 +541,29 @@ fn two_host_fields_are_refused() {
 
 #[test]
 fn missing_method_is_refused() {
-    assert_refused(&[(":scheme", "https"), (":authority", "localhost"), (":path", "/simple/")]);
+    assert_refused(&[
+        (":scheme", "https"),
+        (":authority", "localhost"),
+        (":path", "/simple/"),
+    ]);
 }
 
 #[test]
 fn missing_scheme_is_refused() {
-    assert_refused(&[(":method", "GET"), (":authority", "localhost"), (":path", "/simple/")]);
+    assert_refused(&[
+        (":method", "GET"),
+        (":authority", "localhost"),
+        (":path", "/simple/"),
+    ]);
 }
 
 #[test]
 fn missing_path_is_refused() {
-    assert_refused(&[(":method", "GET"), (":scheme", "https"), (":authority", "localhost")]);
+    assert_refused(&[
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":authority", "localhost"),
+    ]);
 }
 
 #[test]
@@ -588,7 +608,10 @@ fn keep_alive_field_is_refused() {
 
 #[test]
 fn proxy_connection_field_is_refused() {
-    assert_refused(&with(get("/simple/"), &[("proxy-connection", "keep-alive")]));
+    assert_refused(&with(
+        get("/simple/"),
+        &[("proxy-connection", "keep-alive")],
+    ));
 }
 
 #[test]

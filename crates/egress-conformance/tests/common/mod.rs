@@ -76,7 +76,12 @@ impl MirrorProcess {
         let mirror = Self::start_with(
             snap,
             listen,
-            &["--tls-cert", s(&ca.server.cert), "--tls-key", s(&ca.server.key)],
+            &[
+                "--tls-cert",
+                s(&ca.server.cert),
+                "--tls-key",
+                s(&ca.server.key),
+            ],
         );
         assert!(mirror.base.starts_with("https://"), "{}", mirror.base);
         mirror
