@@ -22,7 +22,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A large blob, served from its file (or a sealed copy), never from memory.
@@ -40,6 +40,14 @@ struct Fixture {
     wheel_url: String,
     big_url: String,
     dir: std::path::PathBuf,
+}
+
+/// The snapshot and CA the read-only tests share, made once (the
+/// certificates and the snapshot are most of a test's time); each test
+/// still starts its own server. Left in the temporary directory.
+fn shared() -> &'static Fixture {
+    static SHARED: OnceLock<Fixture> = OnceLock::new();
+    SHARED.get_or_init(|| fixture("shared"))
 }
 
 fn fixture(tag: &str) -> Fixture {
@@ -225,7 +233,7 @@ fn comparable(fields: &[(String, String)]) -> Vec<(String, String)> {
 
 #[test]
 fn http2_and_http11_get_the_same_answers_over_https() {
-    let f = fixture("same");
+    let f = shared();
     for budget in [0, 1 << 30] {
         let log = Log::default();
         let server = serve_tls(&f, budget, &log);
@@ -426,7 +434,7 @@ fn frame_len(buf: &[u8]) -> usize {
 
 /// The abuse is refused, after the same connection served the control.
 fn assert_refused(fields: &[(&str, &str)]) -> Outcome {
-    let f = fixture("abuse");
+    let f = shared();
     let log = Log::default();
     let server = serve_tls(&f, 0, &log);
     let (control, abused) = abuse(server.addr(), &f.ca, fields);
@@ -472,7 +480,7 @@ fn with(
 fn a_well_formed_request_on_the_abuse_stream_is_served() {
     // The harness itself: a good request in the abuse slot is served, so a
     // refusal below is the server's, not the harness's.
-    let f = fixture("harness");
+    let f = shared();
     let server = serve_tls(&f, 0, &Log::default());
     let (control, good) = abuse(
         server.addr(),
