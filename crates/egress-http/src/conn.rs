@@ -143,10 +143,15 @@ impl Service {
     }
 }
 
-/// Reads at most [`READ_CHUNK`] more bytes into `buf`; `Ok(0)` is EOF.
+/// Reads at most [`READ_CHUNK`] more bytes into `buf`; `Ok(0)` is EOF. The
+/// buffer starts at 2 KiB and doubles up to `READ_CHUNK` per step, so a
+/// client that sends a few bytes and stalls holds little memory.
 async fn read_more<S: Transport>(io: &mut S, buf: &mut Vec<u8>) -> io::Result<usize> {
-    buf.reserve(READ_CHUNK);
-    let mut limited = (&mut *io).take(READ_CHUNK as u64);
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(buf.len().clamp(2048, READ_CHUNK));
+    }
+    let room = (buf.capacity() - buf.len()).min(READ_CHUNK);
+    let mut limited = (&mut *io).take(room as u64);
     limited.read_buf(buf).await
 }
 

@@ -226,10 +226,11 @@ impl ServerHandle {
         for stream in lock(&self.shared.taken).values() {
             let _ = stream.shutdown(Shutdown::Both);
         }
-        // Every connection task ends on the flag (dropping its socket);
-        // taken-over streams end once their closure sees the shutdown.
+        // Every connection task ends on the flag, dropping its socket.
+        // Taken-over streams are shut down above; their closures end when
+        // they next touch the stream (one that sleeps is not waited for).
         let deadline = Instant::now() + Duration::from_secs(2);
-        while self.connections() > 0 && Instant::now() < deadline {
+        while self.connections() > lock(&self.shared.taken).len() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         // Safe in any context, async included; blocking tasks still running

@@ -5,12 +5,21 @@
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
+
+/// Set when the blocked handler may return.
+static RELEASED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
 fn echo(req: Request) -> Reply {
     if req.path() == "/block" {
-        // A handler that blocks (allowed: it runs on the blocking pool).
-        std::thread::sleep(Duration::from_secs(3));
+        // A handler that blocks (allowed: it runs on the blocking pool)
+        // until the test releases it, at most 30 s.
+        let (lock, cvar) = &RELEASED;
+        let released = lock.lock().unwrap();
+        let _ = cvar
+            .wait_timeout_while(released, Duration::from_secs(30), |r| !*r)
+            .unwrap();
     }
     Response::new(200)
         .with_header("X-Target", req.target.clone())
@@ -103,7 +112,9 @@ fn a_blocking_handler_does_not_stall_other_connections() {
     }
     assert!(
         !blocked.is_finished(),
-        "the blocking handler was still blocked while the others were answered"
+        "the blocking handler answered before it was released"
     );
+    *RELEASED.0.lock().unwrap() = true;
+    RELEASED.1.notify_all();
     assert!(blocked.join().unwrap().starts_with("HTTP/1.1 200 "));
 }
