@@ -99,6 +99,14 @@ fn one_line_errors() {
     let half_tls = tmp.0.join("half-tls.toml");
     std::fs::write(&half_tls, "tls_key = \"server.key\"\n").expect("write");
     let half_tls = half_tls.to_str().expect("utf-8");
+    // Relative to the config file's directory, not to the working directory.
+    let relative_tls = tmp.0.join("relative-tls.toml");
+    std::fs::write(
+        &relative_tls,
+        "tls_cert = \"missing.pem\"\ntls_key = \"server.key\"\n",
+    )
+    .expect("write");
+    let relative_tls = relative_tls.to_str().expect("utf-8");
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let taken = taken.local_addr().expect("addr").to_string();
     let ca = TestCa::new(&tmp.0);
@@ -138,6 +146,10 @@ fn one_line_errors() {
         (
             "error-config-tls-key-without-cert",
             vec![dir, "--config", half_tls],
+        ),
+        (
+            "error-config-tls-relative",
+            vec![dir, "--config", relative_tls],
         ),
         (
             "error-tls-unreadable",
