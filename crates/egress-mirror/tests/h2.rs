@@ -236,7 +236,7 @@ fn http2_and_http11_get_the_same_answers_over_https() {
     let f = shared();
     for budget in [0, 1 << 30] {
         let log = Log::default();
-        let server = serve_tls(&f, budget, &log);
+        let server = serve_tls(f, budget, &log);
         let addr = server.addr();
         let cases: Vec<Case> = vec![
             ("GET", "/simple/".into(), vec![]),
@@ -268,8 +268,8 @@ fn http2_and_http11_get_the_same_answers_over_https() {
         assert_eq!(big.0, 200);
         assert!(big.2 == big_bytes(), "the large file over HTTP/2");
         // Over plain HTTP/1.1 the same mirror gives the same bytes too.
-        let plain = egress_mirror::serve_mirror(mirror(&f, budget, &Log::default()), "127.0.0.1:0")
-            .unwrap();
+        let plain =
+            egress_mirror::serve_mirror(mirror(f, budget, &Log::default()), "127.0.0.1:0").unwrap();
         let r = request(plain.addr(), "GET", &f.big_url, &[]);
         assert!(r.body == big.2);
         // The log names HTTP/2 requests as it names any other.
@@ -436,7 +436,7 @@ fn frame_len(buf: &[u8]) -> usize {
 fn assert_refused(fields: &[(&str, &str)]) -> Outcome {
     let f = shared();
     let log = Log::default();
-    let server = serve_tls(&f, 0, &log);
+    let server = serve_tls(f, 0, &log);
     let (control, abused) = abuse(server.addr(), &f.ca, fields);
     assert!(control.ok(), "control not served: {control:?}");
     assert!(
@@ -481,7 +481,7 @@ fn a_well_formed_request_on_the_abuse_stream_is_served() {
     // The harness itself: a good request in the abuse slot is served, so a
     // refusal below is the server's, not the harness's.
     let f = shared();
-    let server = serve_tls(&f, 0, &Log::default());
+    let server = serve_tls(f, 0, &Log::default());
     let (control, good) = abuse(
         server.addr(),
         &f.ca,
