@@ -39,9 +39,23 @@ impl Mirror {
     /// The binary under test; `EGRESS_MIRROR_BIN` runs another build (e.g.
     /// an older core, to see this test fail on it).
     fn start(dir: &std::path::Path) -> Mirror {
-        let bin = std::env::var_os("EGRESS_MIRROR_BIN")
+        Mirror::start_under(&[], dir)
+    }
+
+    /// Started by `wrapper` (a command and its arguments that runs the rest
+    /// of its command line, e.g. `prlimit`), if not empty.
+    fn start_under(wrapper: &[&str], dir: &std::path::Path) -> Mirror {
+        let bin: std::ffi::OsString = std::env::var_os("EGRESS_MIRROR_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_egress-mirror").into());
-        let mut child = Command::new(bin)
+        let mut cmd = match wrapper {
+            [program, args @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(bin);
+                cmd
+            }
+            [] => Command::new(bin),
+        };
+        let mut child = cmd
             .arg(dir)
             .arg("--listen=127.0.0.1:0")
             .stdin(Stdio::null())
@@ -295,5 +309,61 @@ fn one_address_over_its_limit_gets_503_while_others_are_served() {
             .count(),
         1,
         "one rate-limited line naming the limit and its flag: {stderr}"
+    );
+}
+
+#[test]
+fn out_of_descriptors_it_backs_off_says_so_once_and_recovers() {
+    raise_open_file_limit();
+    let tmp = TempDir::new("egress-mirror-emfile");
+    let (dir, url, bytes) = snapshot_dir(&tmp);
+    // 64 descriptors in all: the connection limit (at least 256) is not
+    // what stops it, the descriptors are.
+    let started = std::time::Instant::now();
+    let mirror = Mirror::start_under(&["prlimit", "--nofile=64:64", "--"], &dir);
+    let addr = mirror.addr;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let held: Vec<tokio::net::TcpStream> = rt.block_on(async {
+        let mut held = Vec::new();
+        for i in 0..100 {
+            let src = Ipv4Addr::new(127, 0, 1, 1 + (i % 10) as u8);
+            held.push(connect_from(src, addr).await.unwrap());
+        }
+        // Long enough for the accept loop to run out of descriptors.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        held
+    });
+    drop(held);
+    // Once the held connections are gone it serves again (it may take the
+    // backlog a moment to drain).
+    let mut got = Err(String::new());
+    for _ in 0..50 {
+        got = get(addr, Ipv4Addr::LOCALHOST, &url);
+        if matches!(&got, Ok((200, _))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let elapsed = started.elapsed().as_secs();
+    let stderr = mirror.stop();
+    assert!(
+        matches!(&got, Ok((200, body)) if *body == bytes),
+        "served again after the descriptors came back: {got:?}; stderr: {stderr}"
+    );
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cannot accept connections"))
+        .collect();
+    assert!(
+        !lines.is_empty() && lines.len() as u64 <= 1 + elapsed / 10,
+        "one line per 10 s at most while out of descriptors: {stderr}"
+    );
+    assert!(
+        lines[0].contains("Too many open files") && lines[0].contains("ulimit -n"),
+        "{}",
+        lines[0]
     );
 }
