@@ -649,3 +649,57 @@ fn a_tampered_blob_is_a_500_over_http2_too() {
     assert_eq!(status, 500);
     assert!(body != bytes && body.len() < 1000);
 }
+
+// ------------------------------------------------- HTTP/1.1 over TLS
+
+/// Sends `raw` over TLS (ALPN http/1.1, never half-closing) and returns
+/// everything the server sent before it closed.
+fn https1_raw(addr: SocketAddr, ca: &TestCa, raw: &[u8]) -> Vec<u8> {
+    let mut tls = connect(addr, ca, &[b"http/1.1"]);
+    // The server may refuse (and close) before reading everything.
+    let _ = tls.write_all(raw);
+    let _ = tls.flush();
+    let mut got = Vec::new();
+    let _ = tls.read_to_end(&mut got);
+    got
+}
+
+/// HTTP/1.1 over TLS is served by the same codec as plain connections: the
+/// smuggling corpus gets the reference statuses, nothing smuggled behind a
+/// refusal is served, while the smuggled request alone is (the control).
+#[test]
+fn the_smuggling_corpus_is_refused_over_tls_as_in_the_clear() {
+    use egress_model::smuggling::{CORPUS_HOST, SMUGGLING_CORPUS};
+    let f = shared();
+    let server = serve_tls(f, 0, &Log::default());
+    let addr = server.addr();
+    let control = https1_raw(
+        addr,
+        &f.ca,
+        format!("GET /simple/ HTTP/1.1\r\nHost: {CORPUS_HOST}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert!(control.starts_with(b"HTTP/1.1 200 "), "control not served");
+    let threads: Vec<_> = SMUGGLING_CORPUS
+        .iter()
+        .map(|case| {
+            let ca = f.ca.clone();
+            std::thread::spawn(move || {
+                let got = https1_raw(addr, &ca, &case.build("/simple/"));
+                (case, got)
+            })
+        })
+        .collect();
+    for t in threads {
+        let (case, got) = t.join().unwrap();
+        let text = String::from_utf8_lossy(&got);
+        let want = format!("HTTP/1.1 {} ", case.reference_status);
+        assert!(text.starts_with(&want), "{}: {text:?}", case.id);
+        assert_eq!(
+            text.matches("HTTP/1.1 ").count(),
+            1,
+            "{}: more than one answer: {text:?}",
+            case.id
+        );
+    }
+}
