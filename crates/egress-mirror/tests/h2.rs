@@ -22,6 +22,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -44,10 +45,27 @@ struct Fixture {
 
 /// The snapshot and CA the read-only tests share, made once (the
 /// certificates and the snapshot are most of a test's time); each test
-/// still starts its own server. Left in the temporary directory.
+/// still starts its own server. A static is never dropped, so the directory
+/// stays until the next run, which removes those of runs that have ended.
 fn shared() -> &'static Fixture {
     static SHARED: OnceLock<Fixture> = OnceLock::new();
-    SHARED.get_or_init(|| fixture("shared"))
+    SHARED.get_or_init(|| {
+        const PREFIX: &str = "egress-mirror-h2-shared-";
+        for entry in std::fs::read_dir(std::env::temp_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix(PREFIX)
+                .and_then(|rest| rest.split('-').next());
+            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        fixture("shared")
+    })
 }
 
 fn fixture(tag: &str) -> Fixture {
