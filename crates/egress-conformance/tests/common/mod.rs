@@ -60,13 +60,35 @@ pub(crate) fn mirror_bin() -> PathBuf {
 /// The real `egress-mirror` binary, with its request log collected.
 pub(crate) struct MirrorProcess {
     child: Child,
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https://` when serving TLS)
     pub base: String,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl MirrorProcess {
     pub(crate) fn start(snap: &Path, listen: &str) -> Self {
+        Self::start_with(snap, listen, &[])
+    }
+
+    /// Serving https with the test CA's server certificate for the
+    /// loopback names.
+    pub(crate) fn start_tls(snap: &Path, listen: &str, ca: &egress_testca::TestCa) -> Self {
+        let mirror = Self::start_with(
+            snap,
+            listen,
+            &[
+                "--tls-cert",
+                s(&ca.server.cert),
+                "--tls-key",
+                s(&ca.server.key),
+            ],
+        );
+        assert!(mirror.base.starts_with("https://"), "{}", mirror.base);
+        mirror
+    }
+
+    /// With more flags.
+    pub(crate) fn start_with(snap: &Path, listen: &str, flags: &[&str]) -> Self {
         let bin = mirror_bin();
         assert!(
             bin.is_file(),
@@ -75,6 +97,7 @@ impl MirrorProcess {
         );
         let mut child = Command::new(bin)
             .args([s(snap), "--listen", listen, "--log-requests"])
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
