@@ -15,8 +15,9 @@
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
-//! 5. zero-copy serving is probed from inside the confinement (a sealed
-//!    memfd sent with `sendfile`; see [`Mirror::zero_copy_budget`]), and
+//! 5. zero-copy serving, when `--zero-copy-budget` turns it on, is probed
+//!    from inside the confinement (a sealed memfd sent with `sendfile`; see
+//!    [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
 //!    cached sealed copy holds a descriptor;
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
@@ -39,7 +40,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]   (default ADDR 127.0.0.1:8080, SIZE 0; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -97,8 +98,10 @@ struct Flags {
     /// Log every request on stderr.
     #[arg(long)]
     log_requests: bool,
-    /// Memory for sealed copies served with sendfile: bytes, or a number
-    /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
+    /// Opt-in zero-copy: memory for sealed copies of large blobs served with
+    /// sendfile (less server CPU per byte, more memory): bytes, or a number
+    /// with KiB, MiB or GiB, e.g. 1GiB [default: 0, large blobs are copied
+    /// in chunks from their verified files].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
     #[arg(long, value_name = "ADDR", hide = true)]
@@ -387,7 +390,7 @@ fn main() -> ExitCode {
             s.zero_copy_budget >> 20
         )
     } else {
-        "off".to_string()
+        "off (large blobs copied in chunks from their verified files)".to_string()
     };
     let paths = mirror.path_count();
     let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
