@@ -1,12 +1,13 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
-//! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]`:
+//! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]
+//! [--max-connections-per-client N]`:
 //! serves one snapshot directory as a sandbox's only egress, until killed.
 //!
 //! Start-up, in this order (each step can only narrow what the process can
 //! do next):
 //! 1. flags, then the TOML config file if `--config` is given (keys
 //!    `snapshot`, `listen`, `require_confinement`, `log_requests`,
-//!    `zero_copy_budget`; a relative `snapshot` is relative to the file;
+//!    `zero_copy_budget`, `max_connections_per_client`; a relative `snapshot` is relative to the file;
 //!    flags override the file);
 //! 2. the listen address is resolved (no name lookups after confinement);
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
@@ -19,7 +20,8 @@
 //!    from inside the confinement (a sealed memfd sent with `sendfile`; see
 //!    [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
-//!    cached sealed copy holds a descriptor;
+//!    connection and every cached sealed copy holds a descriptor (the
+//!    connection limit is half of it);
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
 //!    blob count, confinement status, zero-copy status and the address.
 //!
@@ -40,7 +42,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]   (default ADDR 127.0.0.1:8080, SIZE 0; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -78,7 +80,7 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]",
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N]",
     after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file."
 )]
 struct Flags {
@@ -89,7 +91,8 @@ struct Flags {
     #[arg(long, value_name = "ADDR", allow_hyphen_values = true, value_parser = NonEmptyStringValueParser::new())]
     listen: Option<String>,
     /// TOML file with the keys snapshot, listen, require_confinement,
-    /// log_requests and zero_copy_budget; flags override it.
+    /// log_requests, zero_copy_budget and max_connections_per_client; flags
+    /// override it.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     config: Option<PathBuf>,
     /// Refuse to start unless the process could confine itself fully.
@@ -104,6 +107,10 @@ struct Flags {
     /// in chunks from their verified files].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
+    /// Connections served at once to one client IP address; more get 503
+    /// and are closed. 0 means no per-client limit [default: 64].
+    #[arg(long, value_name = "N")]
+    max_connections_per_client: Option<usize>,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -148,6 +155,7 @@ struct FileConfig {
     require_confinement: Option<bool>,
     log_requests: Option<bool>,
     zero_copy_budget: Option<u64>,
+    max_connections_per_client: Option<usize>,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -182,7 +190,9 @@ enum ConfigTextError {
     NotABool(String),
     #[error("{0} must be a number of bytes or a size such as \"1GiB\"")]
     NotASize(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget")]
+    #[error("{0} must be a whole number (0 = no limit)")]
+    NotACount(String),
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client")]
     UnknownKey(String),
 }
 
@@ -254,6 +264,11 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 config.zero_copy_budget =
                     Some(bytes.ok_or_else(|| ConfigTextError::NotASize(key.clone()))?);
             }
+            "max_connections_per_client" => {
+                let n = value.as_integer().and_then(|n| usize::try_from(n).ok());
+                config.max_connections_per_client =
+                    Some(n.ok_or_else(|| ConfigTextError::NotACount(key.clone()))?);
+            }
             _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
@@ -275,6 +290,7 @@ struct Settings {
     require_confinement: bool,
     log_requests: bool,
     zero_copy_budget: u64,
+    max_connections_per_client: usize,
 }
 
 fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot> {
@@ -297,6 +313,10 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot
             .zero_copy_budget
             .or(file.zero_copy_budget)
             .unwrap_or(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET),
+        max_connections_per_client: flags
+            .max_connections_per_client
+            .or(file.max_connections_per_client)
+            .unwrap_or(egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
     })
 }
 
@@ -383,8 +403,9 @@ fn main() -> ExitCode {
     let mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    // Before the limits are made: the connection limit follows it.
+    raise_open_file_limit();
     let zero_copy = if mirror.zero_copy() {
-        raise_open_file_limit();
         format!(
             "sealed copies sent with sendfile, budget {} MiB",
             s.zero_copy_budget >> 20
@@ -393,7 +414,11 @@ fn main() -> ExitCode {
         "off (large blobs copied in chunks from their verified files)".to_string()
     };
     let paths = mirror.path_count();
-    let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
+    let limits = egress_http::Limits {
+        max_connections_per_client: s.max_connections_per_client,
+        ..egress_http::Limits::default()
+    };
+    let server = match egress_mirror::serve_mirror_with(mirror, &addrs[..], limits) {
         Ok(server) => server,
         Err(e) => {
             return fail(
@@ -419,9 +444,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Raises the soft limit on open files to the hard limit: every cached
-/// sealed copy holds a descriptor (at most
-/// [`egress_snapshot::MAX_SEALED_COPIES`]), on top of two per connection.
+/// Raises the soft limit on open files to the hard limit (at most 65,536):
+/// every connection holds a descriptor, and another while it sends a file,
+/// and every cached sealed copy holds one (at most
+/// [`egress_snapshot::MAX_SEALED_COPIES`]). The connection limit is half
+/// the soft limit ([`egress_http::default_max_connections`]).
 /// Best effort: if it cannot, copies that find no descriptor are served the
 /// slower way.
 #[cfg(target_os = "linux")]
@@ -546,7 +573,14 @@ mod tests {
                 require_confinement: Some(true),
                 log_requests: Some(false),
                 zero_copy_budget: Some(512 << 20),
+                max_connections_per_client: None,
             }
+        );
+        assert_eq!(
+            parse_config("max_connections_per_client = 8\n")
+                .unwrap()
+                .max_connections_per_client,
+            Some(8)
         );
         assert_eq!(
             parse_config("zero_copy_budget = 0\n")
@@ -562,6 +596,8 @@ mod tests {
             ("zero_copy_budget = -1\n", "number of bytes"),
             ("zero_copy_budget = \"1 GB\"\n", "number of bytes"),
             ("zero_copy_budget = true\n", "number of bytes"),
+            ("max_connections_per_client = -1\n", "whole number"),
+            ("max_connections_per_client = \"64\"\n", "whole number"),
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
             ("[oops\n", "line 1"),
         ] {
@@ -581,8 +617,10 @@ mod tests {
             require_confinement: Some(true),
             log_requests: None,
             zero_copy_budget: Some(7),
+            max_connections_per_client: Some(9),
         };
         let s = settings(&f, file).unwrap();
+        assert_eq!(s.max_connections_per_client, 9);
         assert_eq!(s.dir, PathBuf::from("flagdir"));
         assert_eq!(s.listen, "127.0.0.1:1");
         assert!(s.listen_from_file.is_none());
@@ -591,6 +629,15 @@ mod tests {
         let f = flags(&["d", "--zero-copy-budget", "0"]).unwrap().unwrap();
         let s = settings(&f, FileConfig::default()).unwrap();
         assert_eq!(s.zero_copy_budget, 0);
+        assert_eq!(
+            s.max_connections_per_client,
+            egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT
+        );
+        let f = flags(&["d", "--max-connections-per-client", "0"])
+            .unwrap()
+            .unwrap();
+        let s = settings(&f, FileConfig::default()).unwrap();
+        assert_eq!(s.max_connections_per_client, 0);
         let none = flags(&[]).unwrap().unwrap();
         assert!(settings(&none, FileConfig::default()).is_err());
     }
