@@ -43,6 +43,9 @@ pub(crate) enum Ev {
 pub(crate) struct Pool {
     to: SocketAddr,
     per_source: usize,
+    /// Slot `i` is generated connection number `offset + i` (which decides
+    /// its source address).
+    offset: usize,
     poller: Poller,
     pub(crate) slots: Vec<Slot>,
     pending: usize,
@@ -51,10 +54,11 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(to: SocketAddr, per_source: usize) -> io::Result<Self> {
+    pub(crate) fn new(to: SocketAddr, per_source: usize, offset: usize) -> io::Result<Self> {
         Ok(Self {
             to,
             per_source,
+            offset,
             poller: Poller::new()?,
             slots: Vec::new(),
             pending: 0,
@@ -72,7 +76,7 @@ impl Pool {
             return;
         };
         *slot = Slot::default();
-        match start_connect(net::source(i, self.per_source), self.to) {
+        match start_connect(net::source(self.offset + i, self.per_source), self.to) {
             Ok(stream) => {
                 if self.poller.add(&stream, i, CONNECT).is_ok() {
                     slot.stream = Some(stream);

@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 /// A server under test: where it listens and the process whose memory
@@ -82,21 +82,81 @@ pub(crate) struct KeepAlive {
     pub(crate) peak_rss_kib: u64,
 }
 
+/// Threads generating keep-alive load, each with its own share of the
+/// connections and its own epoll set (as `wrk -t2`).
+const THREADS: usize = 2;
+
 /// `n` connections, each sending the next GET as soon as the previous
 /// response is complete; a closed connection is opened again. Measured for
-/// `duration` once all are open, with the server's memory sampled.
+/// `duration` once all are open (only responses to requests sent after
+/// that count), with the server's memory sampled meanwhile.
 pub(crate) fn keep_alive(t: &Target, s: &Settings, n: usize) -> io::Result<KeepAlive> {
-    let req = net::request(&s.page, false).into_bytes();
-    let mut pool = Pool::new(t.addr, s.per_source)?;
+    let ready = Arc::new(Barrier::new(THREADS + 1));
+    let go = Arc::new(Barrier::new(THREADS + 1));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|k| {
+            let (from, to) = (n * k / THREADS, n * (k + 1) / THREADS);
+            let (t, s) = (t.clone(), s.clone());
+            let (ready, go) = (Arc::clone(&ready), Arc::clone(&go));
+            std::thread::spawn(move || keep_alive_share(&t, &s, from, to - from, &ready, &go))
+        })
+        .collect();
+    ready.wait();
+    let sampler = rss::Sampler::start(t.pid);
+    go.wait();
+    let start = Instant::now();
     let mut out = KeepAlive {
         connections: n,
         ..KeepAlive::default()
     };
-    // Responses are counted only once every connection is open.
-    let measuring = Cell::new(false);
+    let mut failed = None;
+    for w in workers {
+        match w.join() {
+            Ok(Ok(part)) => {
+                out.connected += part.connected;
+                out.ok += part.ok;
+                out.errors += part.errors;
+                out.latencies.0.extend(part.latencies.0);
+            }
+            Ok(Err(e)) => failed = Some(e),
+            Err(_) => failed = Some(io::Error::other("a load thread panicked")),
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.peak_rss_kib = sampler.stop();
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// One thread's share of [`keep_alive`]: connections `first..first + n`.
+/// Waits at `ready` once they are open and starts measuring at `go`.
+fn keep_alive_share(
+    t: &Target,
+    s: &Settings,
+    first: usize,
+    n: usize,
+    ready: &Barrier,
+    go: &Barrier,
+) -> io::Result<KeepAlive> {
+    let req = net::request(&s.page, false).into_bytes();
+    let pool = Pool::new(t.addr, s.per_source, first);
+    let mut out = KeepAlive::default();
+    let mut pool = match pool {
+        Ok(p) => p,
+        Err(e) => {
+            ready.wait();
+            go.wait();
+            return Err(e);
+        }
+    };
+    // When measuring began: responses to requests sent before it are not
+    // counted.
+    let since: Cell<Option<Instant>> = Cell::new(None);
     let closed = RefCell::new(Vec::new());
     let mut on = |i: usize, slot: &mut Slot, ev: Ev| {
-        let counted = measuring.get();
+        let counted = matches!((since.get(), slot.sent), (Some(a), Some(b)) if b >= a);
         match ev {
             Ev::Connected => send(slot, &req),
             Ev::ConnectFailed => {}
@@ -125,16 +185,18 @@ pub(crate) fn keep_alive(t: &Target, s: &Settings, n: usize) -> io::Result<KeepA
                 }
             },
             Ev::Closed => {
-                out.errors += u64::from(counted && slot.sent.is_some());
+                out.errors += u64::from(counted);
                 closed.borrow_mut().push(i);
             }
         }
     };
-    pool.ramp(n, RAMP_WITHIN, &mut on)?;
+    let ramped = pool.ramp(n, RAMP_WITHIN, &mut on);
     let connected = pool.open_count();
-    let sampler = rss::Sampler::start(t.pid);
-    measuring.set(true);
+    ready.wait();
+    go.wait();
+    ramped?;
     let start = Instant::now();
+    since.set(Some(start));
     while start.elapsed() < s.duration {
         pool.poll(Duration::from_millis(10), &mut on)?;
         let again: Vec<usize> = closed.borrow_mut().drain(..).collect();
@@ -142,10 +204,7 @@ pub(crate) fn keep_alive(t: &Target, s: &Settings, n: usize) -> io::Result<KeepA
             pool.open(i);
         }
     }
-
     out.connected = connected;
-    out.elapsed = start.elapsed();
-    out.peak_rss_kib = sampler.stop();
     Ok(out)
 }
 
@@ -240,7 +299,7 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     let (first, rest) = line.split_at(line.len() / 2);
     let first = first.as_bytes().to_vec();
     let rest = rest.as_bytes().to_vec();
-    let mut pool = Pool::new(t.addr, s.per_source)?;
+    let mut pool = Pool::new(t.addr, s.per_source, 0)?;
     let mut out = Held::default();
     let mut on = |i: usize, slot: &mut Slot, ev: Ev| match ev {
         Ev::Connected => {
@@ -335,7 +394,7 @@ pub(crate) fn idle(t: &Target, s: &Settings, n: usize) -> io::Result<Idle> {
         rss_before_kib: rss::tree_rss_kib(t.pid),
         ..Idle::default()
     };
-    let mut pool = Pool::new(t.addr, s.per_source)?;
+    let mut pool = Pool::new(t.addr, s.per_source, 0)?;
     let mut on = |_: usize, slot: &mut Slot, _: Ev| slot.buf.clear();
     pool.ramp(n, RAMP_WITHIN, &mut on)?;
     let settled = Instant::now() + SETTLE;
