@@ -36,13 +36,15 @@ mod net;
 mod pool;
 mod rss;
 mod scenarios;
+mod table;
 
 use clap::{CommandFactory, Parser};
-use scenarios::{Held, Idle, KeepAlive, Legit, Settings, Target};
+use scenarios::{Settings, Target};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use table::{Column, Plan};
 
 const USAGE: &str = "usage: egress-bench-load --server NAME=ADDR@PID... --page PATH [--keep-alive N] [--held N]... [--idle N] [--duration SECS] [--legit-every-ms MS] [--drip-every SECS] [--per-source N] [--out FILE]";
 
@@ -154,16 +156,6 @@ fn file_limit(needed: u64) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// One scenario's figures for one server, or why it could not run.
-type Outcome<T> = Result<T, String>;
-
-struct Column {
-    idle: Option<Outcome<Idle>>,
-    alone: Option<Legit>,
-    held: Vec<Outcome<Held>>,
-    keep_alive: Option<Outcome<KeepAlive>>,
-}
-
 fn say(line: &str) {
     eprintln!("egress-bench-load: {line}");
 }
@@ -191,16 +183,7 @@ fn run(args: &Args) -> Result<(String, bool), LoadError> {
             Err(e) => return Err(not_serving(t, &s, e.to_string())),
         }
     }
-    let mut cols: Vec<Column> = args
-        .servers
-        .iter()
-        .map(|_| Column {
-            idle: None,
-            alone: None,
-            held: Vec::new(),
-            keep_alive: None,
-        })
-        .collect();
+    let mut cols: Vec<Column> = args.servers.iter().map(|_| Column::default()).collect();
     let pause = || std::thread::sleep(Duration::from_secs(2));
     if args.idle > 0 {
         for (t, c) in args.servers.iter().zip(&mut cols) {
@@ -239,7 +222,14 @@ fn run(args: &Args) -> Result<(String, bool), LoadError> {
             || c.held.iter().any(Result::is_err)
             || c.keep_alive.as_ref().is_some_and(Result::is_err)
     });
-    Ok((table::render(args, &s, &cols), failed))
+    let plan = Plan {
+        names: args.servers.iter().map(|t| t.name.as_str()).collect(),
+        idle: args.idle,
+        held: args.held.clone(),
+        keep_alive: args.keep_alive,
+        legit_every: s.legit_every,
+    };
+    Ok((table::render(&plan, &cols), failed))
 }
 
 fn not_serving(t: &Target, s: &Settings, why: String) -> LoadError {
@@ -250,8 +240,6 @@ fn not_serving(t: &Target, s: &Settings, why: String) -> LoadError {
         why,
     }
 }
-
-mod table;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

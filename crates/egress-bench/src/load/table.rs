@@ -1,8 +1,30 @@
 //! The run as one markdown table: a row per measure, a column per server,
 //! and for two servers their ratio (first / second).
 
-use super::scenarios::{Latencies, Legit, Settings};
-use super::{Args, Column, Outcome};
+use super::scenarios::{Held, Idle, KeepAlive, Latencies, Legit};
+use std::time::Duration;
+
+/// One scenario's figures for one server, or why it could not run.
+pub(super) type Outcome<T> = Result<T, String>;
+
+/// Everything measured on one server.
+#[derive(Default)]
+pub(super) struct Column {
+    pub(super) idle: Option<Outcome<Idle>>,
+    pub(super) alone: Option<Legit>,
+    pub(super) held: Vec<Outcome<Held>>,
+    pub(super) keep_alive: Option<Outcome<KeepAlive>>,
+}
+
+/// What was run: the servers' names (one column each, in order) and the
+/// scenarios' sizes (0 for one not run).
+pub(super) struct Plan<'a> {
+    pub(super) names: Vec<&'a str>,
+    pub(super) idle: usize,
+    pub(super) held: Vec<usize>,
+    pub(super) keep_alive: usize,
+    pub(super) legit_every: Duration,
+}
 
 /// One row: the text of each cell and, where the cell is a number that a
 /// ratio makes sense of, that number.
@@ -63,7 +85,7 @@ fn per<T>(
         .collect()
 }
 
-pub(super) fn render(args: &Args, s: &Settings, cols: &[Column]) -> String {
+pub(super) fn render(args: &Plan<'_>, cols: &[Column]) -> String {
     let mut rows: Vec<Row> = Vec::new();
     let mut row = |measure: String, cells: Vec<(String, Option<f64>)>, lower: bool| {
         rows.push(Row {
@@ -101,7 +123,7 @@ pub(super) fn render(args: &Args, s: &Settings, cols: &[Column]) -> String {
     }
     let held: Vec<usize> = args.held.iter().copied().filter(|h| *h > 0).collect();
     if !held.is_empty() {
-        let every = s.legit_every.as_millis();
+        let every = args.legit_every.as_millis();
         let alone: Vec<Option<&Legit>> = cols.iter().map(|c| c.alone.as_ref()).collect();
         row(
             format!("legitimate client alone (1 GET every {every} ms), 200s"),
@@ -208,7 +230,7 @@ pub(super) fn render(args: &Args, s: &Settings, cols: &[Column]) -> String {
         );
     }
 
-    let names: Vec<&str> = args.servers.iter().map(|t| t.name.as_str()).collect();
+    let names = &args.names;
     let two = names.len() == 2;
     let mut out = String::new();
     out.push_str(&format!("| measure | {} |", names.join(" | ")));
@@ -238,4 +260,51 @@ pub(super) fn render(args: &Args, s: &Settings, cols: &[Column]) -> String {
     }
     out.truncate(out.trim_end().len());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_servers_get_a_ratio_column_and_failures_show() {
+        let idle = |before, after, open| {
+            Some(Ok(Idle {
+                rss_before_kib: before,
+                rss_after_kib: after,
+                open,
+            }))
+        };
+        let cols = [
+            Column {
+                idle: idle(1000, 3000, 1000),
+                ..Column::default()
+            },
+            Column {
+                idle: idle(1000, 5000, 500),
+                keep_alive: Some(Err("refused".into())),
+                ..Column::default()
+            },
+        ];
+        let plan = Plan {
+            names: vec!["a", "b"],
+            idle: 1000,
+            held: vec![],
+            keep_alive: 10,
+            legit_every: Duration::from_millis(100),
+        };
+        let t = render(&plan, &cols);
+        assert!(
+            t.starts_with("| measure | a | b | ratio (a/b) |\n|---|---|---|---|\n"),
+            "{t}"
+        );
+        // 2,000 KiB for 1,000 against 4,000 KiB for 500.
+        assert!(
+            t.contains("| **RSS per 1,000 idle connections, KiB** | 2000 | 8000 | 0.25 (lower is better) |"),
+            "{t}"
+        );
+        assert!(t.contains("| 500 of 1000 |"), "{t}");
+        assert!(t.contains("not run: refused"), "{t}");
+        assert!(!t.contains("legitimate"), "{t}");
+    }
 }
