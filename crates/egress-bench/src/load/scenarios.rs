@@ -86,10 +86,10 @@ pub(crate) struct KeepAlive {
 /// connections and its own epoll set (as `wrk -t2`).
 const THREADS: usize = 2;
 
-/// `n` connections, each sending the next GET as soon as the previous
-/// response is complete; a closed connection is opened again. Measured for
-/// `duration` once all are open (only responses to requests sent after
-/// that count), with the server's memory sampled meanwhile.
+/// `n` connections, opened first, then each sending a GET and the next one
+/// as soon as the previous response is complete; a closed connection is
+/// opened again. Measured for `duration` from the first GET, with the
+/// server's memory sampled meanwhile.
 pub(crate) fn keep_alive(t: &Target, s: &Settings, n: usize) -> io::Result<KeepAlive> {
     let ready = Arc::new(Barrier::new(THREADS + 1));
     let go = Arc::new(Barrier::new(THREADS + 1));
@@ -158,7 +158,10 @@ fn keep_alive_share(
     let mut on = |i: usize, slot: &mut Slot, ev: Ev| {
         let counted = matches!((since.get(), slot.sent), (Some(a), Some(b)) if b >= a);
         match ev {
-            Ev::Connected => send(slot, &req),
+            // While opening, connections stay silent, so that every one is
+            // open before the load starts; later a reopened one starts at once.
+            Ev::Connected if since.get().is_some() => send(slot, &req),
+            Ev::Connected => {}
             Ev::ConnectFailed => {}
             Ev::Data => match take_response(slot) {
                 None => {}
@@ -197,6 +200,9 @@ fn keep_alive_share(
     ramped?;
     let start = Instant::now();
     since.set(Some(start));
+    for slot in pool.slots.iter_mut().filter(|s| s.connected) {
+        send(slot, &req);
+    }
     while start.elapsed() < s.duration {
         pool.poll(Duration::from_millis(10), &mut on)?;
         let again: Vec<usize> = closed.borrow_mut().drain(..).collect();
