@@ -12,9 +12,10 @@
 //!   bytes); on disk through the open file handle before it is served, and
 //!   again whenever the file changes (see [`StoredSnapshot`]). A blob that
 //!   fails is a 500 and a log line naming it, never a 200 with other bytes.
-//!   Blobs over 256 KiB are served zero-copy (`sendfile`) only from sealed
-//!   copies whose bytes the kernel will never let change (see
-//!   [`Mirror::zero_copy_budget`]); never from the store's files.
+//!   Blobs over 256 KiB are copied from their verified files in chunks
+//!   (the default), or, with a budget set, served zero-copy (`sendfile`)
+//!   only from sealed copies whose bytes the kernel will never let change
+//!   (see [`Mirror::zero_copy_budget`]); never from the store's files.
 //!   Files live at `/files/<sha256>/<name>` and every page carries hashes;
 //!   npm tarballs at `/<name>/-/<file>`, each listed with its sha512
 //!   `dist.integrity` in pre-rendered packuments (full or abbreviated by
@@ -277,8 +278,8 @@ impl Mirror {
     }
 
     /// The memory budget, in bytes, for sealed copies of stored blobs over
-    /// 256 KiB (default [`egress_snapshot::DEFAULT_ZERO_COPY_BUDGET`], 1 GiB;
-    /// 0 turns zero-copy off). A blob is read from its file once, hashed
+    /// 256 KiB (default [`egress_snapshot::DEFAULT_ZERO_COPY_BUDGET`], 0:
+    /// zero-copy off, the verified chunk copy below). A blob is read from its file once, hashed
     /// while it is copied into an anonymous memfd, and the memfd is sealed
     /// against any change only if the digest matches; from then on the blob
     /// is served from that memfd with `sendfile(2)`, while its file is still

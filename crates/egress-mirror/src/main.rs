@@ -22,8 +22,9 @@
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
-//! 5. zero-copy serving is probed from inside the confinement (a sealed
-//!    memfd sent with `sendfile`; see [`Mirror::zero_copy_budget`]), and
+//! 5. zero-copy serving, when `--zero-copy-budget` turns it on, is probed
+//!    from inside the confinement (a sealed memfd sent with `sendfile`; see
+//!    [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
 //!    connection and every cached sealed copy holds a descriptor (the
 //!    connection limit is half of it);
@@ -49,7 +50,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off; N 0 means no per-client limit)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -109,8 +110,10 @@ struct Flags {
     /// Log every request on stderr.
     #[arg(long)]
     log_requests: bool,
-    /// Memory for sealed copies served with sendfile: bytes, or a number
-    /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
+    /// Opt-in zero-copy: memory for sealed copies of large blobs served with
+    /// sendfile (less server CPU per byte, more memory): bytes, or a number
+    /// with KiB, MiB or GiB, e.g. 1GiB [default: 0, large blobs are copied
+    /// in chunks from their verified files].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
     /// Connections served at once to one client IP address; more get 503
@@ -512,7 +515,7 @@ fn main() -> ExitCode {
             s.zero_copy_budget >> 20
         )
     } else {
-        "off".to_string()
+        "off (large blobs copied in chunks from their verified files)".to_string()
     };
     let paths = mirror.path_count();
     let limits = egress_http::Limits {

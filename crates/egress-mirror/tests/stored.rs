@@ -658,7 +658,13 @@ fn a_large_blob_is_sent_zero_copy_and_refused_once_flipped() {
     let (_tmp, dir, digest, url) = written_huge("zc");
     let log = Log::default();
     let store = Arc::new(StoredSnapshot::open(&dir).unwrap());
-    let mirror = Mirror::from_store(Arc::clone(&store)).log_to(log.sink());
+    // Off by default: the chunk copy.
+    let default = Mirror::from_store(Arc::clone(&store));
+    assert!(!default.zero_copy());
+    drop(default);
+    let mirror = Mirror::from_store(Arc::clone(&store))
+        .zero_copy_budget(1 << 30)
+        .log_to(log.sink());
     assert!(mirror.zero_copy(), "{:?}", log.lines());
     let req = Request {
         method: egress_http::Method::Get,
@@ -724,12 +730,16 @@ fn a_large_blob_is_sent_zero_copy_and_refused_once_flipped() {
 /// The deployed binary, confined as far as the kernel allows: zero-copy
 /// needs no filesystem access (a memfd has no path), so it works under
 /// Landlock; the startup line says so, and the blob is served byte for
-/// byte, then refused once flipped. With `--zero-copy-budget 0` the same
-/// blob is copied from its file instead.
+/// byte, then refused once flipped. By default (no budget) and with
+/// `--zero-copy-budget 0` the same blob is copied from its file instead.
 #[test]
 fn binary_serves_large_blobs_zero_copy_under_confinement() {
     let (_tmp, dir, digest, url) = written_huge("bin-zc");
-    let running = Running::start(bin().arg(&dir).arg("--listen=127.0.0.1:0"));
+    let running = Running::start(bin().arg(&dir).args([
+        "--listen=127.0.0.1:0",
+        "--zero-copy-budget",
+        "1GiB",
+    ]));
     let banner = running.banner.clone();
     assert!(
         banner.contains("zero-copy: sealed copies sent with sendfile, budget 1024 MiB"),
@@ -753,8 +763,18 @@ fn binary_serves_large_blobs_zero_copy_under_confinement() {
     );
     eprintln!("{}", banner.trim());
 
-    // Off: the same bytes, copied.
+    // Off: the same bytes, copied; off is the default.
     flip_last_byte(&dir.join(blob_path(&digest)));
+    let running = Running::start(bin().arg(&dir).arg("--listen=127.0.0.1:0"));
+    assert!(
+        running.banner.contains("zero-copy: off"),
+        "{}",
+        running.banner
+    );
+    let r = get(running.addr, &url);
+    assert_eq!(r.status, 200);
+    assert!(r.body == huge_bytes(), "served bytes differ");
+    drop(running);
     let running =
         Running::start(
             bin()
@@ -772,7 +792,8 @@ fn binary_serves_large_blobs_zero_copy_under_confinement() {
 }
 
 /// Real pip against the confined binary, with a wheel over the small-blob
-/// threshold, so the wheel goes out zero-copy from its sealed copy: pip
+/// threshold, sent zero-copy from its sealed copy (`--zero-copy-budget`,
+/// opt-in): pip
 /// checks the hash that the requirement pins, installs it, and the module
 /// holds the wheel's bytes.
 #[test]
@@ -809,12 +830,12 @@ fn binary_pip_installs_a_large_wheel_sent_zero_copy() {
     let dir = tmp.0.join("snap");
     snapshot.write_dir(&dir).unwrap();
 
-    let running =
-        Running::start(
-            bin()
-                .arg(&dir)
-                .args(["--listen", "127.0.0.1:0", "--log-requests"]),
-        );
+    let running = Running::start(
+        bin()
+            .arg(&dir)
+            .args(["--listen", "127.0.0.1:0", "--log-requests"])
+            .args(["--zero-copy-budget", "1GiB"]),
+    );
     assert!(
         running.banner.contains("zero-copy: sealed copies"),
         "{}",

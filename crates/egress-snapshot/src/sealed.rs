@@ -23,7 +23,8 @@
 //! i.e. code that could `ptrace` it anyway, could reach the memfd.)
 //!
 //! The copies live in RAM (or swap), so they are bounded by a budget in
-//! bytes ([`DEFAULT_ZERO_COPY_BUDGET`] unless set): every live copy is
+//! bytes (none are made unless one is set: [`DEFAULT_ZERO_COPY_BUDGET`] is
+//! 0): every live copy is
 //! charged against it from before it is written until its last reference
 //! is dropped, whether it is cached or only still being sent. Cached copies
 //! are dropped least recently used first to make room; a copy that cannot
@@ -42,8 +43,12 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The default memory budget for sealed copies: 1 GiB.
-pub const DEFAULT_ZERO_COPY_BUDGET: u64 = 1024 * 1024 * 1024;
+/// The default memory budget for sealed copies: 0, zero-copy serving off.
+/// The default is the verified chunk copy (see the store's module
+/// documentation): it shares the page cache and holds no second copy of
+/// each blob. A budget (the mirror's `--zero-copy-budget`) turns sealed
+/// copies on where server CPU per byte matters more than memory.
+pub const DEFAULT_ZERO_COPY_BUDGET: u64 = 0;
 /// The most sealed copies kept at once (each holds a file descriptor).
 pub const MAX_SEALED_COPIES: usize = 1024;
 /// Read size while copying a blob into its memfd.

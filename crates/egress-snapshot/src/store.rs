@@ -44,7 +44,8 @@
 //!
 //! - **Small blobs** (at most [`SMALL_BLOB_MAX`]): the verified bytes are
 //!   kept in memory; see [`StoredSnapshot::small_blob`].
-//! - **Larger blobs, zero-copy** (Linux, within the memory budget): the file
+//! - **Larger blobs, zero-copy** (Linux, opt-in: only with a memory budget
+//!   set, see [`StoredSnapshot::set_zero_copy_budget`]): the file
 //!   is read once, hashed while it is copied into an anonymous memfd, and
 //!   the memfd is sealed against any change only if the digest matches; the
 //!   server then sends that memfd with `sendfile(2)`. No time-of-check to
@@ -52,8 +53,8 @@
 //!   enforced by the kernel (see [`StoredSnapshot::sealed_blob`] and the
 //!   `sealed` module). The file is still watched per request, so a change
 //!   on disk is re-verified and a corrupt file refused.
-//! - **Larger blobs, copied** (zero-copy off, unavailable, or the blob does
-//!   not fit the budget): the verified handle from
+//! - **Larger blobs, copied** (the default; also when zero-copy is
+//!   unavailable or the blob does not fit the budget): the verified handle from
 //!   [`StoredSnapshot::open_blob`] is copied to the socket in chunks, with
 //!   the residual window below.
 //!
@@ -517,7 +518,9 @@ impl StoredSnapshot {
     }
 
     /// Sets the memory budget for sealed copies (see
-    /// [`StoredSnapshot::sealed_blob`]); 0 turns zero-copy serving off.
+    /// [`StoredSnapshot::sealed_blob`]); 0 (the default,
+    /// [`DEFAULT_ZERO_COPY_BUDGET`](crate::DEFAULT_ZERO_COPY_BUDGET)) turns
+    /// zero-copy serving off.
     /// Cached copies over the new budget are dropped at once; copies still
     /// being sent are released when they are done.
     pub fn set_zero_copy_budget(&self, bytes: u64) {

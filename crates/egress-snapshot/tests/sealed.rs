@@ -52,6 +52,15 @@ fn written(tag: &str, blobs: &[Vec<u8>]) -> (TempDir, PathBuf, Vec<Sha256Digest>
     (tmp, dir, digests)
 }
 
+/// The store at `dir` with zero-copy turned on (it is off by default: a
+/// budget of 0), as the mirror's `--zero-copy-budget 1GiB` does.
+fn opened_with_budget(dir: &std::path::Path) -> StoredSnapshot {
+    let store = StoredSnapshot::open(dir).unwrap();
+    assert_eq!(store.zero_copy_usage().budget, 0, "off by default");
+    store.set_zero_copy_budget(1 << 30);
+    store
+}
+
 fn contents(blob: &egress_snapshot::SealedBlob) -> Vec<u8> {
     let mut out = vec![0u8; blob.len() as usize];
     blob.file().read_exact_at(&mut out, 0).unwrap();
@@ -69,7 +78,7 @@ fn is_eperm(e: &std::io::Error) -> bool {
 fn a_sealed_copy_holds_the_blob_and_refuses_every_change() {
     let big = bytes(3 * 1024 * 1024, 1);
     let (_tmp, dir, digests) = written("invariant", std::slice::from_ref(&big));
-    let store = StoredSnapshot::open(&dir).unwrap();
+    let store = opened_with_budget(&dir);
     let blob = store
         .sealed_blob(&digests[0])
         .unwrap()
@@ -119,7 +128,7 @@ fn a_sealed_copy_holds_the_blob_and_refuses_every_change() {
 fn a_flipped_byte_on_disk_is_refused_and_never_copied() {
     let big = bytes(1024 * 1024, 2);
     let (_tmp, dir, digests) = written("flip", std::slice::from_ref(&big));
-    let store = StoredSnapshot::open(&dir).unwrap();
+    let store = opened_with_budget(&dir);
     let before = store.sealed_blob(&digests[0]).unwrap().unwrap();
 
     let path = dir.join(blob_path(&digests[0]));
@@ -161,6 +170,9 @@ fn the_budget_bounds_the_copies() {
         store.zero_copy_usage().budget,
         egress_snapshot::DEFAULT_ZERO_COPY_BUDGET
     );
+    // Off by default: no copy until a budget is set.
+    assert_eq!(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET, 0);
+    assert!(store.sealed_blob(&d[0]).unwrap().is_none());
     store.set_zero_copy_budget(len as u64);
 
     let a = store.sealed_blob(&d[0]).unwrap().unwrap();
@@ -203,7 +215,7 @@ fn the_budget_bounds_the_copies() {
 #[test]
 fn problems_are_reported_as_from_open_blob() {
     let (_tmp, dir, d) = written("missing", &[bytes(300 * 1024, 5)]);
-    let store = StoredSnapshot::open(&dir).unwrap();
+    let store = opened_with_budget(&dir);
     std::fs::remove_file(dir.join(blob_path(&d[0]))).unwrap();
     assert_eq!(
         store.sealed_blob(&d[0]).unwrap_err().kind,
