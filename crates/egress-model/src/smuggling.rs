@@ -24,6 +24,11 @@
 /// their framing, never for their Host).
 pub const CORPUS_HOST: &str = "mirror.test";
 
+/// The other authority some cases name (an absolute-form target, a second
+/// Host, `:authority`); [`SmugglingCase::build_for`] can put another host
+/// name in its place.
+pub const OTHER_HOST: &str = "other.example";
+
 /// Length of the `@PAD@` filler: above every common head limit (egress-http
 /// 64 KiB, nginx 8 KiB, Apache 8 KiB per line).
 pub const PAD_BYTES: usize = 80 * 1024;
@@ -74,13 +79,29 @@ impl SmugglingCase {
     /// The exact bytes to send, smuggling `GET <smuggled_target>` (an
     /// origin-form path the target is known to serve with a 2xx).
     pub fn build(&self, smuggled_target: &str) -> Vec<u8> {
-        let smuggled = format!("GET {smuggled_target} HTTP/1.1\r\nHost: {CORPUS_HOST}\r\n\r\n");
+        self.build_for(CORPUS_HOST, OTHER_HOST, smuggled_target)
+    }
+
+    /// [`SmugglingCase::build`] with `host` in place of [`CORPUS_HOST`]
+    /// everywhere (the first request's Host, the smuggled request's), so that
+    /// a target routing by Host serves the smuggled request, and `other` (a
+    /// host name or `host:port`) in place of [`OTHER_HOST`], so that a target
+    /// that follows it reaches a host of the caller's choosing; lengths are
+    /// computed after the change.
+    pub fn build_for(&self, host: &str, other: &str, smuggled_target: &str) -> Vec<u8> {
+        let swap = |t: &[u8]| {
+            let t = replace(t, CORPUS_HOST.as_bytes(), host.as_bytes());
+            replace(&t, OTHER_HOST.as_bytes(), other.as_bytes())
+        };
+        let template_head = swap(self.head);
+        let template_body = swap(self.body);
+        let smuggled = format!("GET {smuggled_target} HTTP/1.1\r\nHost: {host}\r\n\r\n");
         let size_line = format!("{:x}\r\n", smuggled.len());
         let chunk = format!("{size_line}{smuggled}\r\n");
         let pad = "a".repeat(PAD_BYTES);
-        let body = replace(self.body, b"@SMUGGLED@", smuggled.as_bytes());
+        let body = replace(&template_body, b"@SMUGGLED@", smuggled.as_bytes());
         let body = replace(&body, b"@CHUNK@", chunk.as_bytes());
-        let head = replace(self.head, b"@LEN@", body.len().to_string().as_bytes());
+        let head = replace(&template_head, b"@LEN@", body.len().to_string().as_bytes());
         let head = replace(
             &head,
             b"@CHUNKLINE@",
@@ -284,6 +305,38 @@ mod tests {
                 c.id
             );
         }
+    }
+
+    #[test]
+    fn build_for_names_the_host_everywhere() {
+        for c in SMUGGLING_CORPUS {
+            let raw = c.build_for("127.0.0.1:8080", "elsewhere.invalid", "/x");
+            for gone in [CORPUS_HOST, OTHER_HOST] {
+                assert!(
+                    !raw.windows(gone.len()).any(|w| w == gone.as_bytes()),
+                    "{}",
+                    c.id
+                );
+            }
+            assert_eq!(
+                c.build_for(CORPUS_HOST, OTHER_HOST, "/x"),
+                c.build("/x"),
+                "{}",
+                c.id
+            );
+        }
+        let abs = SMUGGLING_CORPUS
+            .iter()
+            .find(|c| c.id == "absolute-form-https-mismatch")
+            .unwrap();
+        let raw = String::from_utf8(abs.build_for("h:1", "127.0.0.1", "/x")).unwrap();
+        assert!(raw.starts_with("GET https://127.0.0.1:443/simple/ HTTP/1.1\r\nHost: h:1\r\n"));
+        let cl_te = SMUGGLING_CORPUS.iter().find(|c| c.id == "cl-te").unwrap();
+        let raw = String::from_utf8(cl_te.build_for("h.example:81", OTHER_HOST, "/x")).unwrap();
+        let body = "0\r\n\r\nGET /x HTTP/1.1\r\nHost: h.example:81\r\n\r\n";
+        assert!(raw.starts_with("POST / HTTP/1.1\r\nHost: h.example:81\r\n"));
+        assert!(raw.contains(&format!("Content-Length: {}\r\n", body.len())));
+        assert!(raw.ends_with(body));
     }
 
     #[test]
