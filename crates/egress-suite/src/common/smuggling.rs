@@ -468,10 +468,21 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
     }
     let total = SMUGGLING_CORPUS.len();
     if let Some((_, first)) = fails.first() {
+        const NAMED: usize = 8;
         let others: Vec<&str> = fails.iter().skip(1).map(|(id, _)| *id).collect();
         let also = match others.len() {
             0 => String::new(),
-            _ => format!("; also {}", others.join(", ")),
+            n if n <= NAMED => format!("; also {}", others.join(", ")),
+            n => format!(
+                "; also {} and {} more",
+                others
+                    .iter()
+                    .take(NAMED)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                n - NAMED
+            ),
         };
         return fail(format!(
             "{} of {total} smuggling payloads desynchronise the target: {first}{also}",
