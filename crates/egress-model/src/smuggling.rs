@@ -25,7 +25,7 @@
 pub const CORPUS_HOST: &str = "mirror.test";
 
 /// The other authority some cases name (an absolute-form target, a second
-/// Host, `:authority`); [`SmugglingCase::build_for`] can put another host
+/// Host, `:authority`); [`SmugglingCase::build_with`] can put another host
 /// name in its place.
 pub const OTHER_HOST: &str = "other.example";
 
@@ -58,6 +58,24 @@ pub enum SmugglingClass {
     Http2,
 }
 
+/// What [`SmugglingCase::build_with`] puts in place of the corpus's names,
+/// and the smuggled request it hides.
+#[derive(Debug, Clone, Copy)]
+pub struct Smuggle<'a> {
+    /// The Host of every request, in place of [`CORPUS_HOST`], so that a
+    /// target routing by Host serves the smuggled request.
+    pub host: &'a str,
+    /// In place of [`OTHER_HOST`] (a host name or `host:port`), so that a
+    /// target that follows it reaches a host of the caller's choosing.
+    pub other: &'a str,
+    /// The smuggled request's target: an origin-form path the target is
+    /// known to serve with a 2xx.
+    pub target: &'a str,
+    /// Header lines added to the smuggled request after Host, each ending
+    /// in CRLF (an `Accept` the target needs, say); usually empty.
+    pub fields: &'a str,
+}
+
 /// One payload of the corpus.
 #[derive(Debug, Clone, Copy)]
 pub struct SmugglingCase {
@@ -79,23 +97,28 @@ impl SmugglingCase {
     /// The exact bytes to send, smuggling `GET <smuggled_target>` (an
     /// origin-form path the target is known to serve with a 2xx).
     pub fn build(&self, smuggled_target: &str) -> Vec<u8> {
-        self.build_for(CORPUS_HOST, OTHER_HOST, smuggled_target)
+        self.build_with(&Smuggle {
+            host: CORPUS_HOST,
+            other: OTHER_HOST,
+            target: smuggled_target,
+            fields: "",
+        })
     }
 
-    /// [`SmugglingCase::build`] with `host` in place of [`CORPUS_HOST`]
-    /// everywhere (the first request's Host, the smuggled request's), so that
-    /// a target routing by Host serves the smuggled request, and `other` (a
-    /// host name or `host:port`) in place of [`OTHER_HOST`], so that a target
-    /// that follows it reaches a host of the caller's choosing; lengths are
+    /// [`SmugglingCase::build`] with the names of [`Smuggle`] in place of the
+    /// corpus's, and its fields added to the smuggled request; lengths are
     /// computed after the change.
-    pub fn build_for(&self, host: &str, other: &str, smuggled_target: &str) -> Vec<u8> {
+    pub fn build_with(&self, s: &Smuggle<'_>) -> Vec<u8> {
         let swap = |t: &[u8]| {
-            let t = replace(t, CORPUS_HOST.as_bytes(), host.as_bytes());
-            replace(&t, OTHER_HOST.as_bytes(), other.as_bytes())
+            let t = replace(t, CORPUS_HOST.as_bytes(), s.host.as_bytes());
+            replace(&t, OTHER_HOST.as_bytes(), s.other.as_bytes())
         };
         let template_head = swap(self.head);
         let template_body = swap(self.body);
-        let smuggled = format!("GET {smuggled_target} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let smuggled = format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+            s.target, s.host, s.fields
+        );
         let size_line = format!("{:x}\r\n", smuggled.len());
         let chunk = format!("{size_line}{smuggled}\r\n");
         let pad = "a".repeat(PAD_BYTES);
@@ -308,9 +331,14 @@ mod tests {
     }
 
     #[test]
-    fn build_for_names_the_host_everywhere() {
+    fn build_with_puts_its_names_everywhere() {
         for c in SMUGGLING_CORPUS {
-            let raw = c.build_for("127.0.0.1:8080", "elsewhere.invalid", "/x");
+            let raw = c.build_with(&Smuggle {
+                host: "127.0.0.1:8080",
+                other: "elsewhere.invalid",
+                target: "/x",
+                fields: "",
+            });
             for gone in [CORPUS_HOST, OTHER_HOST] {
                 assert!(
                     !raw.windows(gone.len()).any(|w| w == gone.as_bytes()),
@@ -318,22 +346,35 @@ mod tests {
                     c.id
                 );
             }
-            assert_eq!(
-                c.build_for(CORPUS_HOST, OTHER_HOST, "/x"),
-                c.build("/x"),
-                "{}",
-                c.id
-            );
+            let same = Smuggle {
+                host: CORPUS_HOST,
+                other: OTHER_HOST,
+                target: "/x",
+                fields: "",
+            };
+            assert_eq!(c.build_with(&same), c.build("/x"), "{}", c.id);
         }
         let abs = SMUGGLING_CORPUS
             .iter()
             .find(|c| c.id == "absolute-form-https-mismatch")
             .unwrap();
-        let raw = String::from_utf8(abs.build_for("h:1", "127.0.0.1", "/x")).unwrap();
+        let raw = abs.build_with(&Smuggle {
+            host: "h:1",
+            other: "127.0.0.1",
+            target: "/x",
+            fields: "",
+        });
+        let raw = String::from_utf8(raw).unwrap();
         assert!(raw.starts_with("GET https://127.0.0.1:443/simple/ HTTP/1.1\r\nHost: h:1\r\n"));
         let cl_te = SMUGGLING_CORPUS.iter().find(|c| c.id == "cl-te").unwrap();
-        let raw = String::from_utf8(cl_te.build_for("h.example:81", OTHER_HOST, "/x")).unwrap();
-        let body = "0\r\n\r\nGET /x HTTP/1.1\r\nHost: h.example:81\r\n\r\n";
+        let raw = cl_te.build_with(&Smuggle {
+            host: "h.example:81",
+            other: OTHER_HOST,
+            target: "/x",
+            fields: "Accept: text/html\r\n",
+        });
+        let raw = String::from_utf8(raw).unwrap();
+        let body = "0\r\n\r\nGET /x HTTP/1.1\r\nHost: h.example:81\r\nAccept: text/html\r\n\r\n";
         assert!(raw.starts_with("POST / HTTP/1.1\r\nHost: h.example:81\r\n"));
         assert!(raw.contains(&format!("Content-Length: {}\r\n", body.len())));
         assert!(raw.ends_with(body));

@@ -19,14 +19,13 @@ use std::time::{Duration, Instant};
 /// What a fake server does with each request head it reads.
 #[derive(Clone, Copy)]
 enum Kind {
-    /// Serves exactly `GET <target> HTTP/1.1`, `Host`, optional
-    /// `Connection: close`, nothing else; anything else gets 400 and a close.
-    Strict,
+    /// Serves exactly `GET <target> HTTP/1.1`, `Host`, optional `Accept`
+    /// and `Connection: close`, nothing else, with this status; anything
+    /// else gets 400 and a close.
+    Strict(u16),
     /// Frames by Content-Length only (Transfer-Encoding ignored), answers
-    /// every request 200 and keeps the connection open.
-    Lax,
-    /// Like Lax, but every answer is 404.
-    NotFound,
+    /// every request with this status and keeps the connection open.
+    Lax(u16),
     /// Closes every connection without an answer.
     Closes,
 }
@@ -63,8 +62,10 @@ fn strict_ok(head: &str) -> bool {
             && h.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b':')
     });
-    let rest: Vec<&str> = lines.collect();
-    good_line && good_host && (rest.is_empty() || rest == ["Connection: close"])
+    let rest: Vec<&str> = lines
+        .filter(|l| !l.starts_with("Accept: ") && *l != "Connection: close")
+        .collect();
+    good_line && good_host && rest.is_empty()
 }
 
 fn serve_connection(mut s: TcpStream, kind: Kind) {
@@ -76,7 +77,7 @@ fn serve_connection(mut s: TcpStream, kind: Kind) {
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let Some(end) = find(&buf, b"\r\n\r\n") else {
-            if buf.len() > 8 * 1024 && matches!(kind, Kind::Strict) {
+            if buf.len() > 8 * 1024 && matches!(kind, Kind::Strict(_)) {
                 respond(&mut s, 431, b"too long", true);
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 // Drain what is still coming, so the close is no reset.
@@ -100,8 +101,9 @@ fn serve_connection(mut s: TcpStream, kind: Kind) {
             })
             .unwrap_or(0);
         let close = head.contains("Connection: close");
+        let page = |status| if status == 200 { PAGE } else { &b"no"[..] };
         let ok = match kind {
-            Kind::Strict => {
+            Kind::Strict(status) => {
                 if !strict_ok(&head) {
                     respond(&mut s, 400, b"bad request", true);
                     // Let the client read the answer before the close.
@@ -109,10 +111,9 @@ fn serve_connection(mut s: TcpStream, kind: Kind) {
                     thread::sleep(Duration::from_millis(50));
                     return;
                 }
-                respond(&mut s, 200, PAGE, close)
+                respond(&mut s, status, page(status), close)
             }
-            Kind::Lax => respond(&mut s, 200, PAGE, close),
-            Kind::NotFound => respond(&mut s, 404, b"no", close),
+            Kind::Lax(status) => respond(&mut s, status, page(status), close),
             Kind::Closes => false,
         };
         if !ok || close {
@@ -190,7 +191,11 @@ fn run(kind: Kind) -> (Verdict, ProbeRecord) {
         quiet: Duration::from_millis(300),
         ..Listen::default()
     };
-    let ev = smuggling::collect_with(&c, Some("/simple/ec-present/"), listen);
+    let hidden = smuggling::Hidden {
+        path: "/simple/ec-present/".into(),
+        accept: "text/html",
+    };
+    let ev = smuggling::collect_with(&c, Some(&hidden), listen);
     let mut rec = ProbeRecord {
         id: "P3.request-smuggling".into(),
         status: Status::Inconclusive,
@@ -208,7 +213,7 @@ fn run(kind: Kind) -> (Verdict, ProbeRecord) {
 #[test]
 fn a_strict_server_passes() {
     let t = Instant::now();
-    let ((status, reason), rec) = run(Kind::Strict);
+    let ((status, reason), rec) = run(Kind::Strict(200));
     assert_eq!(status, Status::Pass, "{reason}");
     assert!(reason.contains("400×"), "{reason}");
     assert!(reason.contains("/simple/ec-present/"), "{reason}");
@@ -221,7 +226,7 @@ fn a_strict_server_passes() {
 
 #[test]
 fn a_lax_server_fails_naming_the_case_and_the_exchange() {
-    let ((status, reason), _) = run(Kind::Lax);
+    let ((status, reason), _) = run(Kind::Lax(200));
     assert_eq!(status, Status::Fail, "{reason}");
     // The first case of the corpus is CL.TE: its POST is answered 200.
     assert!(
@@ -234,23 +239,31 @@ fn a_lax_server_fails_naming_the_case_and_the_exchange() {
 }
 
 #[test]
-fn a_server_that_answers_404_to_everything_is_inconclusive() {
-    let ((status, reason), rec) = run(Kind::NotFound);
+fn a_server_that_answers_404_to_everything_is_never_a_pass() {
+    // Strict about framing: every case refused and closed, but the control
+    // shows no second request answered, so silence proves nothing.
+    let ((status, reason), rec) = run(Kind::Strict(404));
     assert_eq!(status, Status::Inconclusive, "{reason}");
     assert!(reason.contains("[404, 404, 404]"), "{reason}");
     assert_eq!(
         rec.exchanges.len(),
-        1,
-        "no case is sent without the control"
+        1 + egress_model::smuggling::SMUGGLING_CORPUS.len()
+    );
+    // Lax about framing: the 404 to the request hidden behind a refused
+    // one is an answer all the same.
+    let ((status, reason), _) = run(Kind::Lax(404));
+    assert_eq!(status, Status::Fail, "{reason}");
+    assert!(
+        reason.contains("POST / was answered 404, then 404, 404 on the same connection"),
+        "{reason}"
     );
 }
 
 #[test]
 fn a_server_that_closes_every_connection_is_inconclusive() {
-    let ((status, reason), rec) = run(Kind::Closes);
+    let ((status, reason), _) = run(Kind::Closes);
     assert_eq!(status, Status::Inconclusive, "{reason}");
     assert!(reason.contains("positive control"), "{reason}");
-    assert_eq!(rec.exchanges.len(), 1);
 }
 
 /// The lax server's answer to te-cl, as recorded: its 200 to the POST,

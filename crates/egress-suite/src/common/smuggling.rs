@@ -5,10 +5,10 @@
 //!
 //! Each case is a first request whose framing or head is ambiguous or
 //! invalid, followed on the same connection by a well-formed *hidden*
-//! request for a page the target serves (the protocol names it: PyPI's
-//! present project page, npm's present packument), with a fresh marker
-//! token in its query. The collector records everything the target sends
-//! after its first answer, until it closes or falls quiet
+//! request for a page the target serves (the protocol names it and its
+//! `Accept`: PyPI's present project page, npm's present packument), with a
+//! fresh marker token in its query. The collector records everything the
+//! target sends after its first answer, until it closes or falls quiet
 //! ([`Client::send_raw_listening`](egress_transcript::Client::send_raw_listening)),
 //! and the judge reads only that record, so `report verify` re-derives it.
 //!
@@ -18,17 +18,17 @@
 //! after the first, or stray bytes where a refusing server sends none), when
 //! the malformed request is answered as valid (1xx, 2xx, 3xx) or passed on
 //! (502/504), or when the hidden request's token reaches the controlled
-//! upstream. Silence proves something only if the target answers a second
-//! request on one connection at all: the positive control pipelines the
-//! hidden request three times (the last with `Connection: close`), and the
-//! first two must be answered 200.
+//! upstream; a failure needs no control. Silence proves something only if
+//! the target answers a second request on one connection at all: for a
+//! PASS, the positive control pipelines the hidden request three times (the
+//! last with `Connection: close`), and the first two must be answered 200.
 
 use crate::classify;
 use crate::collect::{token, Collector, Evidence};
 use crate::common::passthrough::NOWHERE;
 use crate::facts::{find, ControlFacts};
 use crate::judge::{fail, inconclusive, pass, short, tally, Judge, Verdict};
-use egress_model::smuggling::{SmugglingCase, SMUGGLING_CORPUS};
+use egress_model::smuggling::{Smuggle, SmugglingCase, SMUGGLING_CORPUS};
 use egress_model::{Exchange, ProbeRecord, Sha256Digest, Url};
 use egress_transcript::Listen;
 
@@ -43,30 +43,49 @@ pub fn case_label(case: &SmugglingCase) -> String {
     format!("smuggling case {}", case.id)
 }
 
-/// `path` with a fresh marker token in its query: what each case hides.
-fn hidden_target(path: &str) -> String {
-    let sep = if path.contains('?') { '&' } else { '?' };
-    format!("{path}{sep}ec={}", token())
+/// The request every case hides: a page the target serves, and the
+/// `Accept` it needs (proxpi answers 406 without one).
+#[derive(Debug, Clone)]
+pub struct Hidden {
+    /// Origin-form path (and query, if any) of the page.
+    pub path: String,
+    pub accept: &'static str,
 }
 
-/// One request in the corpus's smuggled shape (`GET`, `Host`, nothing else),
-/// optionally closing the connection.
-fn plain_get(host: &str, target: &str, close: bool) -> String {
-    let close = if close { "Connection: close\r\n" } else { "" };
-    format!("GET {target} HTTP/1.1\r\nHost: {host}\r\n{close}\r\n")
+impl Hidden {
+    /// The path with a fresh marker token in its query.
+    fn target(&self) -> String {
+        let sep = if self.path.contains('?') { '&' } else { '?' };
+        format!("{}{sep}ec={}", self.path, token())
+    }
+
+    /// The header lines the hidden request carries after Host.
+    fn fields(&self) -> String {
+        format!("Accept: {}\r\n", self.accept)
+    }
+
+    /// One request in the hidden request's shape, optionally closing.
+    fn request(&self, host: &str, close: bool) -> String {
+        let close = if close { "Connection: close\r\n" } else { "" };
+        format!(
+            "GET {} HTTP/1.1\r\nHost: {host}\r\n{}{close}\r\n",
+            self.target(),
+            self.fields()
+        )
+    }
 }
 
-/// Sends the positive control and, if the target answers it, every case of
-/// the corpus smuggling a GET of `hidden_path` (origin-form, a page the
-/// target serves). Nothing is sent when no such page is known.
-pub fn collect<P>(c: &Collector<P>, hidden_path: Option<&str>) -> Evidence {
-    collect_with(c, hidden_path, Listen::default())
+/// Sends the positive control and every case of the corpus, each hiding a
+/// GET of `hidden` behind its malformed request. Nothing is sent when no
+/// such page is known.
+pub fn collect<P>(c: &Collector<P>, hidden: Option<&Hidden>) -> Evidence {
+    collect_with(c, hidden, Listen::default())
 }
 
 /// [`collect`] with other listening bounds (tests use a short quiet period).
-pub fn collect_with<P>(c: &Collector<P>, hidden_path: Option<&str>, listen: Listen) -> Evidence {
+pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen) -> Evidence {
     let mut ev = Evidence::default();
-    let Some(path) = hidden_path else { return ev };
+    let Some(hidden) = hidden else { return ev };
     let host = c.client.base().host_header();
     // The authority the absolute-form and second-Host cases name: the
     // controlled upstream's `host:port` (loopback in the built-in run and the
@@ -80,28 +99,30 @@ pub fn collect_with<P>(c: &Collector<P>, hidden_path: Option<&str>, listen: List
         .map_or_else(|| NOWHERE.to_string(), |u| u.authority());
     c.window("P3.request-smuggling", &mut ev, |ev| {
         let control = [
-            plain_get(&host, &hidden_target(path), false),
-            plain_get(&host, &hidden_target(path), false),
-            plain_get(&host, &hidden_target(path), true),
+            hidden.request(&host, false),
+            hidden.request(&host, false),
+            hidden.request(&host, true),
         ]
         .concat();
-        let ex = c
-            .client
-            .send_raw_listening(CONTROL, control.as_bytes(), &listen);
-        // The cases mean nothing unless the control passed; the judge reads
-        // the same record the same way.
-        let served = control_bodies(&ex).is_ok();
-        ev.push(ex);
-        if !served {
-            return;
-        }
+        ev.push(
+            c.client
+                .send_raw_listening(CONTROL, control.as_bytes(), &listen),
+        );
+        // The cases are sent even when the control fails: what a target
+        // answers to them can still show it out of step (a FAIL needs no
+        // control), though silence then proves nothing.
+        let fields = hidden.fields();
         let payloads: Vec<(String, Vec<u8>)> = SMUGGLING_CORPUS
             .iter()
             .map(|case| {
-                (
-                    case_label(case),
-                    case.build_for(&host, &other, &hidden_target(path)),
-                )
+                let target = hidden.target();
+                let raw = case.build_with(&Smuggle {
+                    host: &host,
+                    other: &other,
+                    target: &target,
+                    fields: &fields,
+                });
+                (case_label(case), raw)
             })
             .collect();
         let client = c.client;
@@ -446,14 +467,8 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
     let Some(ctrl) = find(rec, CONTROL) else {
         return inconclusive("no page to hide behind the payloads is known, so nothing was sent");
     };
-    let hidden = match control_bodies(ctrl) {
-        Ok(h) => h,
-        Err(why) => {
-            return inconclusive(format!(
-                "positive control: {why}; silence after a refusal proves nothing on a target that does not answer a second request on one connection"
-            ))
-        }
-    };
+    let served = control_bodies(ctrl);
+    let hidden = served.clone().unwrap_or_default();
     let (mut fails, mut unclear, mut refused) = (Vec::new(), Vec::new(), Vec::new());
     for case in SMUGGLING_CORPUS {
         let Some(ex) = find(rec, &case_label(case)) else {
@@ -467,6 +482,8 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
         }
     }
     let total = SMUGGLING_CORPUS.len();
+    // What a target answers out of step shows on its own; only a PASS
+    // needs the control.
     if let Some((_, first)) = fails.first() {
         const NAMED: usize = 8;
         let others: Vec<&str> = fails.iter().skip(1).map(|(id, _)| *id).collect();
@@ -487,6 +504,12 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
         return fail(format!(
             "{} of {total} smuggling payloads desynchronise the target: {first}{also}",
             fails.len()
+        ));
+    }
+    if let Err(why) = served {
+        return inconclusive(format!(
+            "positive control: {why}; silence after a refusal proves nothing on a target that does not answer a second request on one connection ({} of {total} payloads refused)",
+            refused.len()
         ));
     }
     if let Some(first) = unclear.first() {

@@ -351,8 +351,11 @@ pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
         .present
         .first()
         .and_then(|n| packument_url(c, n))
-        .map(|u| u.path_and_query().to_string());
-    smuggling::collect(c, path.as_deref())
+        .map(|u| smuggling::Hidden {
+            path: u.path_and_query().to_string(),
+            accept: FULL,
+        });
+    smuggling::collect(c, path.as_ref())
 }
 
 pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
