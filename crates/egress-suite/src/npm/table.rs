@@ -328,7 +328,7 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         id: SubProbeId::new("P3.request-smuggling"),
         predicate: Predicate::P3,
         title: r#"request-smuggling payloads are refused and nothing behind them is answered"#,
-        doc: r#"as for PyPI, hiding `GET /<present>?ec={tok}` (the control packument's path) behind each case of the corpus"#,
+        doc: r#"as for PyPI, hiding `GET /<present>?ec={tok}` (the control packument's path, `Accept: application/json`) behind each case of the corpus"#,
         phase: Phase::Reads,
         order: 28,
         collect: Collect::Plain(p3::collect_smuggling),
