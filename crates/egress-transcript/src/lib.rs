@@ -8,6 +8,10 @@
 //! cap on the response head and a cap on body bytes read. Whatever ends an
 //! exchange early is recorded in [`Exchange::error`] and [`BodyEnd`].
 //!
+//! [`Client::send_raw_listening`] is a raw exchange that also records what
+//! the server sends after the first response on the same connection
+//! (`Exchange::after`), within the bounds of a [`Listen`].
+//!
 //! [`Client::download`] is the same exchange with the body also streamed to a
 //! [`BodySink`] (a file), for bodies larger than anyone wants in memory; the
 //! record then keeps only the prefix, as for any exchange.

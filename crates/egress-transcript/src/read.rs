@@ -47,9 +47,7 @@ impl Timed {
         }
         Ok(left.min(self.idle))
     }
-}
 
-impl Timed {
     /// Changes the longest wait for any single read or write from now on.
     pub(crate) fn set_idle(&mut self, idle: Duration) {
         self.idle = idle;
