@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::lax_front::LaxFront;
 use common::mutant::{self, body_of, with_body};
 use egress_http::{Handler, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
@@ -319,7 +320,17 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         wrote: AtomicBool::new(false),
     };
     let server = Server::bind_loopback(mutant).expect("bind");
-    let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{e}"));
+    // The smuggling mutant is the mirror behind a front that frames by
+    // Content-Length alone and serves whatever follows on the connection.
+    let front = (kind == "P3.request-smuggling").then(|| {
+        let mut front = LaxFront::bind();
+        front.serve(server.addr());
+        front
+    });
+    let base = front
+        .as_ref()
+        .map_or_else(|| server.base_url(), LaxFront::base_url);
+    let index = index_of(&base).unwrap_or_else(|e| panic!("{e}"));
     let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{e}"));
     mutant::assert_reverifies(&report, kind);
     report
@@ -376,6 +387,7 @@ mutants! {
     p3_url_param: "P3.url-param" => "P3.url-param";
     p3_unknown_route: "P3.unknown-route" => "P3.unknown-route";
     p3_offsite_redirect: "P3.offsite-redirect" => "P3.offsite-redirect";
+    p3_request_smuggling: "P3.request-smuggling" => "P3.request-smuggling";
     p4_metadata_sdist: "P4.metadata-sdist" => "P4.metadata-sdist";
     p4_tripwire: "P4.tripwire" => "P4.tripwire";
     p4_template_text: "P4.template-text" => "P4.template-text";
@@ -437,4 +449,26 @@ fn a_page_that_changes_without_writes_is_p5s_not_p6s() {
     );
     assert_eq!(r.predicate("P5").map(|p| p.status), Some(Status::Fail));
     assert_ne!(r.predicate("P6").map(|p| p.status), Some(Status::Fail));
+}
+
+/// The smuggling mutant: a front framing by Content-Length alone passes the
+/// body of a CL.TE request on whole (no desync there), but reads the
+/// request hidden behind a TE.CL one as the next and serves it; the reason
+/// names the case and the exchange.
+#[test]
+fn a_front_framing_by_content_length_serves_the_hidden_request() {
+    let r = run_mutant("P3.request-smuggling");
+    let rec = r.probe("P3.request-smuggling").expect("record");
+    assert_eq!(rec.status, Status::Fail, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("te-cl (chunked covers the smuggled request, Content-Length ends before it): POST / was answered 405, then 200, 400 on the same connection with the hidden target's page"),
+        "{}",
+        rec.reason
+    );
+    let cl_te = rec
+        .exchanges
+        .iter()
+        .find(|e| e.label == "smuggling case cl-te")
+        .expect("cl-te recorded");
+    assert_eq!(cl_te.status(), Some(405), "{}", cl_te.summary());
 }

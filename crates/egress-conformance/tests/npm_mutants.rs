@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::lax_front::LaxFront;
 use common::mutant::{self, body_of, with_body};
 use egress_http::{Handler, Limits, Method, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
@@ -690,7 +691,17 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         Limits::default(),
     )
     .expect("bind");
-    let origin = server.base_url();
+    // The smuggling mutant is the mirror behind a front that frames by
+    // Content-Length alone and serves whatever follows on the connection;
+    // the snapshot names the front's origin, which clients see.
+    let front = (kind == "P3.request-smuggling").then(|| {
+        let mut front = LaxFront::bind();
+        front.serve(server.addr());
+        front
+    });
+    let origin = front
+        .as_ref()
+        .map_or_else(|| server.base_url(), LaxFront::base_url);
     let registry = format!("{origin}/");
     let snapshot =
         Arc::new(demo_npm_snapshot(&canary, &registry).unwrap_or_else(|e| panic!("{e}")));
@@ -766,6 +777,7 @@ mutants! {
     p3_registry_routes: "P3.registry-routes" => "P3.registry-routes";
     p3_unknown_route: "P3.unknown-route" => "P3.unknown-route";
     p3_offsite_redirect: "P3.offsite-redirect" => "P3.offsite-redirect";
+    p3_request_smuggling: "P3.request-smuggling" => "P3.request-smuggling";
     p4_tripwire: "P4.tripwire" => "P4.tripwire";
     p4_template_text: "P4.template-text" => "P4.template-text";
     p5_manifest: "P5.manifest" => "P5.manifest";

@@ -235,13 +235,18 @@ fn two_runs_give_the_same_matrix() {
 }
 
 /// Forwards one request to `client`'s origin and hands the answer back.
+/// The request asks to keep the connection, so that a `Connection: close`
+/// in the answer is the origin's own (the mirror closes after refusing an
+/// absolute-form target), and passes on, closing the client's connection
+/// where the origin would have closed it.
 fn forward(client: &egress_transcript::Client, req: &egress_http::Request) -> egress_http::Reply {
     let hop = |n: &str| {
         ["host", "connection", "content-length", "transfer-encoding"]
             .contains(&n.to_ascii_lowercase().as_str())
     };
-    let mut out =
-        egress_transcript::Request::new(req.method.clone(), &req.target).body(req.body.clone());
+    let mut out = egress_transcript::Request::new(req.method.clone(), &req.target)
+        .body(req.body.clone())
+        .header("Connection", "keep-alive");
     for (n, v) in req.headers.iter().filter(|(n, _)| !hop(n)) {
         out = out.header(n, v);
     }
@@ -250,7 +255,12 @@ fn forward(client: &egress_transcript::Client, req: &egress_http::Request) -> eg
         return egress_http::Response::text(502, "bad gateway\n").into();
     };
     let mut resp = egress_http::Response::new(r.status.unwrap_or(502));
-    for (n, v) in r.headers.iter().filter(|(n, _)| !hop(n)) {
+    let framing = |n: &str| n != "connection" && hop(n);
+    for (n, v) in r
+        .headers
+        .iter()
+        .filter(|(n, _)| !framing(&n.to_ascii_lowercase()))
+    {
         resp = resp.with_header(n, v);
     }
     resp.with_body(r.full_body().unwrap_or_default().to_vec())

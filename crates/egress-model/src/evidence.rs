@@ -145,6 +145,45 @@ pub struct Exchange {
     pub error: Option<String>,
     /// Wall time of the exchange, for people; judges never read it.
     pub elapsed_ms: u64,
+    /// What the server sent on the connection after the first response,
+    /// recorded only by probes that listen for it (request smuggling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Afterwards>,
+}
+
+/// Everything a server sent after its first response on one connection,
+/// and how listening for it ended: whatever a desynchronised server answers
+/// to the bytes behind a refused request shows up here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Afterwards {
+    /// The bytes, exactly as received, up to the listening cap.
+    pub bytes: WireBytes,
+    pub end: ListenEnd,
+}
+
+/// How listening after the first response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListenEnd {
+    /// The server closed the connection (end of stream).
+    Closed,
+    /// The connection was reset or aborted: closed too, abruptly.
+    Reset,
+    /// Nothing arrived for the quiet period: the connection stayed open.
+    Quiet,
+    /// The time bound passed first: the connection stayed open.
+    Deadline,
+    /// The byte cap was reached; listening stopped there.
+    CapReached,
+    /// Any other failure of the connection (a TLS error, say).
+    Broken,
+}
+
+impl ListenEnd {
+    /// Whether the server ended the connection (closed, reset or broke it).
+    pub fn closed(self) -> bool {
+        matches!(self, Self::Closed | Self::Reset | Self::Broken)
+    }
 }
 
 impl Exchange {

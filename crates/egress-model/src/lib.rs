@@ -31,8 +31,8 @@ pub mod version;
 pub use accept::{Accept, MediaRange};
 pub use digest::Sha256Digest;
 pub use evidence::{
-    BodyEnd, Exchange, Observation, PredicateVerdict, ProbeRecord, ResponseRecord, Status,
-    UpstreamRequest, WireBytes,
+    Afterwards, BodyEnd, Exchange, ListenEnd, Observation, PredicateVerdict, ProbeRecord,
+    ResponseRecord, Status, UpstreamRequest, WireBytes,
 };
 pub use filename::{DistFilename, DistKind};
 pub use integrity::{Integrity, IntegrityError};

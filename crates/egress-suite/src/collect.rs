@@ -120,5 +120,6 @@ fn refused_locally(label: &str, url: &Url) -> Exchange {
             "not fetched: {url} is on another origin than the target"
         )),
         elapsed_ms: 0,
+        after: None,
     }
 }

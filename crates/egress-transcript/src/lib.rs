@@ -8,6 +8,10 @@
 //! cap on the response head and a cap on body bytes read. Whatever ends an
 //! exchange early is recorded in [`Exchange::error`] and [`BodyEnd`].
 //!
+//! [`Client::send_raw_listening`] is a raw exchange that also records what
+//! the server sends after the first response on the same connection
+//! (`Exchange::after`), within the bounds of a [`Listen`].
+//!
 //! [`Client::download`] is the same exchange with the body also streamed to a
 //! [`BodySink`] (a file), for bodies larger than anyone wants in memory; the
 //! record then keeps only the prefix, as for any exchange.
@@ -67,6 +71,32 @@ impl Limits {
             max_body_bytes: 64 * 1024 * 1024 * 1024,
             record_bytes: 4096,
             ..Self::default()
+        }
+    }
+}
+
+/// Bounds of [`Client::send_raw_listening`]: how long and how much it reads
+/// after the first response.
+#[derive(Debug, Clone, Copy)]
+pub struct Listen {
+    /// Listening stops once nothing has arrived for this long (the
+    /// connection is then recorded as left open).
+    pub quiet: Duration,
+    /// Longest time for the whole exchange, first response included; the
+    /// client's own deadline still applies when it is shorter.
+    pub deadline: Duration,
+    /// Cap on the bytes recorded after the first response.
+    pub max_bytes: usize,
+}
+
+impl Default for Listen {
+    /// 3 s of quiet, 10 s in all, 256 KiB: a server answers bytes it
+    /// already holds in milliseconds, so silence this long means it will not.
+    fn default() -> Self {
+        Self {
+            quiet: Duration::from_secs(3),
+            deadline: Duration::from_secs(10),
+            max_bytes: 256 * 1024,
         }
     }
 }
@@ -180,8 +210,23 @@ pub struct Client {
     tls: Option<Arc<rustls::ClientConfig>>,
 }
 
-trait Stream: Read + Write + Send {}
-impl<T: Read + Write + Send> Stream for T {}
+/// A connection to the target, plain or TLS, whose read timeout can change
+/// between the first response and listening after it.
+trait Stream: Read + Write + Send {
+    fn set_idle(&mut self, idle: Duration);
+}
+
+impl Stream for read::Timed {
+    fn set_idle(&mut self, idle: Duration) {
+        read::Timed::set_idle(self, idle);
+    }
+}
+
+impl Stream for rustls::StreamOwned<rustls::ClientConnection, read::Timed> {
+    fn set_idle(&mut self, idle: Duration) {
+        self.sock.set_idle(idle);
+    }
+}
 
 impl Client {
     /// A client for `base`'s origin. For https, trusts `cacert` (a PEM file)
@@ -223,6 +268,45 @@ impl Client {
         self.exchange(label, raw, None)
     }
 
+    /// Sends `raw` exactly as given, reads the first response as
+    /// [`Client::send_raw`] does, then records everything the server sends
+    /// after it on the same connection ([`Exchange::after`]) until it closes,
+    /// stays quiet for `listen.quiet`, `listen.deadline` passes (counted from
+    /// the connect) or `listen.max_bytes` arrived. The connection is never
+    /// half-closed, so a close is the server's own doing.
+    pub fn send_raw_listening(&self, label: &str, raw: &[u8], listen: &Listen) -> Exchange {
+        let start = Instant::now();
+        let mut ex = Exchange {
+            label: label.to_string(),
+            peer: self.base.authority(),
+            request: WireBytes(raw.to_vec()),
+            response: None,
+            error: None,
+            elapsed_ms: 0,
+            after: None,
+        };
+        let deadline = start + self.limits.deadline.min(listen.deadline);
+        match self.connect(deadline) {
+            Ok(mut stream) => {
+                if let Err(e) = stream.write_all(raw).and_then(|()| stream.flush()) {
+                    ex.error = Some(format!("write failed: {}", describe_io(&e)));
+                }
+                let method = raw.split(|&b| b == b' ').next().unwrap_or_default();
+                let (resp, err, tail) =
+                    read::read_response_keeping_rest(&mut stream, method, &self.limits);
+                ex.response = resp;
+                if err.is_some() {
+                    ex.error = err;
+                }
+                stream.set_idle(listen.quiet);
+                ex.after = Some(read::listen(&mut stream, tail, deadline, listen.max_bytes));
+            }
+            Err(e) => ex.error = Some(e.to_string()),
+        }
+        ex.elapsed_ms = start.elapsed().as_millis() as u64;
+        ex
+    }
+
     /// Sends `req` and streams the response body into `sink` (if its `begin`
     /// accepts the response), within the same bounds as every exchange; use
     /// a client made with [`Limits::download`]. The exchange records the
@@ -242,6 +326,7 @@ impl Client {
             response: None,
             error: None,
             elapsed_ms: 0,
+            after: None,
         };
         let deadline = start + self.limits.deadline;
         match self.connect(deadline) {
@@ -278,6 +363,7 @@ impl Client {
             response: None,
             error: None,
             elapsed_ms: 0,
+            after: None,
         };
         let mut stream = match self.connect(deadline) {
             Ok(s) => s,
@@ -306,6 +392,7 @@ impl Client {
             response: None,
             error: None,
             elapsed_ms: 0,
+            after: None,
         };
         let t2 = Instant::now();
         if let Err(e) = stream.write_all(inner) {

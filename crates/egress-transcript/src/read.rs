@@ -15,7 +15,7 @@
 
 use crate::{describe_io, BodySink, Limits};
 use egress_model::digest::Sha256Hasher;
-use egress_model::{BodyEnd, ResponseRecord, WireBytes};
+use egress_model::{Afterwards, BodyEnd, ListenEnd, ResponseRecord, WireBytes};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -47,6 +47,11 @@ impl Timed {
         }
         Ok(left.min(self.idle))
     }
+
+    /// Changes the longest wait for any single read or write from now on.
+    pub(crate) fn set_idle(&mut self, idle: Duration) {
+        self.idle = idle;
+    }
 }
 
 impl Read for Timed {
@@ -75,6 +80,8 @@ struct Input<'a, R: Read + ?Sized> {
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
+    /// The error of the read that failed, if one did.
+    failed: Option<io::ErrorKind>,
 }
 
 impl<'a, R: Read + ?Sized> Input<'a, R> {
@@ -84,7 +91,9 @@ impl<'a, R: Read + ?Sized> Input<'a, R> {
             self.pos = 0;
         }
         let mut chunk = [0u8; 16 * 1024];
-        let n = self.inner.read(&mut chunk)?;
+        let n = self.inner.read(&mut chunk).inspect_err(|e| {
+            self.failed = Some(e.kind());
+        })?;
         if n == 0 {
             self.eof = true;
         }
@@ -276,7 +285,105 @@ pub(crate) fn read_response<R: Read + ?Sized>(
         buf: Vec::new(),
         pos: 0,
         eof: false,
+        failed: None,
     };
+    read_one(&mut input, method, limits, out)
+}
+
+/// Where the stream stood once the first response was read: the bytes read
+/// past it, and whether the stream had ended or failed.
+pub(crate) struct Tail {
+    rest: Vec<u8>,
+    eof: bool,
+    failed: Option<io::ErrorKind>,
+}
+
+/// [`read_response`], keeping what was read past the response.
+pub(crate) fn read_response_keeping_rest<R: Read + ?Sized>(
+    stream: &mut R,
+    method: &[u8],
+    limits: &Limits,
+) -> (Option<ResponseRecord>, Option<String>, Tail) {
+    let mut input = Input {
+        inner: stream,
+        buf: Vec::new(),
+        pos: 0,
+        eof: false,
+        failed: None,
+    };
+    let (resp, err) = read_one(&mut input, method, limits, None);
+    let tail = Tail {
+        rest: input.available().to_vec(),
+        eof: input.eof,
+        failed: input.failed,
+    };
+    (resp, err, tail)
+}
+
+/// Reads what follows the first response until the server closes, nothing
+/// arrives for the stream's idle timeout (set it to the quiet period), the
+/// `deadline` passes or `max_bytes` are held.
+pub(crate) fn listen<R: Read + ?Sized>(
+    stream: &mut R,
+    tail: Tail,
+    deadline: Instant,
+    max_bytes: usize,
+) -> Afterwards {
+    let mut bytes = tail.rest;
+    let end = 'end: {
+        if bytes.len() >= max_bytes {
+            bytes.truncate(max_bytes);
+            break 'end ListenEnd::CapReached;
+        }
+        if tail.eof {
+            break 'end ListenEnd::Closed;
+        }
+        if let Some(kind) = tail.failed {
+            break 'end listen_end(kind, deadline);
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => break 'end ListenEnd::Closed,
+                Ok(n) => {
+                    let room = max_bytes.saturating_sub(bytes.len());
+                    bytes.extend_from_slice(at_most(at_most(&chunk, n), room));
+                    if bytes.len() >= max_bytes {
+                        break 'end ListenEnd::CapReached;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break 'end listen_end(e.kind(), deadline),
+            }
+        }
+    };
+    Afterwards {
+        bytes: WireBytes(bytes),
+        end,
+    }
+}
+
+fn listen_end(kind: io::ErrorKind, deadline: Instant) -> ListenEnd {
+    match kind {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut if Instant::now() >= deadline => {
+            ListenEnd::Deadline
+        }
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ListenEnd::Quiet,
+        // TLS without close_notify: the server closed all the same.
+        io::ErrorKind::UnexpectedEof => ListenEnd::Closed,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => ListenEnd::Reset,
+        _ => ListenEnd::Broken,
+    }
+}
+
+fn read_one<R: Read + ?Sized>(
+    input: &mut Input<'_, R>,
+    method: &[u8],
+    limits: &Limits,
+    out: Option<&mut dyn BodySink>,
+) -> (Option<ResponseRecord>, Option<String>) {
     let mut sink = Sink {
         hasher: Sha256Hasher::new(),
         len: 0,
@@ -289,7 +396,7 @@ pub(crate) fn read_response<R: Read + ?Sized>(
     };
     // Skip interim 1xx responses (100 Continue, 103 Early Hints), but not 101.
     let head = loop {
-        match read_head(&mut input, limits) {
+        match read_head(input, limits) {
             Ok(Some(h)) if matches!(h.status, Some(100 | 102..=199)) => continue,
             Ok(Some(h)) => break h,
             Ok(None) => return (None, Some("connection closed before any response".into())),
@@ -338,7 +445,7 @@ pub(crate) fn read_response<R: Read + ?Sized>(
         .any(|v| v.to_ascii_lowercase().contains("chunked"));
     let lengths = header(&head, "content-length");
     let result = if chunked {
-        read_chunked(&mut input, &mut sink)
+        read_chunked(input, &mut sink)
     } else if let Some(first) = lengths.first() {
         if lengths.iter().any(|l| l != first) {
             Err((
@@ -347,7 +454,7 @@ pub(crate) fn read_response<R: Read + ?Sized>(
             ))
         } else {
             match first.parse::<u64>() {
-                Ok(n) => read_exact(&mut input, &mut sink, n),
+                Ok(n) => read_exact(input, &mut sink, n),
                 Err(_) => Err((
                     BodyEnd::Broken,
                     format!("invalid Content-Length {:?}", truncate(first)),
@@ -355,7 +462,7 @@ pub(crate) fn read_response<R: Read + ?Sized>(
             }
         }
     } else {
-        read_to_eof(&mut input, &mut sink)
+        read_to_eof(input, &mut sink)
     };
     if let Some(e) = sink.write_error.take() {
         return (

@@ -6,6 +6,7 @@ pub mod passthrough;
 pub mod replay;
 pub mod routes;
 pub mod runwide;
+pub mod smuggling;
 pub mod snapshot;
 pub mod vendor;
 pub mod writes;

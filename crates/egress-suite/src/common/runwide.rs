@@ -381,6 +381,7 @@ mod tests {
             }),
             error: None,
             elapsed_ms: 0,
+            after: None,
         }
     }
 

@@ -39,6 +39,7 @@ fn fetch<P>(c: &Collector<P>, label: &str, url: &Url) -> egress_model::Exchange 
             response: None,
             error: Some(e.to_string()),
             elapsed_ms: 0,
+            after: None,
         },
     }
 }

@@ -244,6 +244,7 @@ mod tests {
             }),
             error: None,
             elapsed_ms: 0,
+            after: None,
         }
     }
 

@@ -12,7 +12,7 @@ use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::tokens_in;
 use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, same_origin_redirects, traversal_steps};
-use crate::common::runwide;
+use crate::common::{runwide, smuggling};
 use crate::facts::success_body;
 use crate::judge::{
     fail, forwarded_fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH,
@@ -340,4 +340,24 @@ pub fn judge_offsite_redirect(j: &Judge, rec: &ProbeRecord) -> Verdict {
 /// `P3.run-wide-redirects`: see [`runwide::judge_offsite`].
 pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
     runwide::judge_offsite(j, "C.packument", super::p1::listings)
+}
+
+/// `P3.request-smuggling`: the corpus hides a GET of the control packument
+/// (see [`smuggling`]).
+pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
+    let path = c
+        .plan
+        .packages
+        .present
+        .first()
+        .and_then(|n| packument_url(c, n))
+        .map(|u| smuggling::Hidden {
+            path: u.path_and_query().to_string(),
+            accept: FULL,
+        });
+    smuggling::collect(c, path.as_ref())
+}
+
+pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    smuggling::judge(j, rec, "C.packument")
 }

@@ -325,6 +325,16 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         judge: p3::judge_offsite_redirect,
     },
     SubProbe {
+        id: SubProbeId::new("P3.request-smuggling"),
+        predicate: Predicate::P3,
+        title: r#"request-smuggling payloads are refused and nothing behind them is answered"#,
+        doc: r#"as for PyPI, hiding `GET /<present>?ec={tok}` (the control packument's path, `Accept: application/json`) behind each case of the corpus"#,
+        phase: Phase::Reads,
+        order: 28,
+        collect: Collect::Plain(p3::collect_smuggling),
+        judge: p3::judge_smuggling,
+    },
+    SubProbe {
         id: SubProbeId::new("P4.tripwire"),
         predicate: Predicate::P4,
         title: r#"a tripwire tarball's lifecycle scripts never run"#,

@@ -9,7 +9,7 @@ use super::plan::Collector;
 use crate::classify::{self, Answer};
 use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
-use crate::common::runwide;
+use crate::common::{runwide, smuggling};
 use crate::facts::{find, success_body};
 use crate::judge::{
     fail, forwarded_fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH,
@@ -237,4 +237,24 @@ pub fn judge_passthrough(j: &Judge, rec: &ProbeRecord) -> Verdict {
 /// `P3.run-wide-redirects`: see [`runwide::judge_offsite`].
 pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
     runwide::judge_offsite(j, "C.project-html", super::p1::listings)
+}
+
+/// `P3.request-smuggling`: the corpus hides a GET of the present project's
+/// page (see [`smuggling`]).
+pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
+    let path = c
+        .plan
+        .packages
+        .present
+        .first()
+        .and_then(|p| c.plan.project_url(&p.name).ok())
+        .map(|u| smuggling::Hidden {
+            path: u.path_and_query().to_string(),
+            accept: HTML_LEGACY,
+        });
+    smuggling::collect(c, path.as_ref())
+}
+
+pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    smuggling::judge(j, rec, "C.project-html")
 }
