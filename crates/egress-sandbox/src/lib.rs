@@ -315,6 +315,7 @@ mod tests {
             }),
             error: None,
             elapsed_ms: 1,
+            after: None,
         }
     }
 
