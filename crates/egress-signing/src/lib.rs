@@ -26,10 +26,14 @@ use std::fmt;
 
 mod allowed;
 mod error;
+pub mod instance;
 mod wire;
 
 pub use allowed::{AllowedSigners, AllowedSignersEntry};
 pub use error::SigningError;
+pub use instance::{
+    Attestation, Certificate, InstanceKey, Statement, INSTANCE_NAMESPACE,
+};
 use wire::{put_string, Reader};
 
 /// Namespace under which mirror snapshot manifests are signed.
