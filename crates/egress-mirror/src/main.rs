@@ -1,5 +1,6 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
-//! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]`:
+//! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]
+//! [--instance-dir DIR]`:
 //! serves one snapshot directory as a sandbox's only egress, until killed.
 //!
 //! Start-up, in this order (each step can only narrow what the process can
@@ -12,6 +13,11 @@
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
 //!    documents checked, no blob read (blobs are verified as they are
 //!    served);
+//! 3a. with `--instance-dir DIR`: the instance key is made (in memory only),
+//!    its public half written to `DIR/instance.pub`, and the sha256 of
+//!    `/proc/self/exe` computed; `DIR/instance.cert`, the lab's certificate
+//!    of that key, is read whenever it changes (Landlock allows reading
+//!    beneath DIR);
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
@@ -20,11 +26,14 @@
 //!    the soft limit on open files is raised to the hard one, since every
 //!    cached sealed copy holds a descriptor;
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
-//!    blob count, confinement status, zero-copy status and the address.
+//!    blob count, confinement status, zero-copy status and the address;
+//!    with `--instance-dir`, a second line names the instance key, the
+//!    binary's sha256 and how to certify the key.
 //!
 //! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
-//! 6 confinement required but not available, 7 bad config file. Every error
-//! is one line on stderr; nothing panics.
+//! 6 confinement required but not available, 7 bad config file, 8 instance
+//! attestation cannot be set up. Every error is one line on stderr; nothing
+//! panics.
 
 mod confine;
 
@@ -39,7 +48,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--instance-dir DIR]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -49,6 +58,12 @@ const EXIT_SNAPSHOT: u8 = 4;
 const EXIT_LISTEN: u8 = 5;
 const EXIT_CONFINEMENT: u8 = 6;
 const EXIT_CONFIG: u8 = 7;
+const EXIT_INSTANCE: u8 = 8;
+/// In `--instance-dir`: the instance's public key, written at start.
+const INSTANCE_PUB: &str = "instance.pub";
+/// In `--instance-dir`: the lab's certificate of that key, deployed by the
+/// operator and read whenever it changes.
+const INSTANCE_CERT: &str = "instance.cert";
 
 /// Writes one line; a closed stdout or stderr (a reader that went away) is
 /// a quiet end of that output, never a panic.
@@ -77,8 +92,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]",
-    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file."
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--instance-dir DIR]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 instance attestation cannot be set up."
 )]
 struct Flags {
     /// The snapshot directory to serve (or `snapshot` in --config).
@@ -101,6 +116,11 @@ struct Flags {
     /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
+    /// Answer attestation nonces with a key made at start: its public key
+    /// is written to DIR/instance.pub, the lab's certificate is read from
+    /// DIR/instance.cert whenever it changes.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    instance_dir: Option<PathBuf>,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -145,6 +165,7 @@ struct FileConfig {
     require_confinement: Option<bool>,
     log_requests: Option<bool>,
     zero_copy_budget: Option<u64>,
+    instance_dir: Option<PathBuf>,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -179,7 +200,7 @@ enum ConfigTextError {
     NotABool(String),
     #[error("{0} must be a number of bytes or a size such as \"1GiB\"")]
     NotASize(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget")]
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, instance_dir")]
     UnknownKey(String),
 }
 
@@ -201,10 +222,13 @@ fn read_config(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    if let Some(dir) = &config.snapshot {
+    let base = path.parent().unwrap_or(Path::new(""));
+    for dir in [&mut config.snapshot, &mut config.instance_dir]
+        .into_iter()
+        .flatten()
+    {
         if dir.is_relative() {
-            let base = path.parent().unwrap_or(Path::new(""));
-            config.snapshot = Some(base.join(dir));
+            *dir = base.join(&*dir);
         }
     }
     Ok(config)
@@ -241,6 +265,7 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
             "listen" => config.listen = Some(string()?),
             "require_confinement" => config.require_confinement = Some(boolean()?),
             "log_requests" => config.log_requests = Some(boolean()?),
+            "instance_dir" => config.instance_dir = Some(PathBuf::from(string()?)),
             // Bytes as an integer, or a string with a unit ("512MiB").
             "zero_copy_budget" => {
                 let bytes = match value {
@@ -272,6 +297,7 @@ struct Settings {
     require_confinement: bool,
     log_requests: bool,
     zero_copy_budget: u64,
+    instance_dir: Option<PathBuf>,
 }
 
 fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot> {
@@ -294,10 +320,12 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot
             .zero_copy_budget
             .or(file.zero_copy_budget)
             .unwrap_or(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET),
+        instance_dir: flags.instance_dir.clone().or(file.instance_dir),
     })
 }
 
 fn main() -> ExitCode {
+    let mut instance_line = None;
     let flags = match egress_cli::parse::<Flags>("egress-mirror", std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {
@@ -356,8 +384,22 @@ fn main() -> ExitCode {
         }
     };
 
+    // Before confinement: the public key is written, the binary read.
+    let instance = match &s.instance_dir {
+        Some(dir) => match start_instance(dir, &store.id()) {
+            Ok(instance) => Some(instance),
+            Err(e) => {
+                return fail(
+                    EXIT_INSTANCE,
+                    &format!("--instance-dir {}: {e}", dir.display()),
+                )
+            }
+        },
+        None => None,
+    };
+
     // Invariant: no thread has been spawned yet (see confine.rs).
-    let confinement = confine::confine(store.root());
+    let confinement = confine::confine(store.root(), s.instance_dir.as_deref());
     if let Some(missing) = &confinement.missing {
         if s.require_confinement {
             return fail(
@@ -377,9 +419,24 @@ fn main() -> ExitCode {
 
     let blobs = store.blob_count();
     let id = store.id();
-    let mirror = Mirror::from_store(Arc::new(store))
+    let mut mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    if let (Some((key, binary, pub_path)), Some(dir)) = (instance, &s.instance_dir) {
+        let attestor = egress_mirror::Attestor::new(key, binary, confinement.summary.clone())
+            .certificate_file(dir.join(INSTANCE_CERT));
+        instance_line = Some(format!(
+            "egress-mirror: instance key {} written to {}; binary sha256 {}; {}; certify it with `egress-conformance instance certify --key LAB_KEY --instance-key {} --snapshot {} --out {}`",
+            attestor.public().fingerprint(),
+            pub_path.display(),
+            attestor.binary().to_hex(),
+            attestor.certificate_status(&id),
+            pub_path.display(),
+            s.dir.display(),
+            dir.join(INSTANCE_CERT).display(),
+        ));
+        mirror = mirror.attest(attestor);
+    }
     let zero_copy = if mirror.zero_copy() {
         raise_open_file_limit();
         format!(
@@ -410,10 +467,65 @@ fn main() -> ExitCode {
             server.base_url()
         ),
     );
+    if let Some(line) = instance_line {
+        say_out(&line);
+    }
     // The server runs on its own threads until the process is killed.
     loop {
         std::thread::park();
     }
+}
+
+/// Why attestation cannot be set up.
+#[derive(Debug, thiserror::Error)]
+enum InstanceError {
+    #[error("{0}")]
+    Key(#[from] egress_signing::SigningError),
+    #[error("cannot write {}: {source}; give a directory the mirror may write to", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read this program's own executable to hash it: {0}")]
+    Binary(#[source] std::io::Error),
+}
+
+/// Makes the instance key, writes its public half to `dir/instance.pub`
+/// (atomically: a temporary file renamed over it) and hashes the running
+/// executable. The private half never leaves memory.
+fn start_instance(
+    dir: &Path,
+    snapshot: &egress_model::Sha256Digest,
+) -> Result<
+    (
+        egress_signing::InstanceKey,
+        egress_model::Sha256Digest,
+        PathBuf,
+    ),
+    InstanceError,
+> {
+    let key = egress_signing::InstanceKey::generate()?;
+    let path = dir.join(INSTANCE_PUB);
+    let line = format!(
+        "{}\n",
+        key.public().to_openssh(&format!(
+            "egress-mirror instance of snapshot {}",
+            snapshot.to_hex()
+        ))
+    );
+    let tmp = dir.join(format!(".{INSTANCE_PUB}.{}", std::process::id()));
+    std::fs::write(&tmp, line.as_bytes())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            InstanceError::Write {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    let binary = egress_mirror::own_binary_sha256().map_err(InstanceError::Binary)?;
+    Ok((key, binary, path))
 }
 
 /// Raises the soft limit on open files to the hard limit: every cached
@@ -543,6 +655,7 @@ mod tests {
                 require_confinement: Some(true),
                 log_requests: Some(false),
                 zero_copy_budget: Some(512 << 20),
+                instance_dir: None,
             }
         );
         assert_eq!(
@@ -578,6 +691,7 @@ mod tests {
             require_confinement: Some(true),
             log_requests: None,
             zero_copy_budget: Some(7),
+            instance_dir: None,
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.dir, PathBuf::from("flagdir"));

@@ -321,9 +321,7 @@ impl Attestation {
     /// whatever it holds: a body without it makes no attestation claim.
     pub fn claimed(bytes: &[u8]) -> bool {
         let begin = format!("-----BEGIN {ATTESTATION_LABEL}-----");
-        bytes
-            .windows(begin.len())
-            .any(|w| w == begin.as_bytes())
+        bytes.windows(begin.len()).any(|w| w == begin.as_bytes())
     }
 
     /// Checks the instance key's ed25519 signature over the statement
@@ -389,11 +387,8 @@ mod tests {
             Err(SigningError::NotAllowed { .. })
         ));
         // The snapshot key restricted to manifests cannot certify instances.
-        let line = AllowedSigners::line_for_namespace(
-            "lab",
-            &lab().public(),
-            crate::SNAPSHOT_NAMESPACE,
-        );
+        let line =
+            AllowedSigners::line_for_namespace("lab", &lab().public(), crate::SNAPSHOT_NAMESPACE);
         let cert = Certificate::issue(&lab(), &key.public(), Sha256Digest::of(b"m"));
         assert!(matches!(
             cert.verify(&AllowedSigners::parse(&line).unwrap()),

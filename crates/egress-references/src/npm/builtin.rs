@@ -2,7 +2,9 @@
 //! of the npm canary's tarballs, signed with the demonstration key; (B)
 //! the npm caching proxy.
 
-use crate::builtin::{client, demo_key, demo_signers, BuiltinError, LateMirror, DEMO_PRINCIPAL};
+use crate::builtin::{
+    client, demo_attestor, demo_key, demo_signers, BuiltinError, LateMirror, DEMO_PRINCIPAL,
+};
 use crate::npm::canary::{self as npm_canary, NpmCanary};
 use crate::npm::proxy::NpmCachingProxy;
 use crate::relay::SLOW_FETCH;
@@ -35,6 +37,7 @@ pub fn npm_plan_for(
         allowed_signers: signers,
         // The built-in run sends every vendor route.
         destructive: true,
+        expect: Default::default(),
         packages: Packages::Npm(npm::Packages {
             present: vec![npm_name(npm_canary::PRESENT)?],
             scoped: Some(npm_name(npm_canary::SCOPED)?),
@@ -82,7 +85,8 @@ pub fn run_npm_against(
     registry: &Url,
     canary: &NpmCanary,
 ) -> Result<Report, BuiltinError> {
-    let plan = npm_plan_for(registry, canary, true)?;
+    let mut plan = npm_plan_for(registry, canary, true)?;
+    plan.expect.snapshot = Some(demo_npm_snapshot(canary, &registry.to_string())?.id());
     Ok(egress_suite::run(Target {
         name: name.into(),
         client: client(registry)?,
@@ -111,7 +115,8 @@ pub fn serve_npm_reference(
     .map_err(BuiltinError::start("the npm reference mirror"))?;
     let registry = format!("{}/", server.base_url());
     let snapshot = demo_npm_snapshot(canary, &registry)?;
-    mirror.set(egress_mirror::Mirror::new(Arc::new(snapshot)));
+    let attestor = demo_attestor(snapshot.id())?;
+    mirror.set(egress_mirror::Mirror::new(Arc::new(snapshot)).attest(attestor));
     Ok((server, Url::parse(&registry)?))
 }
 
