@@ -57,6 +57,16 @@ pub fn demo_npm_snapshot(
     canary: &NpmCanary,
     registry: &str,
 ) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    demo_npm_snapshot_at(canary, registry, "2026-01-01T00:00:00Z")
+}
+
+/// (A)'s npm snapshot as built at another time `created`: the same content
+/// under another snapshot ID (a mirror started on another snapshot).
+pub fn demo_npm_snapshot_at(
+    canary: &NpmCanary,
+    registry: &str,
+    created: &str,
+) -> Result<egress_snapshot::Snapshot, BuiltinError> {
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
     builder.npm_registry_url(registry)?;
     // Registry signatures and keys are replayed as `snapshot build` does.
@@ -75,7 +85,7 @@ pub fn demo_npm_snapshot(
             builder.add_npm_signatures(&name, &version, &tarball.integrity, sigs)?;
         }
     }
-    Ok(builder.build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)?)
+    Ok(builder.build(created, Some(&demo_key()), DEMO_PRINCIPAL)?)
 }
 
 /// Runs the npm suite against `registry` with `canary` as the controlled

@@ -46,11 +46,20 @@ pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Pac
 /// (A)'s snapshot: every canary file but the upstream-only project's,
 /// signed with the demonstration key.
 pub fn demo_snapshot(canary: &Canary) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    demo_snapshot_at(canary, "2026-01-01T00:00:00Z")
+}
+
+/// (A)'s snapshot as built at another time `created`: the same content
+/// under another snapshot ID (a mirror started on another snapshot).
+pub fn demo_snapshot_at(
+    canary: &Canary,
+    created: &str,
+) -> Result<egress_snapshot::Snapshot, BuiltinError> {
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
     for (_, dist) in canary.dists(false) {
         builder.add_dist(&dist.filename, dist.bytes, None)?;
     }
-    Ok(builder.build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)?)
+    Ok(builder.build(created, Some(&demo_key()), DEMO_PRINCIPAL)?)
 }
 
 /// Runs the suite against `index` with `canary` as the controlled upstream
