@@ -10,6 +10,7 @@
 
 pub mod canary;
 pub mod check;
+pub mod instance;
 pub mod keygen;
 pub mod kit;
 pub mod output;

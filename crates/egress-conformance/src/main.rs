@@ -4,8 +4,8 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    canary, check, exit, keygen, kit, output, run_builtin, run_testbed, snapshot, verify, Failure,
-    Format,
+    canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, snapshot, verify,
+    Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +53,12 @@ enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Certify a running mirror's instance key with the lab's key, for
+    /// the attestation `check` verifies (P5.instance-attestation).
+    Instance {
+        #[command(subcommand)]
+        command: InstanceCommand,
+    },
     /// Build signed snapshots from lockfiles, and verify them offline.
     Snapshot {
         #[command(subcommand)]
@@ -73,6 +79,14 @@ enum Command {
 enum KeyCommand {
     /// Create an ed25519 key (OpenSSH format) and its allowed_signers line.
     Generate(keygen::GenerateArgs),
+}
+
+#[derive(Subcommand)]
+enum InstanceCommand {
+    /// Write the lab's certificate of an instance key (the instance.pub an
+    /// egress-mirror started with --instance-dir wrote) for the snapshot it
+    /// serves; deploy it as instance.cert in that directory.
+    Certify(instance::CertifyArgs),
 }
 
 #[derive(Subcommand)]
@@ -120,6 +134,9 @@ fn main() -> ExitCode {
         Some(Command::Key {
             command: KeyCommand::Generate(args),
         }) => keygen::generate(args),
+        Some(Command::Instance {
+            command: InstanceCommand::Certify(args),
+        }) => instance::certify(args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Build(args),
         }) => snapshot::build(*args),

@@ -331,9 +331,13 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         attest: AttestState::default(),
     };
     if kind == "attest-another-snapshot" {
-        let other = Arc::new(demo_snapshot_at(&canary, OTHER_CREATED).unwrap_or_else(|e| panic!("{e}")));
+        let other =
+            Arc::new(demo_snapshot_at(&canary, OTHER_CREATED).unwrap_or_else(|e| panic!("{e}")));
         let id = other.id();
-        let _ = mutant.attest.other.set(Mirror::new(other).attest(attestor_for("none", id)));
+        let _ = mutant
+            .attest
+            .other
+            .set(Mirror::new(other).attest(attestor_for("none", id)));
     }
     let server = Server::bind_loopback(mutant).expect("bind");
     let index = index_of(&server.base_url()).unwrap_or_else(|e| panic!("{e}"));
@@ -468,16 +472,42 @@ fn a_page_that_changes_without_writes_is_p5s_not_p6s() {
 #[test]
 fn attestation_faults_are_named() {
     let cases = [
-        ("attest-replayed-nonce", "P5.instance-attestation", "a replayed or precomputed statement"),
-        ("attest-uncertified-key", "P5.instance-attestation", "is not certified"),
-        ("attest-wrong-certificate", "P5.instance-attestation", "it certifies instance key"),
-        ("attest-foreign-certificate", "P5.instance-attestation", "not certified by an allowed lab key"),
-        ("attest-another-snapshot", "P5.instance-attestation", "another snapshot's statement"),
-        ("P5.expected-snapshot", "P5.expected-snapshot", "not the expected"),
+        (
+            "attest-replayed-nonce",
+            "P5.instance-attestation",
+            "a replayed or precomputed statement",
+        ),
+        (
+            "attest-uncertified-key",
+            "P5.instance-attestation",
+            "is not certified",
+        ),
+        (
+            "attest-wrong-certificate",
+            "P5.instance-attestation",
+            "it certifies instance key",
+        ),
+        (
+            "attest-foreign-certificate",
+            "P5.instance-attestation",
+            "not certified by an allowed lab key",
+        ),
+        (
+            "attest-another-snapshot",
+            "P5.instance-attestation",
+            "another snapshot's statement",
+        ),
+        (
+            "P5.expected-snapshot",
+            "P5.expected-snapshot",
+            "not the expected",
+        ),
     ];
     let runs: Vec<_> = cases
         .iter()
-        .map(|&(kind, probe, words)| std::thread::spawn(move || (run_mutant(kind), kind, probe, words)))
+        .map(|&(kind, probe, words)| {
+            std::thread::spawn(move || (run_mutant(kind), kind, probe, words))
+        })
         .collect();
     for run in runs {
         let (report, kind, probe, words) = run.join().expect("mutant run");
@@ -495,7 +525,8 @@ fn the_reference_attests_its_instance() {
     let rec = report.probe("P5.instance-attestation").expect("record");
     assert_eq!(rec.status, Status::Pass, "{}", rec.reason);
     assert!(
-        rec.reason.contains("certified by built-in-reference@egress-conformance")
+        rec.reason
+            .contains("certified by built-in-reference@egress-conformance")
             && rec.reason.contains("the one served and expected"),
         "{}",
         rec.reason

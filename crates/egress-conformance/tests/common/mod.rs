@@ -67,6 +67,11 @@ pub(crate) struct MirrorProcess {
 
 impl MirrorProcess {
     pub(crate) fn start(snap: &Path, listen: &str) -> Self {
+        Self::start_with(snap, listen, &[])
+    }
+
+    /// [`MirrorProcess::start`] with more flags (e.g. `--instance-dir`).
+    pub(crate) fn start_with(snap: &Path, listen: &str, extra: &[&str]) -> Self {
         let bin = mirror_bin();
         assert!(
             bin.is_file(),
@@ -75,6 +80,7 @@ impl MirrorProcess {
         );
         let mut child = Command::new(bin)
             .args([s(snap), "--listen", listen, "--log-requests"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -113,6 +119,48 @@ impl MirrorProcess {
     pub(crate) fn lines(&self) -> Vec<String> {
         self.log.lock().expect("log").clone()
     }
+}
+
+/// The real mirror started with `--instance-dir DIR/instance`, its
+/// instance key certified with `DIR/key` (the key that signed `snap`) by
+/// `instance certify`, and the certificate deployed; returns the mirror and
+/// the `check` flags that expect this snapshot and binary.
+pub(crate) fn attested_mirror(
+    dir: &Path,
+    snap: &Path,
+    listen: &str,
+) -> (MirrorProcess, Vec<String>) {
+    let inst = dir.join("instance");
+    std::fs::create_dir_all(&inst).expect("mkdir");
+    let mirror = MirrorProcess::start_with(snap, listen, &["--instance-dir", s(&inst)]);
+    ok(
+        &run(&[
+            "instance",
+            "certify",
+            "--key",
+            s(&dir.join("key")),
+            "--instance-key",
+            s(&inst.join("instance.pub")),
+            "--snapshot",
+            s(snap),
+            "--out",
+            s(&inst.join("instance.cert")),
+        ]),
+        "instance certify",
+    );
+    let expect = vec![
+        "--expect-snapshot".to_string(),
+        snapshot_id(snap).to_hex(),
+        "--expect-binary".to_string(),
+        egress_model::Sha256Digest::of(&std::fs::read(mirror_bin()).expect("read the binary"))
+            .to_hex(),
+    ];
+    (mirror, expect)
+}
+
+/// The ID of the snapshot in `snap`: the SHA-256 of its MANIFEST.
+pub(crate) fn snapshot_id(snap: &Path) -> egress_model::Sha256Digest {
+    egress_model::Sha256Digest::of(&std::fs::read(snap.join("MANIFEST")).expect("MANIFEST"))
 }
 
 impl Drop for MirrorProcess {

@@ -63,15 +63,6 @@ pub(crate) fn assert_all_pass(report: &Report) {
     assert_eq!(report.exit_code(), 0);
 }
 
-/// The attestation mutants' kinds, each failing P5.instance-attestation.
-pub(crate) const ATTEST_KINDS: [&str; 5] = [
-    "attest-replayed-nonce",
-    "attest-uncertified-key",
-    "attest-wrong-certificate",
-    "attest-foreign-certificate",
-    "attest-another-snapshot",
-];
-
 /// The other snapshot's creation time: a mirror started on another
 /// snapshot serves the same content under another ID.
 pub(crate) const OTHER_CREATED: &str = "2026-02-02T00:00:00Z";

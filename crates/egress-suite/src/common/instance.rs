@@ -387,10 +387,12 @@ pub fn judge_attestation<P, F: ControlFacts>(
     for cert in &certificates {
         match cert.verify(&allowed) {
             Ok(v) => lab = lab.or(Some(v)),
-            Err(e) => return fail(format!(
+            Err(e) => {
+                return fail(format!(
                 "a wrong certificate: instance key {} is not certified by an allowed lab key: {e}",
                 cert.instance_key.fingerprint()
-            )),
+            ))
+            }
         }
     }
     let lab = lab.map_or_else(String::new, |v| {
