@@ -38,7 +38,7 @@ struct Cli {
 enum Command {
     /// Run the suite against a mirror that speaks the PyPI simple API, or the
     /// npm registry protocol with --protocol npm.
-    Check(check::CheckArgs),
+    Check(Box<check::CheckArgs>),
     /// Write the conformance kit: probe packages (egress-kit-*) to add to
     /// the snapshot under test, so that check can run every snapshot-side
     /// sub-probe on any mirror.
@@ -126,7 +126,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => run_builtin::main(cli.format, cli.out.as_deref()),
-        Some(Command::Check(args)) => check::main(args),
+        Some(Command::Check(args)) => check::main(*args),
         Some(Command::Kit(args)) => kit::main(args),
         Some(Command::Report {
             command: ReportCommand::Verify { path },

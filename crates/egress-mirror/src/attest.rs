@@ -179,7 +179,10 @@ fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
 /// Lowercase hex, [`MIN_NONCE`] to [`MAX_NONCE`] bytes.
 fn parse_nonce(hex: &str) -> Result<Vec<u8>, BadNonce> {
     let digits = hex.as_bytes();
-    if digits.len() % 2 != 0 || digits.len() < MIN_NONCE * 2 || digits.len() > MAX_NONCE * 2 {
+    if !digits.len().is_multiple_of(2)
+        || digits.len() < MIN_NONCE * 2
+        || digits.len() > MAX_NONCE * 2
+    {
         return Err(BadNonce);
     }
     let value = |d: u8| match d {

@@ -12,12 +12,11 @@
 //! 2. the listen address is resolved (no name lookups after confinement);
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
 //!    documents checked, no blob read (blobs are verified as they are
-//!    served);
-//! 3a. with `--instance-dir DIR`: the instance key is made (in memory only),
-//!    its public half written to `DIR/instance.pub`, and the sha256 of
-//!    `/proc/self/exe` computed; `DIR/instance.cert`, the lab's certificate
-//!    of that key, is read whenever it changes (Landlock allows reading
-//!    beneath DIR);
+//!    served); with `--instance-dir DIR`, the instance key is made (in
+//!    memory only), its public half written to `DIR/instance.pub`, and the
+//!    sha256 of `/proc/self/exe` computed; `DIR/instance.cert`, the lab's
+//!    certificate of that key, is read whenever it changes (Landlock allows
+//!    reading beneath DIR);
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
