@@ -13,7 +13,7 @@ use crate::collect::{Collector, Evidence};
 use crate::common::snapshot::{document, input, verified_manifest};
 use crate::facts::{find, success_body, ControlFacts};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Judge, Verdict};
-use egress_model::{Observation, ProbeRecord, Sha256Digest};
+use egress_model::{ProbeRecord, Sha256Digest};
 use egress_signing::{AllowedSigners, Attestation, Certificate, SNAPSHOT_NAMESPACE};
 use egress_snapshot::well_known;
 
@@ -36,13 +36,6 @@ fn answer_label(n: usize) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn recorded_input<'a>(rec: &'a ProbeRecord, name: &str) -> Option<&'a [u8]> {
-    rec.observations.iter().find_map(|o| match o {
-        Observation::Input { name: n, bytes } if n == name => Some(bytes.as_bytes()),
-        _ => None,
-    })
 }
 
 fn push_signers<P>(c: &Collector<P>, ev: &mut Evidence) {
@@ -201,7 +194,7 @@ enum Answer {
 }
 
 fn read_answer(rec: &ProbeRecord, n: usize) -> Result<Answer, Verdict> {
-    let Some(nonce) = recorded_input(rec, &nonce_label(n)) else {
+    let Some(nonce) = document(rec, &nonce_label(n)) else {
         return Err(inconclusive(format!("nonce {n} was not recorded")));
     };
     let Some(ex) = find(rec, &answer_label(n)) else {
