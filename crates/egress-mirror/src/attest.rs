@@ -10,7 +10,7 @@
 //! chain proves, and what it cannot: docs/threat-model.md.
 
 use egress_model::Sha256Digest;
-use egress_signing::instance::{MAX_CERTIFICATE, MAX_NONCE, MIN_NONCE};
+use egress_signing::instance::{MAX_CERTIFICATE, MAX_CONFINEMENT, MAX_NONCE, MIN_NONCE};
 use egress_signing::{Certificate, InstanceKey, PublicKey, Statement};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -73,11 +73,17 @@ pub struct BadNonce;
 impl Attestor {
     /// An attestor with no certificate (yet): its statements are
     /// uncertified until one is set.
+    /// The confinement text is cut to [`MAX_CONFINEMENT`] bytes (on a
+    /// character boundary), the most a statement may carry.
     pub fn new(key: InstanceKey, binary: Sha256Digest, confinement: impl Into<String>) -> Self {
+        let mut confinement: String = confinement.into();
+        while confinement.len() > MAX_CONFINEMENT {
+            confinement.pop();
+        }
         Self {
             key,
             binary,
-            confinement: confinement.into(),
+            confinement,
             certificate: CertificateSource::None,
         }
     }
@@ -245,6 +251,19 @@ mod tests {
         ] {
             assert_eq!(parse_nonce(&bad), Err(BadNonce), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_long_confinement_still_makes_a_statement_that_parses() {
+        let a = Attestor::new(
+            InstanceKey::from_seed([5; 32]),
+            Sha256Digest::of(b"b"),
+            "é".repeat(MAX_CONFINEMENT),
+        );
+        let text = a.answer(Sha256Digest::of(b"m"), &"ab".repeat(32)).unwrap();
+        let parsed = egress_signing::Attestation::parse(text.as_bytes()).unwrap();
+        assert!(parsed.statement.confinement.len() <= MAX_CONFINEMENT);
+        parsed.verify_signature().unwrap();
     }
 
     #[test]
