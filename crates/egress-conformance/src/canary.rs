@@ -31,6 +31,12 @@ pub struct CanaryArgs {
     /// by the tripwire (default: http:// and the address bound).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// Also answer DNS on ADDR (UDP, e.g. 0.0.0.0:53): every A query with
+    /// the canary's IPv4 address, every AAAA with its IPv6 one, each name
+    /// logged on standard output (`dns query: NAME TYPE from PEER`), so that
+    /// a lookup a sandbox's resolver carries out is seen arriving.
+    #[arg(long, value_name = "ADDR")]
+    pub dns: Option<String>,
 }
 
 pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
@@ -53,6 +59,14 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
             ));
         }
     }
+    let dns: Option<SocketAddr> = match &args.dns {
+        Some(d) => Some(d.parse().map_err(|_| {
+            Failure::usage(format!(
+                "--dns {d}: give an IP address and a port, e.g. 0.0.0.0:53"
+            ))
+        })?),
+        None => None,
+    };
     let signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -82,9 +96,28 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
             Box::new(move || c.stop())
         }
     };
+    // The DNS answer: the canary's own address, where it has one.
+    let responder = match dns {
+        Some(at) => {
+            let answers: Vec<std::net::IpAddr> = [listen.ip(), at.ip()]
+                .into_iter()
+                .filter(|ip| !ip.is_unspecified())
+                .collect();
+            let r = egress_references::dns::DnsResponder::serve(at, answers, |q| {
+                egress_cli::outln!("dns query: {} {} from {}", q.name, q.qtype, q.from);
+            })
+            .map_err(|e| Failure::internal(format!("cannot listen for DNS on {at}: {e}")))?;
+            egress_cli::outln!("dns: {}", r.addr());
+            Some(r)
+        }
+        None => None,
+    };
     egress_cli::outln!("secret file: {}", args.secret_file.display());
     let mut signals = signals;
     let _ = signals.forever().next();
+    if let Some(r) = responder {
+        r.stop();
+    }
     running();
     Ok(exit::PASS)
 }

@@ -10,12 +10,14 @@
 
 pub mod canary;
 pub mod check;
+pub mod combined;
 pub mod instance;
 pub mod keygen;
 pub mod kit;
 pub mod output;
 pub mod run_builtin;
 pub mod run_testbed;
+pub mod sandbox_scan;
 pub mod snapshot;
 pub mod verify;
 

@@ -4,8 +4,8 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, snapshot, verify,
-    Failure, Format,
+    canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
+    snapshot, verify, Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +73,11 @@ enum Command {
     /// mirror to use as its upstream during `check --canary`; its log and
     /// controls need the secret in --secret-file.
     Canary(canary::CanaryArgs),
+    /// Run inside a sandbox: report every path out (routes, resolvers,
+    /// proxies, client configs, lockfiles, reachable addresses, DNS, the
+    /// mirror's CONNECT), each with its evidence; PASS only when the mirror
+    /// is the one thing reachable.
+    SandboxScan(sandbox_scan::SandboxScanArgs),
 }
 
 #[derive(Subcommand)]
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
         }) => snapshot::verify(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
+        Some(Command::SandboxScan(args)) => sandbox_scan::main(args),
     };
     // A closed pipe on stdout is a normal end; any other failure to write
     // the results is one.

@@ -274,3 +274,66 @@ fn check_exit_codes_follow_the_verdicts() {
 fn url_of(s: &str) -> egress_model::Url {
     egress_model::Url::parse(s).expect("url")
 }
+
+#[test]
+fn sandbox_scan_usage_errors_exit_2_with_one_line_and_scan_nothing() {
+    // Each is refused before any file is read or any packet sent.
+    for (args, needle) in [
+        (vec!["sandbox-scan"], "--mirror"),
+        (
+            vec!["sandbox-scan", "--mirror", "ftp://198.51.100.1/"],
+            "--mirror ftp://198.51.100.1/",
+        ),
+        (
+            vec![
+                "sandbox-scan",
+                "--mirror",
+                "http://198.51.100.1/",
+                "--canary",
+                "203.0.113.1",
+            ],
+            "--canary 203.0.113.1: give an IP address and a port",
+        ),
+        (
+            vec![
+                "sandbox-scan",
+                "--mirror",
+                "http://198.51.100.1/",
+                "--canary-zone",
+                "a..b",
+            ],
+            "--canary-zone a..b",
+        ),
+        (
+            vec![
+                "sandbox-scan",
+                "--mirror",
+                "http://198.51.100.1/",
+                "--lockfiles",
+                "/nonexistent/locks",
+            ],
+            "--lockfiles /nonexistent/locks: not a directory",
+        ),
+        (
+            vec!["canary", "--listen", "127.0.0.1:0", "--dns", "53"],
+            "--dns 53",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let line = stderr_line(&o);
+        assert!(line.contains(needle), "{args:?}: {line}");
+    }
+    // An unreadable CA file is a bad input (4), found before any scan.
+    let o = run(&[
+        "sandbox-scan",
+        "--mirror",
+        "https://198.51.100.1/",
+        "--cacert",
+        "/nonexistent/ca.pem",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(o.stdout.is_empty());
+    assert!(stderr_line(&o).contains("--cacert /nonexistent/ca.pem"));
+}

@@ -2,7 +2,8 @@
 //! built by `egress-conformance snapshot build` from the canary upstream on
 //! loopback, the canary is stopped, and `egress-mirror` (the real binary)
 //! serves the snapshot to real pip and real uv at the versions pinned in
-//! scripts/clients.txt (installed by scripts/setup-clients).
+//! scripts/clients.txt (installed by scripts/setup-clients), over http and
+//! over https with a test CA.
 
 use egress_model::Sha256Digest;
 use egress_references::pypi::canary::Canary;
@@ -12,6 +13,7 @@ use std::process::{Command, Output};
 mod common;
 
 use common::{mirror_bin, ok, run, s, tmpdir, workspace, MirrorProcess};
+use egress_testca::TestCa;
 
 /// The pinned clients; set up by scripts/setup-clients (scripts/test runs it).
 fn clients() -> PathBuf {
@@ -593,6 +595,114 @@ fn the_kit_installs_with_pip_and_uv() {
     assert!(
         !lines.iter().any(|l| l.contains("egress_kit_tripwire-")),
         "the tripwire's sdist was fetched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Over https, with the mirror's own TLS (`--tls-cert/--tls-key`): pip
+/// trusts the test CA with `--cert`, uv with `SSL_CERT_FILE` (uv's
+/// documented way to add a CA bundle; it reads no system store by
+/// default). Without the CA, pip refuses the certificate and installs
+/// nothing.
+/// [`pip_install`] trusting only what it is told: no CA bundle from the
+/// environment (requests lets `REQUESTS_CA_BUNDLE` or `CURL_CA_BUNDLE`
+/// override `--cert`).
+fn pip_install_tls() -> Command {
+    let mut c = pip_install();
+    c.arg("--disable-pip-version-check");
+    for k in [
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+#[test]
+fn pip_and_uv_install_over_https_with_a_test_ca() {
+    let dir = tmpdir("egress-clients-https");
+    let snap = snapshot_from_canary(&dir, present_requirements);
+    let ca = TestCa::new(&dir);
+    let mirror = MirrorProcess::start_tls(&snap, "127.0.0.1:0", &ca);
+    let index = format!("{}/simple/", mirror.base);
+
+    let untrusted = pip_install_tls()
+        .args([
+            "--index-url",
+            &index,
+            "--retries",
+            "0",
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--target",
+            s(&dir.join("untrusted")),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("pip");
+    assert!(!untrusted.status.success(), "pip trusted an unknown CA");
+    assert!(!dir.join("untrusted/ec_present").exists());
+
+    let target = dir.join("pip-site");
+    let o = pip_install_tls()
+        .args([
+            "--index-url",
+            &index,
+            "--cert",
+            s(&ca.ca_cert),
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--target",
+            s(&target),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("pip");
+    ok(&o, "pip install --cert over https");
+    assert!(target.join("ec_present/__init__.py").is_file());
+    assert!(target.join("ec_template_text/__init__.py").is_file());
+
+    let target = dir.join("uv-site");
+    let o = client(&clients().join("bin/uv"))
+        .env("SSL_CERT_FILE", &ca.ca_cert)
+        .env_remove("SSL_CERT_DIR")
+        .args([
+            "pip",
+            "install",
+            "--python",
+            s(&clients().join("bin/python")),
+            "--cache-dir",
+            s(&dir.join("uv-cache")),
+            "--index-url",
+            &index,
+            "--target",
+            s(&target),
+            "-r",
+            s(&dir.join("requirements.txt")),
+        ])
+        .output()
+        .expect("uv");
+    ok(&o, "uv pip install with SSL_CERT_FILE over https");
+    assert!(target.join("ec_present/__init__.py").is_file());
+
+    let lines = mirror.lines();
+    let requests: Vec<&String> = lines.iter().filter(|l| l.contains(" request ")).collect();
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains(&format!("{WHEEL} status=200"))),
+        "{lines:#?}"
+    );
+    assert!(
+        requests.iter().all(|l| l.contains("status=200")),
+        "{lines:#?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

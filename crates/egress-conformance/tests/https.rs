@@ -1,177 +1,35 @@
-//! `check` over https: the reference mirror behind a TLS front whose
-//! certificate is issued by a test CA given with `--cacert`; without it the
-//! certificate is not trusted and the run is inconclusive.
+//! `check` over https against the mirror's own TLS (`--tls-cert/--tls-key`,
+//! here its library form): the certificate is issued by a test CA given
+//! with `--cacert`; without it the certificate is not trusted and the run
+//! is inconclusive.
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use egress_testca::TestCa;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let st = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl is installed (Debian: openssl)");
-    assert!(
-        st.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-}
-
-/// A test CA and a leaf for localhost and 127.0.0.1, made with the openssl CLI.
-fn make_certs(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=egress test CA",
-    ]);
-    openssl(dir, &ca);
-    let mut leaf = vec!["req"];
-    leaf.extend(ec);
-    leaf.extend([
-        "-keyout",
-        "leaf.key",
-        "-out",
-        "leaf.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(dir, &leaf);
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write ext");
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "leaf.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "leaf.ext",
-        ],
-    );
-}
-
-/// Reads one request (head and Content-Length body) from the client.
-fn read_request(s: &mut impl Read) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + len {
-                return buf;
-            }
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return buf,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-/// Terminates TLS and relays one request per connection to `backend`.
-fn tls_front(dir: &Path, backend: String) -> u16 {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(dir.join("leaf.pem"))
-        .expect("pem")
-        .map(|c| c.expect("cert"))
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(dir.join("leaf.key")).expect("key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = Arc::new(
-        rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("server config"),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            let cfg = cfg.clone();
-            let backend = backend.clone();
-            std::thread::spawn(move || {
-                let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
-                let Ok(conn) = rustls::ServerConnection::new(cfg) else {
-                    return;
-                };
-                let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let req = read_request(&mut tls);
-                if req.is_empty() {
-                    return;
-                }
-                let Ok(mut up) = TcpStream::connect(&backend) else {
-                    return;
-                };
-                let _ = up.write_all(&req);
-                let mut resp = Vec::new();
-                let _ = up.set_read_timeout(Some(Duration::from_secs(5)));
-                let _ = up.read_to_end(&mut resp);
-                let _ = tls.write_all(&resp);
-                tls.conn.send_close_notify();
-                let _ = tls.flush();
-            });
-        }
-    });
-    port
-}
 
 #[test]
 fn check_speaks_https_with_a_given_ca() {
     let dir = std::env::temp_dir().join(format!("egress-https-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("mkdir");
-    make_certs(&dir);
+    let ca = TestCa::new(&dir);
     let canary = egress_references::pypi::builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
     let snapshot =
         egress_references::pypi::builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
-    let mirror = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0").expect("serve");
-    let port = tls_front(&dir, mirror.addr().to_string());
+    snapshot.check().expect("a consistent snapshot");
+    let tls = egress_mirror::tls::load(&ca.server.cert, &ca.server.key).expect("certificate");
+    let mirror = egress_mirror::serve_mirror_tls(
+        egress_mirror::Mirror::new(Arc::new(snapshot)),
+        "127.0.0.1:0",
+        tls,
+    )
+    .expect("serve");
     std::fs::write(
         dir.join("allowed_signers"),
         egress_references::builtin::demo_signers(),
     )
     .expect("write");
-    let url = format!("https://localhost:{port}/simple/");
+    let url = format!("https://localhost:{}/simple/", mirror.addr().port());
     let bin = env!("CARGO_BIN_EXE_egress-conformance");
 
     let o = Command::new(bin)
@@ -179,7 +37,7 @@ fn check_speaks_https_with_a_given_ca() {
             "check",
             &url,
             "--cacert",
-            "ca.pem",
+            ca.ca_cert.to_str().expect("utf-8"),
             "--allowed-signers",
             "allowed_signers",
             "--absent",
@@ -196,6 +54,13 @@ fn check_speaks_https_with_a_given_ca() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("C.file"), "{text}");
+    for p in ["P1", "P2", "P3", "P4", "P5", "P6"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{p} ")) && l.contains(": PASS")),
+            "{p}: {text}"
+        );
+    }
 
     // Without the CA the certificate is not trusted: nothing can be judged.
     let o = Command::new(bin)

@@ -4,7 +4,9 @@
 //! registry.npmjs.org), `egress-conformance snapshot build --npm-lock` builds
 //! the snapshot from it, the canary is stopped, and the real `egress-mirror`
 //! binary serves the snapshot on the canary's port to `npm ci` and
-//! `npm install`. Skipped when npm is not installed.
+//! `npm install`, over http and over https (the mirror's own TLS, the test
+//! CA given to node with `NODE_EXTRA_CA_CERTS`). Skipped when npm is not
+//! installed.
 //!
 //! The snapshot replays the canary's registry signatures and keys, and real
 //! `npm audit signatures` verifies them against the mirror, offline (see
@@ -19,6 +21,7 @@ use std::process::{Command, Output};
 mod common;
 
 use common::{ok, run, s, tmpdir, MirrorProcess};
+use egress_testca::TestCa;
 
 /// scripts/test installs npm; a test that skipped without it would prove
 /// nothing, so its absence fails the test.
@@ -936,5 +939,103 @@ fn the_kit_installs_with_npm() {
         Some("1.1.0")
     );
     drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Over https with the mirror's own TLS: the snapshot names the https
+/// registry URL, node trusts the test CA through `NODE_EXTRA_CA_CERTS`, and
+/// `npm ci` (lock URLs moved to the registry's origin) and `npm install`
+/// (tarball URLs from the packuments) both install. Without the CA, npm
+/// refuses the certificate.
+#[test]
+fn npm_installs_over_https_with_node_extra_ca_certs() {
+    require_npm();
+    let dir = tmpdir("egress-npm-clients-https");
+    let canary = NpmCanary::start().expect("canary");
+    let project = locked_project(&dir, &canary);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let registry = format!("https://127.0.0.1:{port}/");
+    let snap = dir.join("snap");
+    let o = build(&dir, &project.join("package-lock.json"), &registry, &snap);
+    ok(
+        &o,
+        "snapshot build --npm-lock --npm-registry-url https://...",
+    );
+    canary.stop();
+
+    let ca = TestCa::new(&dir);
+    let mirror = MirrorProcess::start_tls(&snap, &format!("127.0.0.1:{port}"), &ca);
+    assert_eq!(format!("{}/", mirror.base), registry);
+    let npm_tls = |project: &Path, cache: &str, args: &[&str], trusted: bool| {
+        let mut cmd = npm_command(project, &dir.join(cache), &registry, args);
+        if trusted {
+            cmd.env("NODE_EXTRA_CA_CERTS", &ca.ca_cert);
+        } else {
+            cmd.env_remove("NODE_EXTRA_CA_CERTS");
+        }
+        cmd.output().expect("run npm")
+    };
+
+    let untrusted = fresh_copy(&project, &dir.join("untrusted"));
+    let o = npm_tls(
+        &untrusted,
+        "untrusted-cache",
+        &[
+            "ci",
+            "--replace-registry-host",
+            "always",
+            "--fetch-retries",
+            "0",
+        ],
+        false,
+    );
+    assert!(
+        !o.status.success(),
+        "npm trusted an unknown CA: {}",
+        text(&o)
+    );
+    assert!(!untrusted.join("node_modules/ec-present").exists());
+
+    let ci = fresh_copy(&project, &dir.join("ci"));
+    let o = npm_tls(
+        &ci,
+        "ci-cache",
+        &["ci", "--replace-registry-host", "always"],
+        true,
+    );
+    ok(&o, "npm ci over https");
+    assert_locked_versions(&ci);
+
+    let fresh = dir.join("install");
+    std::fs::create_dir_all(&fresh).expect("mkdir");
+    std::fs::write(
+        fresh.join("package.json"),
+        r#"{"name":"fresh","version":"0.0.0","private":true}"#,
+    )
+    .expect("package.json");
+    let o = npm_tls(
+        &fresh,
+        "install-cache",
+        &["install", "ec-present", "@ec/scoped@^1"],
+        true,
+    );
+    ok(&o, "npm install over https");
+    assert_locked_versions(&fresh);
+
+    let lines = mirror.lines();
+    let requests: Vec<&String> = lines.iter().filter(|l| l.contains(" request ")).collect();
+    for want in [
+        "target=/ec-present/-/ec-present-1.1.0.tgz status=200",
+        "target=/@ec/scoped/-/scoped-1.0.0.tgz status=200",
+        "target=/@ec%2fscoped status=200",
+    ] {
+        assert!(
+            requests.iter().any(|l| l.contains(want)),
+            "{want}: {lines:#?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

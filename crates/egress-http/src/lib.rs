@@ -1,39 +1,59 @@
-//! egress-http: a small, blocking HTTP/1.1 **server** library.
+//! egress-http: a small, event-driven HTTP/1.1 **server** library.
 //!
 //! It serves the reference mirror and the test fixtures. It deliberately
 //! contains no HTTP client: the mirror must have no way to fetch anything.
 //!
-//! Design, in short:
-//! - one thread per connection, at most [`Limits::max_connections`] of them;
-//!   beyond that a connection gets `503` and is closed;
-//! - requests are parsed strictly (see `parse.rs`): anything ambiguous is a
-//!   4xx/5xx followed by closing the connection;
+//! Design, in short (docs/architecture.md, "The serving core", has the why):
+//! - connections are tasks on a tokio multi-thread runtime, one per server,
+//!   with as many workers as cores: an idle or slow client costs memory, not
+//!   a thread. The total is bounded by [`Limits::max_connections`] (by
+//!   default derived from the open-file limit) and each client address by
+//!   [`Limits::max_connections_per_client`]; beyond either a connection gets
+//!   `503` and is closed, and a rate-limited line on stderr names the limit;
+//! - requests are parsed strictly by this crate's own parser (`parse.rs`),
+//!   driven as bytes arrive: anything ambiguous is a 4xx/5xx followed by
+//!   closing the connection;
 //! - the request-target is handed to the handler exactly as received, never
 //!   decoded or normalised, in any form (origin, absolute, authority, `*`);
-//! - every request must arrive completely within [`Limits::read_timeout`] of
-//!   its first byte, and an idle keep-alive connection is closed after the same
-//!   time, which bounds slowloris-style clients;
+//! - a request head must arrive within [`Limits::head_timeout`] of its first
+//!   byte and the whole request within [`Limits::read_timeout`]; an idle
+//!   keep-alive connection is closed after [`Limits::idle_timeout`]. Together
+//!   with the per-client limit this bounds slowloris-style clients;
+//! - the [`Handler`] is synchronous and may block: it runs on the runtime's
+//!   blocking pool, unless the server is told it never blocks
+//!   ([`Config::handler_never_blocks`]);
 //! - responses always carry `Content-Length`, never chunked framing;
-//! - file bodies are copied to the socket ([`Body::File`]), except files
-//!   the kernel keeps immutable ([`Body::Sealed`]), which go out zero-copy
-//!   with `sendfile(2)`;
+//! - file bodies are read in large chunks on the blocking pool and copied to
+//!   the socket ([`Body::File`]), except files the kernel keeps immutable
+//!   ([`Body::Sealed`]), which go out zero-copy with `sendfile(2)`;
 //! - a panicking handler produces a `500`, not a dead server.
+//!
+//! Serving one connection ([`Service::serve_http1`]) is generic over the
+//! byte stream ([`Transport`]), and [`Config::acceptor`] lets a caller take
+//! each accepted socket over (e.g. a TLS handshake, then HTTP/1.1 or another
+//! protocol reusing [`Service::respond`]). [`tls_acceptor`] is that for
+//! https: rustls, then HTTP/2 ([`Service::serve_http2`], hyper's HTTP/2
+//! server mapped onto the same handler path) when the client chose `h2` by
+//! ALPN, else HTTP/1.1 with the same codec as plain connections.
 
+mod conn;
+mod h2;
 mod parse;
 mod sealed;
+mod server;
+mod shared;
+mod tls;
 mod write;
 
+pub use conn::{Service, Transport};
 pub use sealed::SealedFile;
+pub use server::{Acceptor, Config, Server, ServerHandle};
+pub use tls::{tls_acceptor, ALPN_H2, ALPN_HTTP1};
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
 
 use parse::Fail;
 
@@ -200,7 +220,11 @@ pub enum Reply {
     /// Write the response head and body verbatim (any status 100..=999, no
     /// framing fields added), then hand the raw stream over: used for CONNECT
     /// tunnels and deliberately hostile fixtures. The stream is handed over
-    /// with read and write timeouts set to `read_timeout`. Bytes the client
+    /// as a blocking socket with read and write timeouts set to
+    /// `read_timeout`, and the closure runs on the blocking pool, so it may
+    /// block or sleep. Only a plain TCP connection can be handed over (see
+    /// [`Transport`]); on any other the connection is closed instead. Bytes
+    /// the client
     /// sent after the request and that were already buffered are discarded,
     /// so the client must wait for the response before speaking (as CONNECT
     /// clients do).
@@ -226,11 +250,13 @@ impl std::fmt::Debug for Reply {
     }
 }
 
-/// Handles one request. Called on the connection's thread; may block.
+/// Handles one request. Called on a thread of the runtime's blocking pool
+/// (or inline on a worker when [`Config::handler_never_blocks`] is set); may
+/// block unless that setting says otherwise.
 pub trait Handler: Send + Sync + 'static {
     fn handle(&self, req: Request) -> Reply;
 
-    /// Called on the connection's thread while `response`, whose body is the
+    /// Called (where [`Handler::handle`] is) while `response`, whose body is the
     /// [`Body::File`] `file`, is being sent: after all but its last byte have
     /// been copied to the client and before that last byte is. Returning
     /// `false` aborts the response: the last byte is not sent and the
@@ -259,12 +285,45 @@ pub struct Limits {
     pub max_head_bytes: usize,
     /// Decoded request body; larger bodies get 413.
     pub max_body_bytes: usize,
-    /// Bound on waiting for a request on an idle connection, and on receiving
-    /// a whole request (head and body) once its first byte arrived. Also the
-    /// per-write timeout. Must be non-zero.
+    /// Bound on receiving a whole request (head and body) once its first
+    /// byte arrived; also the bound on each write. Caps
+    /// [`Limits::head_timeout`] and [`Limits::idle_timeout`]. Must be
+    /// non-zero.
     pub read_timeout: Duration,
-    /// Concurrent connections served; more get 503 and are closed.
+    /// Bound on receiving a request head once its first byte arrived (at
+    /// most `read_timeout`). A client that has not finished its head by then
+    /// is disconnected without an answer.
+    pub head_timeout: Duration,
+    /// Bound on waiting for the next request on a kept-alive connection (at
+    /// most `read_timeout`).
+    pub idle_timeout: Duration,
+    /// Concurrent connections served in total; more get 503 and are closed.
+    /// The default follows the open-file limit ([`default_max_connections`]).
     pub max_connections: usize,
+    /// Concurrent connections served per client IP address; more get 503
+    /// and are closed. 0 means no per-client limit.
+    pub max_connections_per_client: usize,
+}
+
+/// The default [`Limits::max_connections_per_client`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+
+/// The default [`Limits::max_connections`]: half the process's open-file
+/// limit (RLIMIT_NOFILE, soft) as it is when called, so that every
+/// connection can also hold an open file body, and at least 256. Raise the
+/// limit (`ulimit -n`, or `setrlimit` as egress-mirror does at start) before
+/// making the [`Limits`] to serve more.
+pub fn default_max_connections() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        let soft = soft.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        (soft / 2).max(256)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        256
+    }
 }
 
 impl Default for Limits {
@@ -273,7 +332,10 @@ impl Default for Limits {
             max_head_bytes: 64 * 1024,
             max_body_bytes: 16 * 1024 * 1024,
             read_timeout: Duration::from_secs(10),
-            max_connections: 256,
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
+            max_connections: default_max_connections(),
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
         }
     }
 }
@@ -308,524 +370,4 @@ pub fn parse_request(bytes: &[u8], limits: &Limits) -> Result<Request, Refusal> 
         body,
         peer: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
     })
-}
-
-/// Entry point; see [`Server::bind`].
-pub struct Server;
-
-impl Server {
-    /// Binds `addr` and serves `handler` on a background accept thread until
-    /// the returned handle is stopped or dropped.
-    pub fn bind(
-        addr: impl ToSocketAddrs,
-        handler: impl Handler,
-        limits: Limits,
-    ) -> io::Result<ServerHandle> {
-        if limits.read_timeout.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "read_timeout must be non-zero",
-            ));
-        }
-        let listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            handler: Box::new(handler),
-            limits,
-            stopping: AtomicBool::new(false),
-            conns: Mutex::new(HashMap::new()),
-            refusing: AtomicUsize::new(0),
-        });
-        let accept_shared = Arc::clone(&shared);
-        let accept = thread::Builder::new()
-            .name(format!("egress-http-accept-{}", addr.port()))
-            .spawn(move || accept_loop(listener, accept_shared))?;
-        Ok(ServerHandle {
-            addr,
-            shared,
-            accept: Some(accept),
-        })
-    }
-
-    /// Binds `127.0.0.1:0` with default limits.
-    pub fn bind_loopback(handler: impl Handler) -> io::Result<ServerHandle> {
-        Server::bind((Ipv4Addr::LOCALHOST, 0), handler, Limits::default())
-    }
-}
-
-/// A running server. Stops on [`ServerHandle::stop`] or drop.
-pub struct ServerHandle {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl ServerHandle {
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `http://IP:PORT`, with a loopback IP if bound to an unspecified address.
-    pub fn base_url(&self) -> String {
-        format!("http://{}", reachable(self.addr))
-    }
-
-    /// Number of connections currently being served.
-    pub fn connections(&self) -> usize {
-        lock(&self.shared.conns).len()
-    }
-
-    /// Stops accepting, joins the accept thread and shuts down every open
-    /// connection (idle keep-alive ones and taken-over streams included).
-    /// Handlers that are running finish on their own threads; their writes
-    /// fail.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        let Some(accept) = self.accept.take() else {
-            return;
-        };
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        // The accept thread is blocked in accept(); a connection to ourselves
-        // wakes it and it sees the flag. Retried in case the backlog is full;
-        // if it can never be woken it is left detached (it exits on the next
-        // connection) rather than hanging the caller.
-        let wake = reachable(self.addr);
-        'wake: for _ in 0..20 {
-            let _ = TcpStream::connect_timeout(&wake, Duration::from_millis(100));
-            for _ in 0..100 {
-                if accept.is_finished() {
-                    break 'wake;
-                }
-                thread::sleep(Duration::from_millis(1));
-            }
-        }
-        if accept.is_finished() {
-            let _ = accept.join();
-        }
-        // Invariant: every connection is registered by the accept thread
-        // before its thread starts, and the accept thread has stopped, so this
-        // reaches all of them.
-        for stream in lock(&self.shared.conns).values() {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for ServerHandle {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
-}
-
-/// Read and write size for file bodies.
-const FILE_CHUNK: usize = 64 * 1024;
-/// Refusals (503) are answered on their own short-lived threads so the accept
-/// loop never blocks; this caps those threads too. Past it, sockets are simply
-/// closed.
-const MAX_REFUSING: usize = 32;
-/// How long, at most, a closing connection drains unread input so that the
-/// final response is not destroyed by a TCP reset.
-const LINGER: Duration = Duration::from_secs(2);
-const LINGER_BYTES: usize = 256 * 1024;
-
-struct Shared {
-    handler: Box<dyn Handler>,
-    limits: Limits,
-    stopping: AtomicBool,
-    /// Open connections by id, as clones of their streams so `stop` can shut
-    /// them down. Its length is the connection count the cap applies to.
-    conns: Mutex<HashMap<u64, TcpStream>>,
-    refusing: AtomicUsize,
-}
-
-/// Nothing panics while holding the lock, but a poisoned map is still
-/// consistent (single insert/remove operations), so poisoning is ignored.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn reachable(addr: SocketAddr) -> SocketAddr {
-    match addr {
-        SocketAddr::V4(a) if a.ip().is_unspecified() => (Ipv4Addr::LOCALHOST, a.port()).into(),
-        SocketAddr::V6(a) if a.ip().is_unspecified() => (Ipv6Addr::LOCALHOST, a.port()).into(),
-        a => a,
-    }
-}
-
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut next_id = 0u64;
-    loop {
-        let accepted = listener.accept();
-        if shared.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        match accepted {
-            Ok((stream, peer)) => {
-                next_id += 1;
-                dispatch(stream, peer, next_id, &shared);
-            }
-            // E.g. out of file descriptors: back off instead of spinning.
-            Err(_) => thread::sleep(Duration::from_millis(10)),
-        }
-    }
-}
-
-/// Removes a connection from the registry when its thread ends, however it
-/// ends (including a panic or a failed spawn).
-struct Registration {
-    id: u64,
-    shared: Arc<Shared>,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        lock(&self.shared.conns).remove(&self.id);
-    }
-}
-
-struct Refusing(Arc<Shared>);
-
-impl Drop for Refusing {
-    fn drop(&mut self) {
-        self.0.refusing.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-fn dispatch(stream: TcpStream, peer: SocketAddr, id: u64, shared: &Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
-    let admitted = {
-        let mut conns = lock(&shared.conns);
-        if conns.len() >= shared.limits.max_connections {
-            false
-        } else {
-            let Ok(clone) = stream.try_clone() else {
-                return;
-            };
-            conns.insert(id, clone);
-            true
-        }
-    };
-    if admitted {
-        let registration = Registration {
-            id,
-            shared: Arc::clone(shared),
-        };
-        // If spawning fails the closure is dropped: the stream closes and the
-        // registration is removed.
-        let _ = thread::Builder::new()
-            .name("egress-http-conn".into())
-            .spawn(move || {
-                let shared = Arc::clone(&registration.shared);
-                serve_connection(stream, peer, &shared);
-                drop(registration);
-            });
-        return;
-    }
-    if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING {
-        shared.refusing.fetch_sub(1, Ordering::SeqCst);
-        return;
-    }
-    let guard = Refusing(Arc::clone(shared));
-    let _ = thread::Builder::new()
-        .name("egress-http-refuse".into())
-        .spawn(move || {
-            let _guard = guard;
-            let _ = stream.set_write_timeout(Some(LINGER));
-            let resp = Response::text(503, "too many connections\n");
-            if send(&stream, &resp, false, Some("close"), None).is_ok() {
-                linger_close(&stream);
-            }
-        });
-}
-
-/// A reader over the connection that fails with `TimedOut` once `deadline`
-/// has passed. `set_read_timeout` alone bounds each read, not the request: a
-/// client dripping one byte every few seconds would never trip it.
-struct Deadline {
-    stream: TcpStream,
-    deadline: Instant,
-}
-
-impl Read for Deadline {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let left = self.deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(io::ErrorKind::TimedOut.into());
-            }
-            self.stream.set_read_timeout(Some(left))?;
-            match self.stream.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
-    }
-}
-
-fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
-    let limits = &shared.limits;
-    let _ = stream.set_write_timeout(Some(limits.read_timeout));
-    let mut reader = BufReader::new(Deadline {
-        stream,
-        deadline: Instant::now() + limits.read_timeout,
-    });
-    loop {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        // Idle wait for the next request, bounded by read_timeout. EOF, a
-        // timeout or an error here is an ordinary end of the connection.
-        reader.get_mut().deadline = Instant::now() + limits.read_timeout;
-        match reader.fill_buf() {
-            Ok(buf) if !buf.is_empty() => {}
-            _ => return,
-        }
-        // From its first byte the whole request must arrive in read_timeout.
-        reader.get_mut().deadline = Instant::now() + limits.read_timeout;
-
-        let head = match parse::read_head(&mut reader, limits) {
-            Ok(head) => head,
-            Err(fail) => return refuse(&reader.get_ref().stream, fail),
-        };
-        if head.expect_continue
-            && (&reader.get_ref().stream)
-                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .is_err()
-        {
-            return;
-        }
-        let body = match parse::read_body(&mut reader, head.framing, limits) {
-            Ok(body) => body,
-            Err(fail) => return refuse(&reader.get_ref().stream, fail),
-        };
-
-        let head_request = head.method == Method::Head;
-        let http10 = head.version == "HTTP/1.0";
-        let mut keep_alive = head.keep_alive;
-        let req = Request {
-            method: head.method,
-            target: head.target,
-            version: head.version,
-            headers: head.headers,
-            body,
-            peer,
-        };
-        // The handler is caller code; a panic in it must not take the
-        // connection thread down with the registry entry in an odd state, and
-        // the client deserves an answer.
-        let reply = match catch_unwind(AssertUnwindSafe(|| shared.handler.handle(req))) {
-            Ok(reply) => reply,
-            Err(_) => {
-                keep_alive = false;
-                Reply::Response(Response::text(500, "handler panicked\n"))
-            }
-        };
-
-        match reply {
-            Reply::Response(resp) => {
-                let resp = if (200..=599).contains(&resp.status) && write::headers_valid(&resp) {
-                    resp
-                } else {
-                    keep_alive = false;
-                    Response::text(500, "invalid response from handler\n")
-                };
-                keep_alive &= !write::wants_close(&resp);
-                let connection = match (keep_alive, http10) {
-                    (false, _) => Some("close"),
-                    (true, true) => Some("keep-alive"),
-                    (true, false) => None,
-                };
-                let stream = &reader.get_ref().stream;
-                let handler: &dyn Handler = &*shared.handler;
-                if send(stream, &resp, head_request, connection, Some(handler)).is_err() {
-                    // The response may be incomplete (a write failed, or a
-                    // file body was refused before its last byte): end the
-                    // connection at once so nothing is read as a complete
-                    // response or as the start of the next one.
-                    let _ = stream.shutdown(Shutdown::Both);
-                    return;
-                }
-                if !keep_alive {
-                    return linger_close(stream);
-                }
-            }
-            Reply::Takeover(resp, take) => {
-                let stream = &reader.get_ref().stream;
-                if !(100..=999).contains(&resp.status) || !write::headers_valid(&resp) {
-                    let resp = Response::text(500, "invalid response from handler\n");
-                    if send(stream, &resp, head_request, Some("close"), None).is_ok() {
-                        linger_close(stream);
-                    }
-                    return;
-                }
-                let head = write::takeover_head(&resp);
-                let written = match &resp.body {
-                    Body::File(file, len) => write_all(stream, &[&head])
-                        .and_then(|()| send_file(stream, file, *len, |_| true)),
-                    Body::Sealed(sealed) => {
-                        write_all(stream, &[&head]).and_then(|()| send_sealed(stream, sealed))
-                    }
-                    body => write_all(stream, &[&head, body.as_bytes()]),
-                };
-                if written.is_err() {
-                    return;
-                }
-                return hand_over(reader, limits, take);
-            }
-            Reply::Raw(take) => return hand_over(reader, limits, take),
-        }
-    }
-}
-
-fn hand_over(
-    reader: BufReader<Deadline>,
-    limits: &Limits,
-    take: Box<dyn FnOnce(TcpStream) + Send>,
-) {
-    let stream = reader.into_inner().stream;
-    let _ = stream.set_read_timeout(Some(limits.read_timeout));
-    let _ = stream.set_write_timeout(Some(limits.read_timeout));
-    // A panic here would only end this thread, but catching it keeps the
-    // registry cleanup on the normal path.
-    let _ = catch_unwind(AssertUnwindSafe(move || take(stream)));
-}
-
-fn write_all(mut stream: &TcpStream, parts: &[&[u8]]) -> io::Result<()> {
-    for part in parts {
-        stream.write_all(part)?;
-    }
-    stream.flush()
-}
-
-/// Writes the head of `resp` and, unless it is bodiless, its body. A
-/// [`Body::File`] is sent with [`send_file`], and `handler` (if any) is asked
-/// to vouch for it before its last byte; a [`Body::Sealed`] with
-/// `sendfile(2)`. An error means the response may be incomplete and the
-/// connection must be closed.
-fn send(
-    stream: &TcpStream,
-    resp: &Response,
-    head_request: bool,
-    connection: Option<&str>,
-    handler: Option<&dyn Handler>,
-) -> io::Result<()> {
-    let (head, with_body) = write::frame(resp, head_request, connection);
-    match &resp.body {
-        Body::File(file, len) if with_body => {
-            write_all(stream, &[&head])?;
-            send_file(stream, file, *len, |f| {
-                handler.is_none_or(|h| h.vouch_for_file(resp, f))
-            })
-        }
-        Body::Sealed(sealed) if with_body => {
-            write_all(stream, &[&head])?;
-            send_sealed(stream, sealed)
-        }
-        body if with_body => write_all(stream, &[&head, body.as_bytes()]),
-        _ => write_all(stream, &[&head]),
-    }
-}
-
-/// Copies exactly `len` bytes of `file`, from its current position, to
-/// `stream`, in chunks of [`FILE_CHUNK`] bytes.
-///
-/// Not `sendfile(2)`, on purpose (a file the kernel keeps immutable is a
-/// [`Body::Sealed`], and that one is sent with `sendfile`). std's
-/// `io::copy` specialises File -> pipe and socket -> anything to
-/// `splice`/`sendfile`, but deliberately not File -> TcpStream: with
-/// `sendfile` the socket may still reference page-cache pages after the
-/// call returns, so a later write to the file can change bytes already
-/// "sent". A plain copy puts the bytes in the socket buffer
-/// when `write` returns, and that is what makes the check below sound: the
-/// bytes vouched for are the bytes on the wire. The cost is one pass through
-/// user space, in bounded chunks; the socket's write timeout bounds each
-/// write.
-///
-/// Invariant: the client receives the last byte only if the file really had
-/// `len` bytes and `vouch` returned `true` after every other byte was
-/// written. Otherwise this returns an error before that byte, and the caller
-/// closes the connection, so the client sees a response shorter than its
-/// `Content-Length`: visibly broken, never silently complete.
-fn send_file(
-    mut stream: &TcpStream,
-    file: &File,
-    len: u64,
-    vouch: impl FnOnce(&File) -> bool,
-) -> io::Result<()> {
-    let Some(all_but_last) = len.checked_sub(1) else {
-        return stream.flush();
-    };
-    let short = || {
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "file body shorter than its length",
-        )
-    };
-    // `io::copy` reads through the BufReader's buffer, so each write is up
-    // to FILE_CHUNK bytes rather than std's 8 KiB default.
-    let mut chunks = BufReader::with_capacity(FILE_CHUNK, file.take(all_but_last));
-    if io::copy(&mut chunks, &mut stream)? != all_but_last {
-        return Err(short());
-    }
-    if !vouch(file) {
-        return Err(io::Error::other(
-            "the handler no longer vouches for the file body",
-        ));
-    }
-    if io::copy(&mut file.take(1), &mut stream)? != 1 {
-        return Err(short());
-    }
-    stream.flush()
-}
-
-/// Sends a sealed file body zero-copy. The socket is blocking with a write
-/// timeout, so a client that stops reading makes `sendfile` fail with
-/// `WouldBlock` after `read_timeout`, as a stalled `write` would.
-#[cfg(unix)]
-fn send_sealed(stream: &TcpStream, sealed: &SealedFile) -> io::Result<()> {
-    sealed.send_to(stream)
-}
-
-/// Sealed files cannot be made off Unix (see [`SealedFile::new`]).
-#[cfg(not(unix))]
-fn send_sealed(_stream: &TcpStream, _sealed: &SealedFile) -> io::Result<()> {
-    Err(io::ErrorKind::Unsupported.into())
-}
-
-/// Answers a request that could not be read, then closes.
-fn refuse(stream: &TcpStream, fail: Fail) {
-    if let Fail::Status(status) = fail {
-        let resp = Response::text(status, &format!("{}\n", write::reason(status)));
-        if send(stream, &resp, false, Some("close"), None).is_ok() {
-            linger_close(stream);
-        }
-    }
-}
-
-/// Half-closes, then discards input for a bounded time and amount before the
-/// socket is dropped. Closing with unread input makes the kernel send a TCP
-/// reset, which can destroy the response we just wrote before the client
-/// reads it (typical after a 413 or a pipelined request following an error).
-fn linger_close(stream: &TcpStream) {
-    if stream.shutdown(Shutdown::Write).is_err() {
-        return;
-    }
-    let deadline = Instant::now() + LINGER;
-    let mut buf = [0u8; 8192];
-    let mut drained = 0usize;
-    while drained < LINGER_BYTES {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            return;
-        }
-        match (&*stream).read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => drained += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
 }

@@ -335,7 +335,36 @@ pub(crate) fn read_body<R: BufRead>(
             }
             Ok(body)
         }
-        Framing::Chunked => read_chunked(r, limits),
+        Framing::Chunked => read_chunked(r, limits, &mut Chunked::default()),
+    }
+}
+
+/// How far a chunked body has been read, kept between attempts.
+///
+/// The server reads a chunked body as its bytes arrive: each attempt runs
+/// [`read_chunked`] on the bytes not yet consumed, and an attempt that runs
+/// out of bytes (`Fail::Close`) leaves this record at the last complete unit
+/// (a chunk with its CRLF, or one trailer line). So every byte is parsed
+/// once, however the body is split into reads, and the rules are exactly
+/// those of a single pass over the whole body.
+#[derive(Debug, Default)]
+pub(crate) struct Chunked {
+    /// The data of the complete chunks so far.
+    body: Vec<u8>,
+    /// Bytes of the chunked body fully processed.
+    pub consumed: usize,
+    /// The trailer byte budget left, once the last chunk was read.
+    trailers: Option<usize>,
+    /// Non-zero while waiting for a chunk's data: the attempt cannot
+    /// progress before the body (from its start) has this many bytes.
+    pub need: usize,
+}
+
+impl Chunked {
+    /// The longest line the next attempt can be waiting for: beyond it, an
+    /// attempt refuses the line as too long.
+    pub(crate) fn line_budget(&self) -> usize {
+        self.trailers.unwrap_or(CHUNK_LINE_MAX)
     }
 }
 
@@ -357,38 +386,61 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, Fail> {
 
 /// Chunked framing is where smuggling lives, so unlike head lines it is read
 /// strictly: every chunk line and every chunk-data terminator must be CRLF.
-fn read_chunked<R: BufRead>(r: &mut R, limits: &Limits) -> Result<Vec<u8>, Fail> {
-    let mut body = Vec::new();
-    loop {
+///
+/// `r` starts `st.consumed` bytes into the body (see [`Chunked`]); a fresh
+/// record reads a whole body in one pass.
+pub(crate) fn read_chunked<R: BufRead>(
+    r: &mut R,
+    limits: &Limits,
+    st: &mut Chunked,
+) -> Result<Vec<u8>, Fail> {
+    while st.trailers.is_none() {
+        st.need = 0;
         let mut budget = CHUNK_LINE_MAX;
         let line = read_line(r, &mut budget).map_err(|e| e.or_status(400))?;
+        let line_len = CHUNK_LINE_MAX - budget;
         let line = line.strip_suffix(b"\r").ok_or(Fail::Status(400))?;
         let size = parse_chunk_size(line)?;
         if size == 0 {
+            st.consumed += line_len;
+            st.trailers = Some(limits.max_head_bytes);
             break;
         }
         // Invariant: body.len() <= max_body_bytes, so this cannot underflow.
-        if size > (limits.max_body_bytes - body.len()) as u64 {
+        if size > (limits.max_body_bytes - st.body.len()) as u64 {
             return Err(Fail::Status(413));
         }
-        let before = body.len();
-        Read::take(&mut *r, size).read_to_end(&mut body)?;
-        if (body.len() - before) as u64 != size {
+        // size <= max_body_bytes, a usize.
+        let size = usize::try_from(size).map_err(|_| Fail::Status(413))?;
+        st.need = st.consumed + line_len + size + 2;
+        let before = st.body.len();
+        let complete = Read::take(&mut *r, size as u64)
+            .read_to_end(&mut st.body)
+            .is_ok_and(|n| n == size);
+        if !complete {
+            st.body.truncate(before);
             return Err(Fail::Close);
         }
         let mut crlf = [0u8; 2];
-        r.read_exact(&mut crlf)?;
+        if let Err(e) = r.read_exact(&mut crlf) {
+            st.body.truncate(before);
+            return Err(e.into());
+        }
         if crlf != *b"\r\n" {
             return Err(Fail::Status(400));
         }
+        st.consumed = st.need;
+        st.need = 0;
     }
     // Trailer section: validated like header fields, then discarded.
-    let mut budget = limits.max_head_bytes;
     loop {
+        let mut budget = st.trailers.unwrap_or(0);
         let line = read_line(r, &mut budget).map_err(|e| e.or_status(431))?;
+        st.consumed += st.trailers.unwrap_or(0) - budget;
+        st.trailers = Some(budget);
         let line = line.strip_suffix(b"\r").ok_or(Fail::Status(400))?;
         if line.is_empty() {
-            return Ok(body);
+            return Ok(std::mem::take(&mut st.body));
         }
         // Framing and routing fields are forbidden in trailers (RFC 9110
         // §6.5.1); a proxy that merges trailers into the head would read them.
@@ -437,6 +489,48 @@ mod tests {
 
     fn body_status(raw: &[u8]) -> Result<Vec<u8>, Fail> {
         request(raw).map(|(_, b)| b)
+    }
+
+    /// The server's way of reading a chunked body: an attempt per arrival,
+    /// resumed from the recorded progress. Every split must give what one
+    /// pass gives.
+    #[test]
+    fn chunked_progress_resumes_at_every_split() {
+        let raw: &[u8] = b"5;e\r\nhello\r\n3\r\nabc\r\n0\r\nT: v\r\n\r\nNEXT";
+        let end = raw.len() - 4;
+        let mut whole = Chunked::default();
+        assert_eq!(
+            read_chunked(&mut &raw[..], &limits(), &mut whole).unwrap(),
+            b"helloabc"
+        );
+        assert_eq!(whole.consumed, end);
+        for split in 0..end {
+            let mut st = Chunked::default();
+            let mut first = &raw[..split];
+            assert_eq!(
+                read_chunked(&mut first, &limits(), &mut st),
+                Err(Fail::Close),
+                "{split}"
+            );
+            assert!(st.consumed <= split, "{split}");
+            let mut rest = &raw[st.consumed..];
+            let body = read_chunked(&mut rest, &limits(), &mut st).unwrap();
+            assert_eq!(
+                (body.as_slice(), st.consumed),
+                (&b"helloabc"[..], end),
+                "{split}"
+            );
+        }
+        // Refusals are the same, resumed or not.
+        let bad: &[u8] = b"5\r\nhello\r\n3\nabc\r\n0\r\n\r\n";
+        for split in 0..bad.len() {
+            let mut st = Chunked::default();
+            let got = match read_chunked(&mut &bad[..split], &limits(), &mut st) {
+                Err(Fail::Close) => read_chunked(&mut &bad[st.consumed..], &limits(), &mut st),
+                other => other,
+            };
+            assert_eq!(got, Err(Fail::Status(400)), "{split}");
+        }
     }
 
     #[test]

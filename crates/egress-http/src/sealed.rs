@@ -90,6 +90,47 @@ impl SealedFile {
     pub fn send_to(&self, out: impl AsFd) -> io::Result<()> {
         send_all(out.as_fd(), self.owner.as_fd(), self.len)
     }
+
+    /// One `sendfile(2)` call from `*offset` to the non-blocking socket
+    /// `out`: returns the bytes the kernel took (and advances `*offset`), or
+    /// `WouldBlock` when the socket is full. The server's event loop calls
+    /// it when the socket is writable.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn send_step(
+        &self,
+        out: std::os::fd::BorrowedFd<'_>,
+        offset: &mut u64,
+    ) -> io::Result<usize> {
+        let left = self.len.saturating_sub(*offset);
+        let step = usize::try_from(left).map_or(STEP, |left| left.min(STEP));
+        loop {
+            match rustix::fs::sendfile(out, self.owner.as_fd(), Some(&mut *offset), step) {
+                // Cannot happen to a file whose size is sealed; never spin.
+                Ok(0) if step > 0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "sealed file ended before its length",
+                    ))
+                }
+                Ok(n) => return Ok(n),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Reads bytes of the file at `offset` into `buf` without moving a
+    /// shared position (for transports that cannot take `sendfile`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match rustix::io::pread(self.owner.as_fd(), &mut *buf, offset) {
+                Ok(n) => return Ok(n),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]

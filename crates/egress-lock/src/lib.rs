@@ -29,6 +29,7 @@
 mod npmlock;
 mod requirements;
 mod rewrite;
+mod urls;
 mod uvlock;
 
 use egress_model::{ProjectName, Sha256Digest, Version};
@@ -37,6 +38,7 @@ use std::fmt;
 pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;
 pub use rewrite::rewrite_uv_lock;
+pub use urls::{lock_urls, LockFormat, LockUrl};
 pub use uvlock::parse_uv_lock;
 
 /// Which format a [`Lock`] was read from.

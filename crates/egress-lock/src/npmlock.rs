@@ -87,6 +87,48 @@ fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, Strin
         .unwrap_or_default()
 }
 
+/// Every `resolved` URL of a `package-lock.json` (see [`crate::urls`]),
+/// any lockfile version, links and relative paths left out.
+pub(crate) fn urls(file: &str, text: &str) -> Result<Vec<crate::LockUrl>, LockError> {
+    let err = |m: String| LockError::new(file, 0, m);
+    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+    let mut out = Vec::new();
+    // Versions 2 and 3 list `packages`; version 1 nests `dependencies`.
+    let mut stack: Vec<(String, &Value)> = Vec::new();
+    if let Some(p) = doc.get("packages").and_then(Value::as_object) {
+        stack.extend(p.iter().map(|(k, v)| (k.clone(), v)));
+    }
+    if let Some(d) = doc.get("dependencies").and_then(Value::as_object) {
+        stack.extend(d.iter().map(|(k, v)| (k.clone(), v)));
+    }
+    let mut seen = 0usize;
+    while let Some((key, entry)) = stack.pop() {
+        seen += 1;
+        if seen > 1_000_000 {
+            return Err(err("more than a million entries".into()));
+        }
+        if let Some(nested) = entry.get("dependencies").and_then(Value::as_object) {
+            if entry.get("version").is_some() && doc.get("packages").is_none() {
+                stack.extend(nested.iter().map(|(k, v)| (format!("{key} > {k}"), v)));
+            }
+        }
+        if entry.get("link").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        if let Some(resolved) = entry.get("resolved").and_then(Value::as_str) {
+            if resolved.contains("://") {
+                out.push(crate::LockUrl {
+                    place: key.clone(),
+                    field: "resolved".into(),
+                    url: resolved.to_string(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.place.cmp(&b.place));
+    Ok(out)
+}
+
 /// Parses a `package-lock.json` (or `npm-shrinkwrap.json`), versions 2 and 3.
 pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> {
     let err = |m: String| LockError::new(file, 0, m);

@@ -63,6 +63,63 @@ pub fn parse_requirements(file: &str, text: &str) -> Result<Lock, LockError> {
     Ok(lock)
 }
 
+/// Options whose value names where pip looks (an index, a links page, a
+/// host it trusts without TLS).
+const URL_OPTIONS: &[&str] = &[
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--trusted-host",
+];
+
+/// Every URL a requirements file names (leniently: see [`crate::urls`]):
+/// index options' values and direct URL requirements (`name @ URL`, or a
+/// URL on its own).
+pub(crate) fn urls(text: &str) -> Vec<crate::LockUrl> {
+    let mut out = Vec::new();
+    for (line, logical) in logical_lines(text) {
+        let content = strip_comment(&logical).trim();
+        let place = format!("line {line}");
+        if content.starts_with('-') {
+            let mut tokens = content.split_whitespace();
+            let Some(token) = tokens.next() else { continue };
+            let (name, glued) = match token.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+                _ if !token.starts_with("--") && token.len() > 2 => {
+                    (first_chars(token, 2), token.get(2..))
+                }
+                _ => (token, None),
+            };
+            if !URL_OPTIONS.contains(&name) {
+                continue;
+            }
+            if let Some(value) = glued.filter(|v| !v.is_empty()).or_else(|| tokens.next()) {
+                out.push(crate::LockUrl {
+                    place,
+                    field: name.to_string(),
+                    url: value.to_string(),
+                });
+            }
+            continue;
+        }
+        // The requirement proper ends where its options start.
+        let spec: Vec<&str> = content
+            .split_whitespace()
+            .take_while(|t| !t.starts_with('-'))
+            .collect();
+        if let Some(url) = spec.iter().find(|t| t.contains("://")) {
+            out.push(crate::LockUrl {
+                place,
+                field: "direct URL requirement".into(),
+                url: url.trim_end_matches(';').to_string(),
+            });
+        }
+    }
+    out
+}
+
 /// pip's `join_lines`: a line ending in `\` continues on the next one,
 /// unless it is a comment. Yields (first line number, joined text).
 fn logical_lines(text: &str) -> Vec<(usize, String)> {

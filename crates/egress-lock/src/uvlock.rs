@@ -68,6 +68,68 @@ fn line_at(text: &str, offset: usize) -> usize {
     text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1
 }
 
+/// A `uv.lock` read only for the URLs it names: no field is required.
+#[derive(Deserialize)]
+struct UrlDoc {
+    #[serde(default)]
+    package: Vec<UrlPackage>,
+}
+
+#[derive(Deserialize)]
+struct UrlPackage {
+    source: Option<Spanned<Source>>,
+    sdist: Option<Spanned<File>>,
+    #[serde(default)]
+    wheels: Vec<Spanned<File>>,
+}
+
+/// Every URL a `uv.lock` names (see [`crate::urls`]): each package's
+/// `source` (registry, git, url) and every sdist's and wheel's `url`.
+pub(crate) fn urls(file: &str, text: &str) -> Result<Vec<crate::LockUrl>, LockError> {
+    let doc: UrlDoc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_at(text, s.start));
+        LockError::new(
+            file,
+            line,
+            format!("not a uv.lock: {}", e.message().trim_end()),
+        )
+    })?;
+    let mut out = Vec::new();
+    let mut push = |offset: usize, field: &str, url: &str| {
+        out.push(crate::LockUrl {
+            place: format!("line {}", line_at(text, offset)),
+            field: field.to_string(),
+            url: url.to_string(),
+        })
+    };
+    for p in &doc.package {
+        if let Some(source) = &p.source {
+            let at = source.span().start;
+            let s = source.get_ref();
+            for (field, value) in [
+                ("source.registry", &s.registry),
+                ("source.git", &s.git),
+                ("source.url", &s.url),
+            ] {
+                if let Some(v) = value {
+                    push(at, field, v);
+                }
+            }
+        }
+        for (field, f) in p
+            .sdist
+            .iter()
+            .map(|f| ("sdist.url", f))
+            .chain(p.wheels.iter().map(|f| ("wheels.url", f)))
+        {
+            if let Some(url) = &f.get_ref().url {
+                push(f.span().start, field, url);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a `uv.lock`. `file` names it in messages.
 pub fn parse_uv_lock(file: &str, text: &str) -> Result<Lock, LockError> {
     let doc: Doc = toml::from_str(text).map_err(|e| {

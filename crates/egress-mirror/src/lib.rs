@@ -38,9 +38,13 @@
 mod attest;
 
 pub use attest::{own_binary_sha256, Attestor, BadNonce};
+pub mod tls;
+
 #[cfg(unix)]
 use egress_http::SealedFile;
-use egress_http::{Body, Handler, Limits, Method, Reply, Request, Response, Server, ServerHandle};
+use egress_http::{
+    Body, Config, Handler, Limits, Method, Reply, Request, Response, Server, ServerHandle,
+};
 use egress_model::{Accept, Sha256Digest};
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
 use egress_snapshot::{
@@ -622,7 +626,11 @@ pub fn serve(snapshot: Arc<Snapshot>, addr: &str) -> io::Result<ServerHandle> {
     snapshot
         .check()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    Server::bind(addr, Mirror::new(snapshot), Limits::default())
+    Server::bind_with(
+        addr,
+        Mirror::new(snapshot),
+        server_config(Limits::default()),
+    )
 }
 
 /// Serves an opened snapshot directory on `addr`, blobs verified per request
@@ -635,7 +643,53 @@ pub fn serve_dir(store: StoredSnapshot, addr: impl ToSocketAddrs) -> io::Result<
 
 /// Serves a configured [`Mirror`] on `addr` with default limits.
 pub fn serve_mirror(mirror: Mirror, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
-    Server::bind(addr, mirror, Limits::default())
+    serve_mirror_with(mirror, addr, Limits::default())
+}
+
+/// Serves a configured [`Mirror`] on `addr` with `limits`.
+pub fn serve_mirror_with(
+    mirror: Mirror,
+    addr: impl ToSocketAddrs,
+    limits: Limits,
+) -> io::Result<ServerHandle> {
+    Server::bind_with(addr, mirror, server_config(limits))
+}
+
+/// Serves a configured [`Mirror`] on `addr` with `limits`, over https
+/// with `tls` when given: HTTP/2 or HTTP/1.1 as the client chooses by ALPN,
+/// both answered by the same handler (see [`tls`] for the configuration).
+pub fn serve_mirror_over(
+    mirror: Mirror,
+    addr: impl ToSocketAddrs,
+    limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> io::Result<ServerHandle> {
+    let mut config = server_config(limits);
+    config.acceptor = tls.map(egress_http::tls_acceptor);
+    Server::bind_with(addr, mirror, config)
+}
+
+/// Serves a configured [`Mirror`] over https on `addr` with default limits.
+pub fn serve_mirror_tls(
+    mirror: Mirror,
+    addr: impl ToSocketAddrs,
+    tls: Arc<rustls::ServerConfig>,
+) -> io::Result<ServerHandle> {
+    serve_mirror_over(mirror, addr, Limits::default(), Some(tls))
+}
+
+/// How the mirror is served: `limits`, the handler on the blocking pool
+/// (it may hash a whole blob the first time it serves it, so it can take a
+/// while; docs/architecture.md, "The serving core", has the measurement),
+/// and log lines that name the mirror's own settings when a limit bites.
+pub fn server_config(limits: Limits) -> Config {
+    Config {
+        limits,
+        handler_never_blocks: false,
+        per_client_hint: "--max-connections-per-client N (config key max_connections_per_client; 0 = no per-client limit)".to_string(),
+        total_hint: "the open-file limit (ulimit -n; egress-mirror raises its soft limit to the hard one, up to 65536, and serves up to half of it)".to_string(),
+        ..Config::default()
+    }
 }
 
 fn etag(digest: &Sha256Digest) -> String {

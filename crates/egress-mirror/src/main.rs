@@ -1,15 +1,22 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
 //! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]
+//! [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]
 //! [--instance-dir DIR]`:
-//! serves one snapshot directory as a sandbox's only egress, until killed.
+//! serves one snapshot directory as a sandbox's only egress, until killed;
+//! over https (HTTP/2 and HTTP/1.1 by ALPN) when given a certificate and
+//! its key.
 //!
 //! Start-up, in this order (each step can only narrow what the process can
 //! do next):
 //! 1. flags, then the TOML config file if `--config` is given (keys
 //!    `snapshot`, `listen`, `require_confinement`, `log_requests`,
-//!    `zero_copy_budget`; a relative `snapshot` is relative to the file;
-//!    flags override the file);
-//! 2. the listen address is resolved (no name lookups after confinement);
+//!    `zero_copy_budget`, `max_connections_per_client`, `tls_cert`,
+//!    `tls_key`; relative paths are relative to the file; flags override
+//!    the file);
+//! 2. the listen address is resolved (no name lookups after confinement),
+//!    and the TLS certificate and key, if any, are read and checked to
+//!    belong together (see `egress_mirror::tls`): after confinement they
+//!    could not be read;
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
 //!    documents checked, no blob read (blobs are verified as they are
 //!    served); with `--instance-dir DIR`, the instance key is made (in
@@ -23,16 +30,17 @@
 //! 5. zero-copy serving is probed from inside the confinement (a sealed
 //!    memfd sent with `sendfile`; see [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
-//!    cached sealed copy holds a descriptor;
+//!    connection and every cached sealed copy holds a descriptor (the
+//!    connection limit is half of it);
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
-//!    blob count, confinement status, zero-copy status and the address;
-//!    with `--instance-dir`, a second line names the instance key, the
-//!    binary's sha256 and how to certify the key.
+//!    blob count, confinement status, zero-copy status and the URL
+//!    (`http://` or `https://`); with `--instance-dir`, a second line names
+//!    the instance key, the binary's sha256 and how to certify the key.
 //!
 //! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
-//! 6 confinement required but not available, 7 bad config file, 8 instance
-//! attestation cannot be set up. Every error is one line on stderr; nothing
-//! panics.
+//! 6 confinement required but not available, 7 bad config file,
+//! 8 unusable TLS certificate or key, 9 instance attestation cannot be set
+//! up. Every error is one line on stderr; nothing panics.
 
 mod confine;
 
@@ -47,7 +55,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--instance-dir DIR]   (default ADDR 127.0.0.1:8080, SIZE 1GiB; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]   (default ADDR 127.0.0.1:8080, SIZE 1GiB, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 turns zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -57,7 +65,8 @@ const EXIT_SNAPSHOT: u8 = 4;
 const EXIT_LISTEN: u8 = 5;
 const EXIT_CONFINEMENT: u8 = 6;
 const EXIT_CONFIG: u8 = 7;
-const EXIT_INSTANCE: u8 = 8;
+const EXIT_TLS: u8 = 8;
+const EXIT_INSTANCE: u8 = 9;
 /// In `--instance-dir`: the instance's public key, written at start.
 const INSTANCE_PUB: &str = "instance.pub";
 /// In `--instance-dir`: the lab's certificate of that key, deployed by the
@@ -91,8 +100,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--instance-dir DIR]",
-    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 instance attestation cannot be set up."
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up."
 )]
 struct Flags {
     /// The snapshot directory to serve (or `snapshot` in --config).
@@ -102,7 +111,8 @@ struct Flags {
     #[arg(long, value_name = "ADDR", allow_hyphen_values = true, value_parser = NonEmptyStringValueParser::new())]
     listen: Option<String>,
     /// TOML file with the keys snapshot, listen, require_confinement,
-    /// log_requests and zero_copy_budget; flags override it.
+    /// log_requests, zero_copy_budget, max_connections_per_client,
+    /// tls_cert and tls_key; flags override it.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     config: Option<PathBuf>,
     /// Refuse to start unless the process could confine itself fully.
@@ -115,6 +125,18 @@ struct Flags {
     /// with KiB, MiB or GiB; 0 turns zero-copy off [default: 1GiB].
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     zero_copy_budget: Option<u64>,
+    /// Connections served at once to one client IP address; more get 503
+    /// and are closed. 0 means no per-client limit [default: 64].
+    #[arg(long, value_name = "N")]
+    max_connections_per_client: Option<usize>,
+    /// Serve https with this PEM certificate chain (the server's
+    /// certificate first); needs --tls-key. HTTP/2 and HTTP/1.1 are offered
+    /// by ALPN.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    tls_key: Option<PathBuf>,
     /// Answer attestation nonces with a key made at start: its public key
     /// is written to DIR/instance.pub, the lab's certificate is read from
     /// DIR/instance.cert whenever it changes.
@@ -164,6 +186,9 @@ struct FileConfig {
     require_confinement: Option<bool>,
     log_requests: Option<bool>,
     zero_copy_budget: Option<u64>,
+    max_connections_per_client: Option<usize>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     instance_dir: Option<PathBuf>,
 }
 
@@ -199,7 +224,9 @@ enum ConfigTextError {
     NotABool(String),
     #[error("{0} must be a number of bytes or a size such as \"1GiB\"")]
     NotASize(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, instance_dir")]
+    #[error("{0} must be a whole number (0 = no limit)")]
+    NotACount(String),
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir")]
     UnknownKey(String),
 }
 
@@ -222,12 +249,14 @@ fn read_config(path: &Path) -> Result<FileConfig, ConfigError> {
         source,
     })?;
     let base = path.parent().unwrap_or(Path::new(""));
-    for dir in [&mut config.snapshot, &mut config.instance_dir]
-        .into_iter()
-        .flatten()
-    {
-        if dir.is_relative() {
-            *dir = base.join(&*dir);
+    for relative in [
+        &mut config.snapshot,
+        &mut config.tls_cert,
+        &mut config.tls_key,
+        &mut config.instance_dir,
+    ] {
+        if let Some(p) = relative.as_mut().filter(|p| p.is_relative()) {
+            *p = base.join(&*p);
         }
     }
     Ok(config)
@@ -264,6 +293,8 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
             "listen" => config.listen = Some(string()?),
             "require_confinement" => config.require_confinement = Some(boolean()?),
             "log_requests" => config.log_requests = Some(boolean()?),
+            "tls_cert" => config.tls_cert = Some(PathBuf::from(string()?)),
+            "tls_key" => config.tls_key = Some(PathBuf::from(string()?)),
             "instance_dir" => config.instance_dir = Some(PathBuf::from(string()?)),
             // Bytes as an integer, or a string with a unit ("512MiB").
             "zero_copy_budget" => {
@@ -275,16 +306,50 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 config.zero_copy_budget =
                     Some(bytes.ok_or_else(|| ConfigTextError::NotASize(key.clone()))?);
             }
+            "max_connections_per_client" => {
+                let n = value.as_integer().and_then(|n| usize::try_from(n).ok());
+                config.max_connections_per_client =
+                    Some(n.ok_or_else(|| ConfigTextError::NotACount(key.clone()))?);
+            }
             _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
     Ok(config)
 }
 
-/// The command line and the config file leave no snapshot to serve.
-#[derive(Debug, thiserror::Error)]
-#[error("missing SNAPSHOT_DIR (give it, or `snapshot` in --config)")]
-struct MissingSnapshot;
+/// Why the command line and the config file together do not say what to
+/// serve.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum SettingsError {
+    #[error("missing SNAPSHOT_DIR (give it, or `snapshot` in --config)")]
+    MissingSnapshot,
+    /// A certificate without a key or a key without a certificate; `file`
+    /// when the config file gave the one there is.
+    #[error("{given} without {missing}: give both for https, or neither")]
+    HalfTls {
+        given: &'static str,
+        missing: &'static str,
+        file: Option<PathBuf>,
+    },
+}
+
+impl SettingsError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            SettingsError::HalfTls { file: Some(_), .. } => EXIT_CONFIG,
+            _ => EXIT_USAGE,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            SettingsError::HalfTls {
+                file: Some(path), ..
+            } => format!("bad config file {}: {self}", path.display()),
+            _ => format!("{self}; {USAGE}"),
+        }
+    }
+}
 
 /// The effective settings: flags over file over defaults.
 struct Settings {
@@ -296,11 +361,45 @@ struct Settings {
     require_confinement: bool,
     log_requests: bool,
     zero_copy_budget: u64,
+    max_connections_per_client: usize,
+    /// The certificate chain and key to serve https with.
+    tls: Option<(PathBuf, PathBuf)>,
     instance_dir: Option<PathBuf>,
 }
 
-fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot> {
-    let dir = flags.dir.clone().or(file.snapshot).ok_or(MissingSnapshot)?;
+fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> {
+    let dir = flags
+        .dir
+        .clone()
+        .or(file.snapshot)
+        .ok_or(SettingsError::MissingSnapshot)?;
+    let tls = match (
+        flags.tls_cert.clone().or(file.tls_cert),
+        flags.tls_key.clone().or(file.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (cert, _) => {
+            let has_cert = cert.is_some();
+            let from_flag = if has_cert {
+                flags.tls_cert.is_some()
+            } else {
+                flags.tls_key.is_some()
+            };
+            let file = flags.config.clone().filter(|_| !from_flag);
+            let (given, missing) = match (has_cert, file.is_some()) {
+                (true, false) => ("--tls-cert", "--tls-key"),
+                (false, false) => ("--tls-key", "--tls-cert"),
+                (true, true) => ("tls_cert", "tls_key"),
+                (false, true) => ("tls_key", "tls_cert"),
+            };
+            return Err(SettingsError::HalfTls {
+                given,
+                missing,
+                file,
+            });
+        }
+    };
     let listen_from_file = match (&flags.listen, &file.listen, &flags.config) {
         (None, Some(_), Some(path)) => Some(path.clone()),
         _ => None,
@@ -319,6 +418,11 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, MissingSnapshot
             .zero_copy_budget
             .or(file.zero_copy_budget)
             .unwrap_or(egress_snapshot::DEFAULT_ZERO_COPY_BUDGET),
+        max_connections_per_client: flags
+            .max_connections_per_client
+            .or(file.max_connections_per_client)
+            .unwrap_or(egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
+        tls,
         instance_dir: flags.instance_dir.clone().or(file.instance_dir),
     })
 }
@@ -348,7 +452,7 @@ fn main() -> ExitCode {
     };
     let s = match settings(&flags, file) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, &format!("{e}; {USAGE}")),
+        Err(e) => return fail(e.exit_code(), &e.message()),
     };
 
     // Resolved now: after confinement no file (such as /etc/hosts) can be
@@ -371,6 +475,15 @@ fn main() -> ExitCode {
                 ),
             );
         }
+    };
+
+    // Read now: after confinement only the snapshot can be read.
+    let tls = match &s.tls {
+        Some((cert, key)) => match egress_mirror::tls::load(cert, key) {
+            Ok(config) => Some(config),
+            Err(e) => return fail(EXIT_TLS, &format!("unusable TLS certificate or key: {e}")),
+        },
+        None => None,
     };
 
     let store = match StoredSnapshot::open(&s.dir) {
@@ -421,6 +534,8 @@ fn main() -> ExitCode {
     let mut mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    // Before the limits are made: the connection limit follows it.
+    raise_open_file_limit();
     if let (Some((key, binary, pub_path)), Some(dir)) = (instance, &s.instance_dir) {
         let attestor = egress_mirror::Attestor::new(key, binary, confinement.summary.clone())
             .certificate_file(dir.join(INSTANCE_CERT));
@@ -437,16 +552,27 @@ fn main() -> ExitCode {
         mirror = mirror.attest(attestor);
     }
     let zero_copy = if mirror.zero_copy() {
-        raise_open_file_limit();
+        // A TLS record cannot be written with sendfile: over https the
+        // sealed copies (whose bytes still cannot change) are copied.
+        let how = if tls.is_some() {
+            "copied through TLS"
+        } else {
+            "sent with sendfile"
+        };
         format!(
-            "sealed copies sent with sendfile, budget {} MiB",
+            "sealed copies {how}, budget {} MiB",
             s.zero_copy_budget >> 20
         )
     } else {
         "off".to_string()
     };
     let paths = mirror.path_count();
-    let server = match egress_mirror::serve_mirror(mirror, &addrs[..]) {
+    let limits = egress_http::Limits {
+        max_connections_per_client: s.max_connections_per_client,
+        ..egress_http::Limits::default()
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = match egress_mirror::serve_mirror_over(mirror, &addrs[..], limits, tls) {
         Ok(server) => server,
         Err(e) => {
             return fail(
@@ -460,10 +586,10 @@ fn main() -> ExitCode {
     };
     say_out(
         &format!(
-            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {}/",
+            "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {scheme}://{}/",
             id.to_hex(),
             confinement.summary,
-            server.base_url()
+            server.base_url().trim_start_matches("http://")
         ),
     );
     if let Some(line) = instance_line {
@@ -527,9 +653,11 @@ fn start_instance(
     Ok((key, binary, path))
 }
 
-/// Raises the soft limit on open files to the hard limit: every cached
-/// sealed copy holds a descriptor (at most
-/// [`egress_snapshot::MAX_SEALED_COPIES`]), on top of two per connection.
+/// Raises the soft limit on open files to the hard limit (at most 65,536):
+/// every connection holds a descriptor, and another while it sends a file,
+/// and every cached sealed copy holds one (at most
+/// [`egress_snapshot::MAX_SEALED_COPIES`]). The connection limit is half
+/// the soft limit ([`egress_http::default_max_connections`]).
 /// Best effort: if it cannot, copies that find no descriptor are served the
 /// slower way.
 #[cfg(target_os = "linux")]
@@ -654,8 +782,20 @@ mod tests {
                 require_confinement: Some(true),
                 log_requests: Some(false),
                 zero_copy_budget: Some(512 << 20),
+                max_connections_per_client: None,
+                tls_cert: None,
+                tls_key: None,
                 instance_dir: None,
             }
+        );
+        let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();
+        assert_eq!(c.tls_cert, Some(PathBuf::from("cert.pem")));
+        assert_eq!(c.tls_key, Some(PathBuf::from("/etc/key.pem")));
+        assert_eq!(
+            parse_config("max_connections_per_client = 8\n")
+                .unwrap()
+                .max_connections_per_client,
+            Some(8)
         );
         assert_eq!(
             parse_config("zero_copy_budget = 0\n")
@@ -668,9 +808,13 @@ mod tests {
             ("require_confinment = true\n", "unknown key"),
             ("require_confinement = \"yes\"\n", "true or false"),
             ("listen = 80\n", "must be a string"),
+            ("tls_cert = true\n", "must be a string"),
+            ("tls-key = \"k\"\n", "unknown key"),
             ("zero_copy_budget = -1\n", "number of bytes"),
             ("zero_copy_budget = \"1 GB\"\n", "number of bytes"),
             ("zero_copy_budget = true\n", "number of bytes"),
+            ("max_connections_per_client = -1\n", "whole number"),
+            ("max_connections_per_client = \"64\"\n", "whole number"),
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
             ("[oops\n", "line 1"),
         ] {
@@ -690,9 +834,13 @@ mod tests {
             require_confinement: Some(true),
             log_requests: None,
             zero_copy_budget: Some(7),
+            max_connections_per_client: Some(9),
+            tls_cert: None,
+            tls_key: None,
             instance_dir: None,
         };
         let s = settings(&f, file).unwrap();
+        assert_eq!(s.max_connections_per_client, 9);
         assert_eq!(s.dir, PathBuf::from("flagdir"));
         assert_eq!(s.listen, "127.0.0.1:1");
         assert!(s.listen_from_file.is_none());
@@ -701,7 +849,66 @@ mod tests {
         let f = flags(&["d", "--zero-copy-budget", "0"]).unwrap().unwrap();
         let s = settings(&f, FileConfig::default()).unwrap();
         assert_eq!(s.zero_copy_budget, 0);
+        assert_eq!(
+            s.max_connections_per_client,
+            egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT
+        );
+        let f = flags(&["d", "--max-connections-per-client", "0"])
+            .unwrap()
+            .unwrap();
+        let s = settings(&f, FileConfig::default()).unwrap();
+        assert_eq!(s.max_connections_per_client, 0);
         let none = flags(&[]).unwrap().unwrap();
         assert!(settings(&none, FileConfig::default()).is_err());
+    }
+
+    #[test]
+    fn tls_needs_both_files() {
+        let f = flags(&["d", "--tls-cert", "c.pem", "--tls-key=k.pem"])
+            .unwrap()
+            .unwrap();
+        let s = settings(&f, FileConfig::default()).unwrap();
+        assert_eq!(s.tls, Some(("c.pem".into(), "k.pem".into())));
+        assert!(
+            settings(&flags(&["d"]).unwrap().unwrap(), FileConfig::default())
+                .unwrap()
+                .tls
+                .is_none()
+        );
+        // A flag overrides the file's key; the file may give the other.
+        let f = flags(&["d", "--config", "m.toml", "--tls-cert", "flag.pem"])
+            .unwrap()
+            .unwrap();
+        let file = FileConfig {
+            tls_cert: Some("file.pem".into()),
+            tls_key: Some("file.key".into()),
+            ..FileConfig::default()
+        };
+        let s = settings(&f, file).unwrap();
+        assert_eq!(s.tls, Some(("flag.pem".into(), "file.key".into())));
+
+        // Half a pair from the command line: a usage error naming the flags.
+        let e = settings(
+            &flags(&["d", "--tls-key", "k.pem"]).unwrap().unwrap(),
+            FileConfig::default(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.exit_code(), EXIT_USAGE);
+        assert!(e
+            .message()
+            .starts_with("--tls-key without --tls-cert: give both"));
+        // Half a pair from the file: a config error naming its keys.
+        let f = flags(&["d", "--config", "m.toml"]).unwrap().unwrap();
+        let file = FileConfig {
+            tls_cert: Some("c.pem".into()),
+            ..FileConfig::default()
+        };
+        let e = settings(&f, file).err().unwrap();
+        assert_eq!(e.exit_code(), EXIT_CONFIG);
+        assert_eq!(
+            e.message(),
+            "bad config file m.toml: tls_cert without tls_key: give both for https, or neither"
+        );
     }
 }

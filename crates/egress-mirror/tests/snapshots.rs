@@ -1,7 +1,7 @@
 //! Snapshots of the real `egress-mirror` binary: its help text and the
 //! one-line error of each kind of bad start, with its exit code (2 usage,
-//! 4 invalid snapshot, 5 cannot listen, 7 bad config file). Ports and
-//! temporary paths are filtered out.
+//! 4 invalid snapshot, 5 cannot listen, 7 bad config file, 8 unusable TLS
+//! certificate or key). Ports and temporary paths are filtered out.
 //!
 //! Run with `cargo test -p egress-mirror --test snapshots`; after an
 //! intended change, `INSTA_UPDATE=always` rewrites them (review the diff).
@@ -12,6 +12,7 @@ mod common;
 use common::{wheel, TempDir};
 use egress_signing::SigningKey;
 use egress_snapshot::SnapshotBuilder;
+use egress_testca::TestCa;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -95,8 +96,35 @@ fn one_line_errors() {
     let config = tmp.0.join("mirror.toml");
     std::fs::write(&config, "lsiten = \"127.0.0.1:0\"\n").expect("write");
     let config = config.to_str().expect("utf-8");
+    let half_tls = tmp.0.join("half-tls.toml");
+    std::fs::write(&half_tls, "tls_key = \"server.key\"\n").expect("write");
+    let half_tls = half_tls.to_str().expect("utf-8");
+    // Relative to the config file's directory, not to the working directory.
+    let relative_tls = tmp.0.join("relative-tls.toml");
+    std::fs::write(
+        &relative_tls,
+        "tls_cert = \"missing.pem\"\ntls_key = \"server.key\"\n",
+    )
+    .expect("write");
+    let relative_tls = relative_tls.to_str().expect("utf-8");
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let taken = taken.local_addr().expect("addr").to_string();
+    let ca = TestCa::new(&tmp.0);
+    let other = ca.issue("other", "DNS:localhost");
+    let cert = ca.server.cert.to_str().expect("utf-8");
+    let key = ca.server.key.to_str().expect("utf-8");
+    let other_key = other.key.to_str().expect("utf-8");
+    // A PEM block of the right kind whose bytes are no key at all.
+    let bad_key = tmp.0.join("bad.key");
+    std::fs::write(
+        &bad_key,
+        "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n",
+    )
+    .expect("write");
+    let bad_key = bad_key.to_str().expect("utf-8");
+    let broken = tmp.0.join("broken.pem");
+    std::fs::write(&broken, "-----BEGIN CERTIFICATE-----\nMIIB\n").expect("write");
+    let broken = broken.to_str().expect("utf-8");
     for (name, args) in [
         ("error-no-arguments", vec![]),
         ("error-unknown-flag", vec![dir, "--bogus"]),
@@ -114,6 +142,45 @@ fn one_line_errors() {
             vec![dir, "--config", "/nonexistent/egress/mirror.toml"],
         ),
         ("error-listen-taken", vec![dir, "--listen", &taken]),
+        ("error-tls-cert-without-key", vec![dir, "--tls-cert", cert]),
+        (
+            "error-config-tls-key-without-cert",
+            vec![dir, "--config", half_tls],
+        ),
+        (
+            "error-config-tls-relative",
+            vec![dir, "--config", relative_tls],
+        ),
+        (
+            "error-tls-unreadable",
+            vec![
+                dir,
+                "--tls-cert",
+                "/nonexistent/egress/cert.pem",
+                "--tls-key",
+                key,
+            ],
+        ),
+        (
+            "error-tls-no-certificate",
+            vec![dir, "--tls-cert", key, "--tls-key", key],
+        ),
+        (
+            "error-tls-not-pem",
+            vec![dir, "--tls-cert", broken, "--tls-key", key],
+        ),
+        (
+            "error-tls-no-key",
+            vec![dir, "--tls-cert", cert, "--tls-key", cert],
+        ),
+        (
+            "error-tls-bad-key",
+            vec![dir, "--tls-cert", cert, "--tls-key", bad_key],
+        ),
+        (
+            "error-tls-key-mismatch",
+            vec![dir, "--tls-cert", cert, "--tls-key", other_key],
+        ),
     ] {
         let o = bin().args(&args).output().expect("run");
         let stderr = String::from_utf8_lossy(&o.stderr);

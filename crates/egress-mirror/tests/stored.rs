@@ -861,7 +861,7 @@ fn binary_pip_installs_a_large_wheel_sent_zero_copy() {
 /// fresh statement signed by it (the snapshot ID, the binary's sha256, the
 /// confinement), and the certificate deployed in the directory is sent
 /// from the next answer on; a bad nonce is a 400; without the flag the
-/// route does not exist; an unusable directory is exit 8.
+/// route does not exist; an unusable directory is exit 9.
 #[test]
 fn binary_attests_its_instance_with_the_certificate_deployed_beside_it() {
     use egress_signing::{Attestation, Certificate};
@@ -928,7 +928,7 @@ fn binary_attests_its_instance_with_the_certificate_deployed_beside_it() {
             .arg(&dir)
             .arg("--instance-dir")
             .arg(tmp.0.join("absent")),
-        8,
+        9,
     );
     assert!(
         e.contains("--instance-dir") && e.contains("instance.pub"),

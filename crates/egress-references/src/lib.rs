@@ -20,9 +20,15 @@
 //! Every server here binds to 127.0.0.1 only, and every connection one makes
 //! on someone's behalf is checked first to go to a loopback address
 //! (127.0.0.0/8 or ::1); anything else is answered `502` without connecting.
+//! Two exceptions, for the sandbox scan's network-namespace tests: the
+//! canary's [`dns`] responder binds where it is told (`canary --dns`), and
+//! the [`tunnel`] fixture (a mirror that accepts CONNECT) binds where it is
+//! told and connects to loopback or documentation addresses only, which
+//! exist only inside namespaces a test made.
 
 pub mod builtin;
 pub mod control;
+pub mod dns;
 pub mod hostile;
 pub mod kit;
 mod loopback;
@@ -32,6 +38,7 @@ mod relay;
 pub mod remote;
 mod request_log;
 mod template;
+pub mod tunnel;
 
 pub use hostile::{Hostile, HostileServer};
 pub use pypi::canary::Canary;

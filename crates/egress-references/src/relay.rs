@@ -120,7 +120,7 @@ pub(crate) fn connect(authority: &str) -> Reply {
 }
 
 /// Copies both ways until each side ends or stays idle for 10 s.
-fn splice(client: TcpStream, upstream: TcpStream) {
+pub(crate) fn splice(client: TcpStream, upstream: TcpStream) {
     let idle = Some(Duration::from_secs(10));
     for s in [&client, &upstream] {
         let _ = s.set_read_timeout(idle);

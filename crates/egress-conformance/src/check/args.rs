@@ -57,6 +57,22 @@ pub struct CheckArgs {
     /// by default only the non-destructive ones. Recorded in the report.
     #[arg(long)]
     pub destructive: bool,
+    /// Run from inside a sandbox: also run `sandbox-scan` with this URL as
+    /// the mirror, and give one report of both (the suite's verdicts and
+    /// every path out of the sandbox). Not with --canary: from a sealed
+    /// sandbox the canary's control API is out of reach by design.
+    #[arg(long, conflicts_with = "canary")]
+    pub from_sandbox: bool,
+    /// With --from-sandbox: a canary address the sandbox must not reach
+    /// (IP:PORT, repeatable), as `sandbox-scan --canary`.
+    #[arg(long, value_name = "ADDR", requires = "from_sandbox")]
+    pub sandbox_canary: Vec<String>,
+    /// With --from-sandbox: as `sandbox-scan --canary-zone`.
+    #[arg(long, value_name = "ZONE", requires = "from_sandbox")]
+    pub canary_zone: Option<String>,
+    /// With --from-sandbox: as `sandbox-scan --lockfiles`.
+    #[arg(long, value_name = "DIR", requires = "from_sandbox")]
+    pub lockfiles: Option<PathBuf>,
     /// The snapshot ID (64 hex digits: the SHA-256 of its MANIFEST) the
     /// mirror must serve; P5.expected-snapshot fails otherwise.
     #[arg(long, value_name = "ID")]

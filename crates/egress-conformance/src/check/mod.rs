@@ -24,6 +24,22 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         Protocol::Pypi => pypi::index_url(&args.url)?,
         Protocol::Npm => npm::registry_url(&args.url)?,
     };
+    // The scan's flags are checked before anything is sent.
+    let scan_plan = if args.from_sandbox {
+        Some(
+            egress_sandbox::plan(&egress_sandbox::ScanOptions {
+                mirror: index.to_string(),
+                canaries: args.sandbox_canary.clone(),
+                canary_zone: args.canary_zone.clone(),
+                lockfiles: args.lockfiles.clone(),
+            })
+            .map_err(|e| {
+                Failure::usage(e.to_string().replacen("--canary ", "--sandbox-canary ", 1))
+            })?,
+        )
+    } else {
+        None
+    };
     if args.timeout == 0 || args.timeout > 3600 {
         return Err(Failure::usage(
             "--timeout: give a number of seconds between 1 and 3600",
@@ -83,6 +99,12 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
             exit::CANARY,
             format!("--canary: {e}; no verdict: the upstream's log was not read whole"),
         ));
+    }
+    if let Some(plan) = scan_plan {
+        let mut ctx = egress_sandbox::context(plan, egress_sandbox::Timeouts::default());
+        ctx.cacert = args.cacert.clone();
+        let both = crate::combined::Combined::new(report, egress_sandbox::run(&ctx));
+        return crate::combined::emit(&both, args.format, args.out.as_deref());
     }
     match args.format {
         Format::Text => egress_cli::out!("{}", egress_suite::render::text(&report)),

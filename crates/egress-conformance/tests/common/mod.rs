@@ -60,7 +60,7 @@ pub(crate) fn mirror_bin() -> PathBuf {
 /// The real `egress-mirror` binary, with its request log collected.
 pub(crate) struct MirrorProcess {
     child: Child,
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https://` when serving TLS)
     pub base: String,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -70,8 +70,25 @@ impl MirrorProcess {
         Self::start_with(snap, listen, &[])
     }
 
-    /// [`MirrorProcess::start`] with more flags (e.g. `--instance-dir`).
-    pub(crate) fn start_with(snap: &Path, listen: &str, extra: &[&str]) -> Self {
+    /// Serving https with the test CA's server certificate for the
+    /// loopback names.
+    pub(crate) fn start_tls(snap: &Path, listen: &str, ca: &egress_testca::TestCa) -> Self {
+        let mirror = Self::start_with(
+            snap,
+            listen,
+            &[
+                "--tls-cert",
+                s(&ca.server.cert),
+                "--tls-key",
+                s(&ca.server.key),
+            ],
+        );
+        assert!(mirror.base.starts_with("https://"), "{}", mirror.base);
+        mirror
+    }
+
+    /// With more flags.
+    pub(crate) fn start_with(snap: &Path, listen: &str, flags: &[&str]) -> Self {
         let bin = mirror_bin();
         assert!(
             bin.is_file(),
@@ -80,7 +97,7 @@ impl MirrorProcess {
         );
         let mut child = Command::new(bin)
             .args([s(snap), "--listen", listen, "--log-requests"])
-            .args(extra)
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,400 @@
+//! The listener side: the runtime, accepting, the connection limits, the
+//! log lines when a limit bites, and stopping.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::conn::{refuse_busy, Service};
+use crate::shared::{lock, Counts, RateLog, Shared};
+use crate::{Handler, Limits};
+
+/// Takes an accepted connection over instead of serving plain HTTP/1.1 on
+/// it: e.g. a TLS handshake, then [`Service::serve_http1`] on the TLS stream
+/// or another protocol that answers through [`Service::respond`]. The
+/// future runs as the connection's task; the connection counts against the
+/// limits until it ends. Stopping the server drops it.
+pub type Acceptor = Arc<
+    dyn Fn(tokio::net::TcpStream, SocketAddr, Service) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// How a [`Server`] runs. `Config::default()` is what [`Server::bind`]
+/// uses, with its limits.
+#[derive(Clone)]
+pub struct Config {
+    pub limits: Limits,
+    /// The handler never blocks (it does not wait for the network, locks
+    /// held long, or sleep; reading and statting files in the page cache is
+    /// fine): call it inline on the runtime's workers instead of on the
+    /// blocking pool, which saves a thread hand-off per request. A handler
+    /// that does block while this is set stalls other connections.
+    pub handler_never_blocks: bool,
+    /// Serves each accepted connection instead of plain HTTP/1.1.
+    pub acceptor: Option<Acceptor>,
+    /// What raises [`Limits::max_connections_per_client`], named in the log
+    /// line when that limit refuses a connection.
+    pub per_client_hint: String,
+    /// What raises [`Limits::max_connections`], named in the log line when
+    /// that limit refuses a connection.
+    pub total_hint: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            limits: Limits::default(),
+            handler_never_blocks: false,
+            acceptor: None,
+            per_client_hint: "Limits::max_connections_per_client".to_string(),
+            total_hint: "the open-file limit (ulimit -n), or Limits::max_connections".to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("limits", &self.limits)
+            .field("handler_never_blocks", &self.handler_never_blocks)
+            .field("acceptor", &self.acceptor.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Entry point; see [`Server::bind`].
+pub struct Server;
+
+impl Server {
+    /// Binds `addr` and serves `handler` on a runtime of its own until the
+    /// returned handle is stopped or dropped.
+    pub fn bind(
+        addr: impl ToSocketAddrs,
+        handler: impl Handler,
+        limits: Limits,
+    ) -> io::Result<ServerHandle> {
+        Server::bind_with(
+            addr,
+            handler,
+            Config {
+                limits,
+                ..Config::default()
+            },
+        )
+    }
+
+    /// Binds `127.0.0.1:0` with default limits.
+    pub fn bind_loopback(handler: impl Handler) -> io::Result<ServerHandle> {
+        Server::bind((Ipv4Addr::LOCALHOST, 0), handler, Limits::default())
+    }
+
+    /// [`Server::bind`] with every setting.
+    pub fn bind_with(
+        addr: impl ToSocketAddrs,
+        handler: impl Handler,
+        config: Config,
+    ) -> io::Result<ServerHandle> {
+        if config.limits.read_timeout.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "read_timeout must be non-zero",
+            ));
+        }
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("egress-http")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listener = {
+            let _context = runtime.enter();
+            listen(addr)?
+        };
+        let addr = listener.local_addr()?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            handler: Box::new(handler),
+            limits: config.limits,
+            inline: config.handler_never_blocks,
+            addr,
+            stop: stop_rx,
+            counts: Mutex::new(Counts::default()),
+            taken: Mutex::new(HashMap::new()),
+            next_taken: AtomicU64::new(0),
+            refusing: AtomicUsize::new(0),
+            per_client_log: RateLog::default(),
+            total_log: RateLog::default(),
+            accept_log: RateLog::default(),
+            per_client_hint: config.per_client_hint,
+            total_hint: config.total_hint,
+        });
+        let (done_tx, done_rx) = mpsc::channel();
+        runtime.spawn(accept_loop(
+            listener,
+            Arc::clone(&shared),
+            config.acceptor,
+            done_tx,
+        ));
+        Ok(ServerHandle {
+            addr,
+            shared,
+            runtime: Some(runtime),
+            stop: stop_tx,
+            accept_done: Mutex::new(done_rx),
+        })
+    }
+}
+
+/// Binds the first address of `addr` that can be bound, as
+/// `std::net::TcpListener::bind` does, with a backlog for bursts of
+/// thousands of connections.
+fn listen(addr: impl ToSocketAddrs) -> io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for addr in addr.to_socket_addrs()? {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+        };
+        let bound = socket.and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(4096)
+        });
+        match bound {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any addresses",
+        )
+    }))
+}
+
+/// A running server. Stops on [`ServerHandle::stop`] or drop.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: watch::Sender<bool>,
+    /// In a mutex only so that the handle is `Sync`.
+    accept_done: Mutex<mpsc::Receiver<()>>,
+}
+
+impl ServerHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`, with a loopback IP if bound to an unspecified address.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", reachable(self.addr))
+    }
+
+    /// Number of connections currently being served (taken-over streams
+    /// included).
+    pub fn connections(&self) -> usize {
+        lock(&self.shared.counts).total
+    }
+
+    /// Stops accepting, closes the listener and shuts down every open
+    /// connection (idle keep-alive ones and taken-over streams included).
+    /// Handlers that are running finish on their own threads; their writes
+    /// fail.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        let _ = self.stop.send(true);
+        // The accept loop drops the listener when it sees the flag.
+        let _ = lock(&self.accept_done).recv_timeout(Duration::from_secs(2));
+        for stream in lock(&self.shared.taken).values() {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        // Every connection task ends on the flag, dropping its socket.
+        // Taken-over streams are shut down above; their closures end when
+        // they next touch the stream (one that sleeps is not waited for).
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.connections() > lock(&self.shared.taken).len() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Safe in any context, async included; blocking tasks still running
+        // (a handler that sleeps) finish on their own.
+        runtime.shutdown_background();
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Refusals (503) are answered on short-lived tasks so the accept loop
+/// never waits; this caps those tasks. Past it, sockets are simply closed.
+const MAX_REFUSING: usize = 1024;
+/// Pause after an accept error that says the process or system is out of
+/// file descriptors or memory.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// One open connection, counted against the limits until dropped.
+struct Admitted {
+    ip: IpAddr,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut counts = lock(&self.shared.counts);
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(n) = counts.per_client.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.per_client.remove(&self.ip);
+            }
+        }
+    }
+}
+
+enum Refused {
+    Total(usize),
+    PerClient(usize),
+}
+
+fn admit(shared: &Arc<Shared>, ip: IpAddr) -> Result<Admitted, Refused> {
+    let limits = &shared.limits;
+    let mut counts = lock(&shared.counts);
+    if counts.total >= limits.max_connections {
+        return Err(Refused::Total(counts.total));
+    }
+    let mine = counts.per_client.get(&ip).copied().unwrap_or(0);
+    if limits.max_connections_per_client > 0 && mine >= limits.max_connections_per_client {
+        return Err(Refused::PerClient(mine));
+    }
+    counts.total += 1;
+    counts.per_client.insert(ip, mine + 1);
+    Ok(Admitted {
+        ip,
+        shared: Arc::clone(shared),
+    })
+}
+
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V4(a) if a.ip().is_unspecified() => (Ipv4Addr::LOCALHOST, a.port()).into(),
+        SocketAddr::V6(a) if a.ip().is_unspecified() => (Ipv6Addr::LOCALHOST, a.port()).into(),
+        a => a,
+    }
+}
+
+/// Accept errors that mean "out of descriptors or memory": waiting helps,
+/// retrying at once only spins.
+fn is_resource_error(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12))
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    acceptor: Option<Acceptor>,
+    done: mpsc::Sender<()>,
+) {
+    let mut stop = shared.stop.clone();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        match accepted {
+            Ok((stream, peer)) => dispatch(stream, peer, &shared, acceptor.as_ref()),
+            Err(e) if is_resource_error(&e) => {
+                shared.accept_log.log(|| {
+                    format!(
+                        "egress-http {}: cannot accept connections: {e}; pausing {} ms before retrying; raise {}",
+                        shared.addr,
+                        ACCEPT_BACKOFF.as_millis(),
+                        shared.total_hint,
+                    )
+                });
+                tokio::select! {
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                    _ = stop.wait_for(|s| *s) => break,
+                }
+            }
+            // A connection that failed before it was accepted
+            // (ECONNABORTED and the like): nothing to wait for.
+            Err(_) => tokio::task::yield_now().await,
+        }
+    }
+    drop(listener);
+    let _ = done.send(());
+}
+
+fn dispatch(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    acceptor: Option<&Acceptor>,
+) {
+    let _ = stream.set_nodelay(true);
+    let ip = peer.ip().to_canonical();
+    match admit(shared, ip) {
+        Ok(admitted) => {
+            let svc = Service {
+                shared: Arc::clone(shared),
+            };
+            let mut stop = shared.stop.clone();
+            let serving: Pin<Box<dyn Future<Output = ()> + Send>> = match acceptor {
+                Some(acceptor) => acceptor(stream, peer, svc),
+                None => Box::pin(async move { svc.serve_http1(stream, peer).await }),
+            };
+            tokio::spawn(async move {
+                let _admitted = admitted;
+                tokio::select! {
+                    () = serving => {}
+                    _ = stop.wait_for(|s| *s) => {}
+                }
+            });
+        }
+        Err(refused) => {
+            match refused {
+                Refused::Total(open) => shared.total_log.log(|| {
+                    format!(
+                        "egress-http {}: connection limit reached ({open} open, limit {}): connections get 503 and are closed; raise {}",
+                        shared.addr, shared.limits.max_connections, shared.total_hint,
+                    )
+                }),
+                Refused::PerClient(open) => shared.per_client_log.log(|| {
+                    format!(
+                        "egress-http {}: per-client connection limit reached for {ip} ({open} open, limit {}): its further connections get 503 and are closed; raise it with {}",
+                        shared.addr, shared.limits.max_connections_per_client, shared.per_client_hint,
+                    )
+                }),
+            }
+            if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING {
+                shared.refusing.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move {
+                refuse_busy(stream, &shared.limits).await;
+                shared.refusing.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+}
