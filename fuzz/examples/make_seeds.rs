@@ -97,6 +97,21 @@ fn main() {
         "wrong-namespace.sig",
         key.sign("other", b"fuzz message\n").as_bytes(),
     );
+
+    // An instance attestation with its certificate by the same key.
+    let instance = egress_signing::InstanceKey::from_seed([5; 32]);
+    let snapshot = egress_model::Sha256Digest::of(b"fuzz manifest\n");
+    let cert = egress_signing::Certificate::issue(&key, &instance.public(), snapshot).to_text();
+    put("attestation", "certificate.txt", cert.as_bytes());
+    let statement = egress_signing::Statement {
+        instance_key: instance.public(),
+        nonce: vec![0xab; 32],
+        snapshot,
+        binary: egress_model::Sha256Digest::of(b"fuzz binary\n"),
+        confinement: "landlock ABI 6: outbound TCP denied".into(),
+    };
+    let attestation = instance.attest(statement, Some(cert.into_bytes()));
+    put("attestation", "attestation.txt", attestation.to_text().as_bytes());
     let other = SigningKey::from_seed([9; 32], "other@example");
     let signers = format!(
         "{}\n{}\n# comment\n*@example cert-authority {}",

@@ -2,7 +2,7 @@
 //! OpenSSH reads, so that whoever verifies a snapshot needs no tool of ours.
 
 use crate::{exit, Failure};
-use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
+use egress_signing::{AllowedSigners, SigningKey, LAB_NAMESPACES};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -81,8 +81,7 @@ pub fn generate(args: GenerateArgs) -> Result<u8, Failure> {
         SigningKey::generate(&args.principal).map_err(|e| Failure::internal(e.to_string()))?;
     let public = key.public();
     let pub_line = format!("{}\n", public.to_openssh(&args.principal));
-    let signers_line =
-        AllowedSigners::line_for_namespace(&args.principal, &public, SNAPSHOT_NAMESPACE);
+    let signers_line = AllowedSigners::line_for_namespace(&args.principal, &public, LAB_NAMESPACES);
 
     let fail = |p: &Path, e: io::Error| {
         let code = if e.kind() == io::ErrorKind::AlreadyExists {

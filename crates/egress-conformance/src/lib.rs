@@ -11,6 +11,7 @@
 pub mod canary;
 pub mod check;
 pub mod combined;
+pub mod instance;
 pub mod keygen;
 pub mod kit;
 pub mod output;

@@ -4,8 +4,8 @@
 
 use clap::{Parser, Subcommand};
 use egress_conformance::{
-    canary, check, exit, keygen, kit, output, run_builtin, run_testbed, sandbox_scan, snapshot,
-    verify, Failure, Format,
+    canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
+    snapshot, verify, Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +38,7 @@ struct Cli {
 enum Command {
     /// Run the suite against a mirror that speaks the PyPI simple API, or the
     /// npm registry protocol with --protocol npm.
-    Check(check::CheckArgs),
+    Check(Box<check::CheckArgs>),
     /// Write the conformance kit: probe packages (egress-kit-*) to add to
     /// the snapshot under test, so that check can run every snapshot-side
     /// sub-probe on any mirror.
@@ -52,6 +52,12 @@ enum Command {
     Key {
         #[command(subcommand)]
         command: KeyCommand,
+    },
+    /// Certify a running mirror's instance key with the lab's key, for
+    /// the attestation `check` verifies (P5.instance-attestation).
+    Instance {
+        #[command(subcommand)]
+        command: InstanceCommand,
     },
     /// Build signed snapshots from lockfiles, and verify them offline.
     Snapshot {
@@ -78,6 +84,14 @@ enum Command {
 enum KeyCommand {
     /// Create an ed25519 key (OpenSSH format) and its allowed_signers line.
     Generate(keygen::GenerateArgs),
+}
+
+#[derive(Subcommand)]
+enum InstanceCommand {
+    /// Write the lab's certificate of an instance key (the instance.pub an
+    /// egress-mirror started with --instance-dir wrote) for the snapshot it
+    /// serves; deploy it as instance.cert in that directory.
+    Certify(instance::CertifyArgs),
 }
 
 #[derive(Subcommand)]
@@ -117,7 +131,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => run_builtin::main(cli.format, cli.out.as_deref()),
-        Some(Command::Check(args)) => check::main(args),
+        Some(Command::Check(args)) => check::main(*args),
         Some(Command::Kit(args)) => kit::main(args),
         Some(Command::Report {
             command: ReportCommand::Verify { path },
@@ -125,6 +139,9 @@ fn main() -> ExitCode {
         Some(Command::Key {
             command: KeyCommand::Generate(args),
         }) => keygen::generate(args),
+        Some(Command::Instance {
+            command: InstanceCommand::Certify(args),
+        }) => instance::certify(args),
         Some(Command::Snapshot {
             command: SnapshotCommand::Build(args),
         }) => snapshot::build(*args),

@@ -199,7 +199,10 @@ fn check_with_a_canary_runs_every_npm_sub_probe() {
             "built-in-reference@egress-conformance",
         )
         .unwrap();
-    late.set(egress_mirror::Mirror::new(Arc::new(snapshot)));
+    // Attested, as the reference is: the chain passes too.
+    let id = snapshot.id().to_hex();
+    let attestor = egress_references::builtin::demo_attestor(snapshot.id()).unwrap();
+    late.set(egress_mirror::Mirror::new(Arc::new(snapshot)).attest(attestor));
     let signers = dir.join("allowed_signers");
     std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
     check_passes_with_no_contact(
@@ -210,6 +213,8 @@ fn check_with_a_canary_runs_every_npm_sub_probe() {
             "npm",
             "--allowed-signers",
             s(&signers),
+            "--expect-snapshot",
+            &id,
             "--present",
             "ec-present",
             "--present",
@@ -245,7 +250,14 @@ fn check_with_a_canary_runs_every_pypi_sub_probe() {
         .unwrap();
     let signers = dir.join("allowed_signers");
     std::fs::write(&signers, egress_references::builtin::demo_signers()).unwrap();
-    let mirror = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0").unwrap();
+    // Attested, as the reference is: the chain passes too.
+    let id = snapshot.id().to_hex();
+    let attestor = egress_references::builtin::demo_attestor(snapshot.id()).unwrap();
+    let mirror = egress_mirror::serve_mirror(
+        egress_mirror::Mirror::new(Arc::new(snapshot)).attest(attestor),
+        "127.0.0.1:0",
+    )
+    .unwrap();
     let index = format!("{}/simple/", mirror.base_url());
     check_passes_with_no_contact(
         &[
@@ -253,6 +265,8 @@ fn check_with_a_canary_runs_every_pypi_sub_probe() {
             &index,
             "--allowed-signers",
             s(&signers),
+            "--expect-snapshot",
+            &id,
             "--present",
             "ec-present",
         ],

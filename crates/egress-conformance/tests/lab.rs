@@ -24,7 +24,7 @@ use std::path::Path;
 mod common;
 
 use common::canary::CanaryProcess;
-use common::{ok, run, s, tmpdir, MirrorProcess};
+use common::{attested_mirror, ok, run, s, tmpdir};
 use egress_model::Observation;
 
 /// The sub-probes that need an upstream the suite controls: the only ones a
@@ -74,8 +74,9 @@ fn check_passes(
     out: &Path,
     upstream_side: &[&str],
     must_pass: &[&str],
+    expect: &[String],
 ) -> egress_suite::Report {
-    let o = run(&[
+    let mut args = vec![
         "check",
         url,
         "--protocol",
@@ -84,7 +85,9 @@ fn check_passes(
         s(signers),
         "--out",
         s(out),
-    ]);
+    ];
+    args.extend(expect.iter().map(String::as_str));
+    let o = run(&args);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{text}");
     let report: egress_suite::Report =
@@ -205,14 +208,21 @@ fn pypi_lab_snapshot(
 fn pypi_lab_with_the_kit_and_no_canary_decides_everything() {
     let dir = tmpdir("egress-lab-pypi");
     let (snap, signers) = pypi_lab_snapshot(&dir, None);
-    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let (mirror, expect) = attested_mirror(&dir, &snap, "127.0.0.1:0");
     let report = check_passes(
         &mirror.base,
         "pypi",
         &signers,
         &dir.join("report"),
         &PYPI_UPSTREAM_SIDE,
-        &["P4.metadata-sdist", "P4.template-text", "P2.absent-page"],
+        &[
+            "P4.metadata-sdist",
+            "P4.template-text",
+            "P2.absent-page",
+            "P5.expected-snapshot",
+            "P5.instance-attestation",
+        ],
+        &expect,
     );
     // Found on its own: the lab's project for the controls, the kit's
     // sdist-only and template projects for P4, widely used absent names.
@@ -315,14 +325,21 @@ fn npm_lab_with_the_kit_and_no_canary_decides_everything() {
     let dir = tmpdir("egress-lab-npm");
     let (snap, signers, registry) = npm_lab_snapshot(&dir, None);
     // On the origin the snapshot's tarball URLs name.
-    let mirror = MirrorProcess::start(&snap, &registry_listen(&registry));
+    let (mirror, expect) = attested_mirror(&dir, &snap, &registry_listen(&registry));
     let report = check_passes(
         &registry,
         "npm",
         &signers,
         &dir.join("report"),
         &NPM_UPSTREAM_SIDE,
-        &["P4.template-text", "C.scoped", "P2.absent-packument"],
+        &[
+            "P4.template-text",
+            "C.scoped",
+            "P2.absent-packument",
+            "P5.expected-snapshot",
+            "P5.instance-attestation",
+        ],
+        &expect,
     );
     let egress_suite::Packages::Npm(p) = &report.plan.packages else {
         panic!("an npm plan")
@@ -365,9 +382,10 @@ fn check_passes_with_canary(
     out: &Path,
     canary: &CanaryProcess,
     secret: &Path,
+    expect: &[String],
 ) -> egress_suite::Report {
     let origin = canary.origin();
-    let o = run(&[
+    let mut args = vec![
         "check",
         url,
         "--protocol",
@@ -380,7 +398,9 @@ fn check_passes_with_canary(
         s(secret),
         "--out",
         s(out),
-    ]);
+    ];
+    args.extend(expect.iter().map(String::as_str));
+    let o = run(&args);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let report: egress_suite::Report =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report"))
@@ -451,7 +471,7 @@ fn pypi_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
     let secret = dir.join("canary.secret");
     let canary = CanaryProcess::start("pypi", &secret);
     let (snap, signers) = pypi_lab_snapshot(&dir, Some(&canary.origin()));
-    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let (mirror, expect) = attested_mirror(&dir, &snap, "127.0.0.1:0");
     let report = check_passes_with_canary(
         &mirror.base,
         "pypi",
@@ -459,6 +479,7 @@ fn pypi_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
         &dir.join("report"),
         &canary,
         &secret,
+        &expect,
     );
     // The mutations' project comes first, the lab's own after it, and the
     // plan says why.
@@ -483,7 +504,7 @@ fn npm_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
     let secret = dir.join("canary.secret");
     let canary = CanaryProcess::start("npm", &secret);
     let (snap, signers, registry) = npm_lab_snapshot(&dir, Some(&canary.origin()));
-    let mirror = MirrorProcess::start(&snap, &registry_listen(&registry));
+    let (mirror, expect) = attested_mirror(&dir, &snap, &registry_listen(&registry));
     let report = check_passes_with_canary(
         &registry,
         "npm",
@@ -491,6 +512,7 @@ fn npm_lab_with_the_kit_and_a_canary_runs_every_sub_probe() {
         &dir.join("report"),
         &canary,
         &secret,
+        &expect,
     );
     let egress_suite::Packages::Npm(p) = &report.plan.packages else {
         panic!("an npm plan")

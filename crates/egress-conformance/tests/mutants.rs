@@ -6,11 +6,13 @@
 mod common;
 
 use common::lax_front::LaxFront;
-use common::mutant::{self, body_of, with_body};
+use common::mutant::{self, attestor_for, body_of, with_body, AttestState, OTHER_CREATED};
 use egress_http::{Handler, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
 use egress_model::Status;
-use egress_references::pypi::builtin::{demo_snapshot, index_of, run_against, start_canary};
+use egress_references::pypi::builtin::{
+    demo_snapshot, demo_snapshot_at, index_of, run_against, start_canary,
+};
 use egress_references::pypi::canary::Canary;
 use egress_snapshot::Snapshot;
 use std::io::{Read, Write};
@@ -25,6 +27,7 @@ struct Mutant {
     canary: String,
     count: AtomicUsize,
     wrote: AtomicBool,
+    attest: AttestState,
 }
 
 fn ok(text: &str) -> Reply {
@@ -75,6 +78,9 @@ impl Mutant {
 
 impl Handler for Mutant {
     fn handle(&self, req: Request) -> Reply {
+        if let Some(r) = mutant::attest_answer(self.kind, &self.attest, &req, |r| self.inner(r)) {
+            return r;
+        }
         let target = req.target.clone();
         let lower = target.to_ascii_lowercase();
         let path = req.path().to_string();
@@ -310,15 +316,30 @@ impl Handler for Mutant {
 
 fn run_mutant(kind: &'static str) -> egress_suite::Report {
     let canary: Canary = start_canary().unwrap_or_else(|e| panic!("{e}"));
-    let snapshot = Arc::new(demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}")));
+    // A mirror started on another snapshot: the same content, another ID.
+    let snapshot = match kind {
+        "P5.expected-snapshot" => demo_snapshot_at(&canary, OTHER_CREATED),
+        _ => demo_snapshot(&canary),
+    };
+    let snapshot = Arc::new(snapshot.unwrap_or_else(|e| panic!("{e}")));
     let mutant = Mutant {
-        inner: Mirror::new(snapshot.clone()),
+        inner: Mirror::new(snapshot.clone()).attest(attestor_for(kind, snapshot.id())),
         snapshot,
         kind,
         canary: canary.base_url(),
         count: AtomicUsize::new(0),
         wrote: AtomicBool::new(false),
+        attest: AttestState::default(),
     };
+    if kind == "attest-another-snapshot" {
+        let other =
+            Arc::new(demo_snapshot_at(&canary, OTHER_CREATED).unwrap_or_else(|e| panic!("{e}")));
+        let id = other.id();
+        let _ = mutant
+            .attest
+            .other
+            .set(Mirror::new(other).attest(attestor_for("none", id)));
+    }
     let server = Server::bind_loopback(mutant).expect("bind");
     // The smuggling mutant is the mirror behind a front that frames by
     // Content-Length alone and serves whatever follows on the connection.
@@ -395,6 +416,12 @@ mutants! {
     p5_signature: "P5.signature" => "P5.signature";
     p5_index_in_manifest: "P5.index-in-manifest" => "P5.index-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
+    p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
+    p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";
+    p5_attest_uncertified_key: "attest-uncertified-key" => "P5.instance-attestation";
+    p5_attest_wrong_certificate: "attest-wrong-certificate" => "P5.instance-attestation";
+    p5_attest_foreign_certificate: "attest-foreign-certificate" => "P5.instance-attestation";
+    p5_attest_another_snapshot: "attest-another-snapshot" => "P5.instance-attestation";
     p5_upstream_new_version: "P5.upstream" => "P5.upstream-new-version";
     p5_upstream_replaced_bytes: "P5.upstream" => "P5.upstream-replaced-bytes";
     p6_write_methods: "P6.write-methods" => "P6.write-methods";
@@ -471,4 +498,73 @@ fn a_front_framing_by_content_length_serves_the_hidden_request() {
         .find(|e| e.label == "smuggling case cl-te")
         .expect("cl-te recorded");
     assert_eq!(cl_te.status(), Some(405), "{}", cl_te.summary());
+}
+
+/// Each attestation mutant fails P5.instance-attestation naming its fault,
+/// and the mirror started on another snapshot fails --expect-snapshot
+/// naming both IDs.
+#[test]
+fn attestation_faults_are_named() {
+    let cases = [
+        (
+            "attest-replayed-nonce",
+            "P5.instance-attestation",
+            "a replayed or precomputed statement",
+        ),
+        (
+            "attest-uncertified-key",
+            "P5.instance-attestation",
+            "is not certified",
+        ),
+        (
+            "attest-wrong-certificate",
+            "P5.instance-attestation",
+            "it certifies instance key",
+        ),
+        (
+            "attest-foreign-certificate",
+            "P5.instance-attestation",
+            "not certified by an allowed lab key",
+        ),
+        (
+            "attest-another-snapshot",
+            "P5.instance-attestation",
+            "another snapshot's statement",
+        ),
+        (
+            "P5.expected-snapshot",
+            "P5.expected-snapshot",
+            "not the expected",
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(kind, probe, words)| {
+            std::thread::spawn(move || (run_mutant(kind), kind, probe, words))
+        })
+        .collect();
+    for run in runs {
+        let (report, kind, probe, words) = run.join().expect("mutant run");
+        let rec = report.probe(probe).expect("record");
+        assert_eq!(rec.status, Status::Fail, "{kind}: {}", rec.reason);
+        assert!(rec.reason.contains(words), "{kind}: {}", rec.reason);
+    }
+}
+
+/// The unmodified reference passes the whole chain: its instance key is
+/// certified by the demonstration key for the snapshot it serves.
+#[test]
+fn the_reference_attests_its_instance() {
+    let report = run_mutant("none");
+    let rec = report.probe("P5.instance-attestation").expect("record");
+    assert_eq!(rec.status, Status::Pass, "{}", rec.reason);
+    assert!(
+        rec.reason
+            .contains("certified by built-in-reference@egress-conformance")
+            && rec.reason.contains("the one served and expected"),
+        "{}",
+        rec.reason
+    );
+    let expected = report.probe("P5.expected-snapshot").expect("record");
+    assert_eq!(expected.status, Status::Pass, "{}", expected.reason);
 }

@@ -12,11 +12,13 @@
 mod common;
 
 use common::lax_front::LaxFront;
-use common::mutant::{self, body_of, with_body};
+use common::mutant::{self, attestor_for, body_of, with_body, AttestState, OTHER_CREATED};
 use egress_http::{Handler, Limits, Method, Reply, Request, Response, Server};
 use egress_mirror::Mirror;
 use egress_model::{Status, Url};
-use egress_references::npm::builtin::{demo_npm_snapshot, run_npm_against, start_npm_canary};
+use egress_references::npm::builtin::{
+    demo_npm_snapshot, demo_npm_snapshot_at, run_npm_against, start_npm_canary,
+};
 use egress_references::npm::canary::{
     BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, TRIPWIRE, UPSTREAM_ONLY,
 };
@@ -54,6 +56,7 @@ struct Mutant {
     count: AtomicUsize,
     /// Publish documents the mutant kept, by packument path.
     published: Mutex<HashMap<String, Vec<u8>>>,
+    attest: AttestState,
 }
 
 // ------------------------------------------------------------------ helpers
@@ -342,6 +345,9 @@ impl Mutant {
 
 impl Handler for Mutant {
     fn handle(&self, req: Request) -> Reply {
+        if let Some(r) = mutant::attest_answer(self.kind, &self.attest, &req, |r| self.inner(r)) {
+            return r;
+        }
         let target = req.target.clone();
         let lower = target.to_ascii_lowercase();
         let path = req.path().to_string();
@@ -683,6 +689,7 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         cdn: canary.offsite_origin(),
         count: AtomicUsize::new(0),
         published: Mutex::default(),
+        attest: AttestState::default(),
     });
     let handler = Arc::clone(&mutant);
     let server = Server::bind(
@@ -703,10 +710,23 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         .as_ref()
         .map_or_else(|| server.base_url(), LaxFront::base_url);
     let registry = format!("{origin}/");
-    let snapshot =
-        Arc::new(demo_npm_snapshot(&canary, &registry).unwrap_or_else(|e| panic!("{e}")));
+    // A mirror started on another snapshot: the same content, another ID.
+    let snapshot = match kind {
+        "P5.expected-snapshot" => demo_npm_snapshot_at(&canary, &registry, OTHER_CREATED),
+        _ => demo_npm_snapshot(&canary, &registry),
+    };
+    let snapshot = Arc::new(snapshot.unwrap_or_else(|e| panic!("{e}")));
+    if kind == "attest-another-snapshot" {
+        let other = demo_npm_snapshot_at(&canary, &registry, OTHER_CREATED)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let id = other.id();
+        let _ = mutant
+            .attest
+            .other
+            .set(Mirror::new(Arc::new(other)).attest(attestor_for("none", id)));
+    }
     let _ = mutant.late.set(Late {
-        mirror: Mirror::new(Arc::clone(&snapshot)),
+        mirror: Mirror::new(Arc::clone(&snapshot)).attest(attestor_for(kind, snapshot.id())),
         snapshot,
         origin,
     });
@@ -784,6 +804,12 @@ mutants! {
     p5_signature: "P5.signature" => "P5.signature";
     p5_served_in_manifest: "P5.served-in-manifest" => "P5.served-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
+    p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
+    p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";
+    p5_attest_uncertified_key: "attest-uncertified-key" => "P5.instance-attestation";
+    p5_attest_wrong_certificate: "attest-wrong-certificate" => "P5.instance-attestation";
+    p5_attest_foreign_certificate: "attest-foreign-certificate" => "P5.instance-attestation";
+    p5_attest_another_snapshot: "attest-another-snapshot" => "P5.instance-attestation";
     p5_upstream_new_version: "P5.upstream" => "P5.upstream-new-version";
     p5_upstream_replaced_bytes: "P5.upstream" => "P5.upstream-replaced-bytes";
     p5_upstream_dist_tag: "P5.upstream" => "P5.upstream-dist-tag";

@@ -257,6 +257,7 @@ fn npm_plan(registry: &egress_model::Url) -> egress_suite::Plan<egress_suite::Pa
         manifest: egress_suite::ManifestSource::WellKnown,
         allowed_signers: false,
         destructive: false,
+        expect: Default::default(),
         packages: egress_suite::Packages::Npm(egress_suite::npm::Packages {
             present: vec![name("ec-present")],
             scoped: Some(name("@ec/scoped")),

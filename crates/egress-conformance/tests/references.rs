@@ -117,6 +117,7 @@ fn plan(index: &Url) -> Plan<Packages> {
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
         destructive: false,
+        expect: Default::default(),
     }
 }
 

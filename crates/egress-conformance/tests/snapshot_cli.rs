@@ -98,7 +98,7 @@ fn key_generate_writes_openssh_files_and_never_overwrites() {
     assert!(
         line.starts_with(&format!(
             "lab@example.org namespaces=\"{}\" ssh-ed25519 ",
-            egress_signing::SNAPSHOT_NAMESPACE
+            egress_signing::LAB_NAMESPACES
         )),
         "{line}"
     );

@@ -10,7 +10,9 @@
 //!   listing directories beneath the snapshot directory. Nothing can be
 //!   written, created, removed or executed anywhere, and nothing outside the
 //!   snapshot can be opened (files opened before confinement, such as
-//!   standard error, stay usable);
+//!   standard error, stay usable); with `--instance-dir`, a second rule
+//!   grants reading files beneath that directory, where the operator
+//!   deploys the instance certificate;
 //! - scopes (ABI 6): no connecting to abstract UNIX sockets and no signals to
 //!   processes outside the sandbox.
 //!
@@ -35,7 +37,7 @@ pub(crate) struct Confinement {
 
 /// Confines the calling process; see the module documentation.
 #[cfg(target_os = "linux")]
-pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
+pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confinement {
     use landlock::{
         Access, AccessFs, AccessNet, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
         RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -55,6 +57,14 @@ pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
             ))
         }
     };
+    let instance = match instance_dir.map(PathFd::new).transpose() {
+        Ok(fd) => fd,
+        Err(e) => {
+            return not_enforced(format!(
+                "cannot open the instance directory for Landlock: {e}"
+            ))
+        }
+    };
     // The newest ABI this crate knows: the kernel enforces the subset it has
     // (best-effort compatibility), and what it has is reported below.
     let wanted = ABI::V10;
@@ -68,6 +78,10 @@ pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
                 dir,
                 AccessFs::ReadFile | AccessFs::ReadDir,
             ))
+        })
+        .and_then(|r| match instance {
+            Some(fd) => r.add_rule(PathBeneath::new(fd, AccessFs::ReadFile)),
+            None => Ok(r),
         })
         .and_then(|r| r.restrict_self());
     let status = match restricted {
@@ -98,6 +112,9 @@ pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
         enforced.push("outbound TCP denied".to_string());
     }
     enforced.push(format!("read-only beneath {}", snapshot_dir.display()));
+    if let Some(dir) = instance_dir {
+        enforced.push(format!("certificate read beneath {}", dir.display()));
+    }
     let missing = (!tcp_denied).then(|| {
         format!(
             "outbound TCP connections are NOT denied: that needs Landlock ABI 4 (Linux 6.7), this kernel has ABI {}",
@@ -111,7 +128,7 @@ pub(crate) fn confine(snapshot_dir: &Path) -> Confinement {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn confine(_snapshot_dir: &Path) -> Confinement {
+pub(crate) fn confine(_snapshot_dir: &Path, _instance_dir: Option<&Path>) -> Confinement {
     Confinement {
         summary: "NOT confined".to_string(),
         missing: Some(

@@ -30,9 +30,15 @@
 //! - P4 no build path: responses are pre-rendered blobs; nothing is rendered,
 //!   built or evaluated per request.
 //! - P5 immutability: the table is built once from an immutable snapshot and
-//!   every response names the snapshot ID in `X-Egress-Snapshot`.
+//!   every response names the snapshot ID in `X-Egress-Snapshot`. With an
+//!   [`Attestor`] ([`Mirror::attest`]), the instance answers a verifier's
+//!   nonce at `/.well-known/egress-mirror/attest/<nonce hex>` with a
+//!   statement signed by its instance key (see `attest.rs`).
 //! - P6 no control channel: GET and HEAD only; every other method is 405.
 
+mod attest;
+
+pub use attest::{own_binary_sha256, Attestor, BadNonce};
 pub mod tls;
 
 #[cfg(unix)]
@@ -115,7 +121,10 @@ enum Backend {
 /// The request handler. See the crate documentation for its rules.
 pub struct Mirror {
     backend: Backend,
+    id: Sha256Digest,
     id_hex: String,
+    /// Answers attestation nonces when set ([`Mirror::attest`]).
+    attestor: Option<Attestor>,
     routes: HashMap<String, Route>,
     log_requests: bool,
     log: LogSink,
@@ -269,7 +278,9 @@ impl Mirror {
     fn with_routes(backend: Backend, id: Sha256Digest, routes: HashMap<String, Route>) -> Self {
         Self {
             backend,
+            id,
             id_hex: id.to_hex(),
+            attestor: None,
             routes,
             log_requests: false,
             log: stderr_sink(),
@@ -320,6 +331,19 @@ impl Mirror {
             }
             Backend::Memory(_) => false,
         }
+    }
+
+    /// Answers `GET /.well-known/egress-mirror/attest/<nonce hex>` with
+    /// `attestor`'s signed statement for this snapshot. Without it, that
+    /// path is not found, like any other outside the snapshot.
+    pub fn attest(mut self, attestor: Attestor) -> Self {
+        self.attestor = Some(attestor);
+        self
+    }
+
+    /// The attestor, when the mirror answers attestation nonces.
+    pub fn attestor(&self) -> Option<&Attestor> {
+        self.attestor.as_ref()
     }
 
     /// Logs one line per request (method, target, status, body bytes,
@@ -437,6 +461,17 @@ impl Mirror {
             )
             .with_header("Connection", "close");
             return (resp, None);
+        }
+        // Instance attestation: the nonce is the rest of the path (never
+        // the query, which is never interpreted).
+        if let (Some(attestor), Some(nonce)) =
+            (&self.attestor, req.path().strip_prefix(well_known::ATTEST))
+        {
+            let resp = match attestor.answer(self.id, nonce) {
+                Ok(text) => Response::text(200, &text),
+                Err(e) => Response::text(400, &format!("{e}\n")),
+            };
+            return (resp.with_header("Cache-Control", "no-store"), None);
         }
         // The query is dropped, never interpreted (`?url=` means nothing
         // here); the path is matched exactly as received.

@@ -1,6 +1,7 @@
 //! `egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE]
 //! [--require-confinement] [--log-requests] [--zero-copy-budget SIZE]
-//! [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]`:
+//! [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]
+//! [--instance-dir DIR]`:
 //! serves one snapshot directory as a sandbox's only egress, until killed;
 //! over https (HTTP/2 and HTTP/1.1 by ALPN) when given a certificate and
 //! its key.
@@ -18,7 +19,11 @@
 //!    could not be read;
 //! 3. the snapshot is opened with [`StoredSnapshot::open`]: evidence
 //!    documents checked, no blob read (blobs are verified as they are
-//!    served);
+//!    served); with `--instance-dir DIR`, the instance key is made (in
+//!    memory only), its public half written to `DIR/instance.pub`, and the
+//!    sha256 of `/proc/self/exe` computed; `DIR/instance.cert`, the lab's
+//!    certificate of that key, is read whenever it changes (Landlock allows
+//!    reading beneath DIR);
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
@@ -30,12 +35,13 @@
 //!    connection limit is half of it);
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
 //!    blob count, confinement status, zero-copy status and the URL
-//!    (`http://` or `https://`).
+//!    (`http://` or `https://`); with `--instance-dir`, a second line names
+//!    the instance key, the binary's sha256 and how to certify the key.
 //!
 //! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
 //! 6 confinement required but not available, 7 bad config file,
-//! 8 unusable TLS certificate or key. Every error is one line on stderr;
-//! nothing panics.
+//! 8 unusable TLS certificate or key, 9 instance attestation cannot be set
+//! up. Every error is one line on stderr; nothing panics.
 
 mod confine;
 
@@ -50,7 +56,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -61,6 +67,12 @@ const EXIT_LISTEN: u8 = 5;
 const EXIT_CONFINEMENT: u8 = 6;
 const EXIT_CONFIG: u8 = 7;
 const EXIT_TLS: u8 = 8;
+const EXIT_INSTANCE: u8 = 9;
+/// In `--instance-dir`: the instance's public key, written at start.
+const INSTANCE_PUB: &str = "instance.pub";
+/// In `--instance-dir`: the lab's certificate of that key, deployed by the
+/// operator and read whenever it changes.
+const INSTANCE_CERT: &str = "instance.cert";
 
 /// Writes one line; a closed stdout or stderr (a reader that went away) is
 /// a quiet end of that output, never a panic.
@@ -89,8 +101,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE]",
-    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key."
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up."
 )]
 struct Flags {
     /// The snapshot directory to serve (or `snapshot` in --config).
@@ -128,6 +140,11 @@ struct Flags {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     tls_key: Option<PathBuf>,
+    /// Answer attestation nonces with a key made at start: its public key
+    /// is written to DIR/instance.pub, the lab's certificate is read from
+    /// DIR/instance.cert whenever it changes.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    instance_dir: Option<PathBuf>,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -175,6 +192,7 @@ struct FileConfig {
     max_connections_per_client: Option<usize>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    instance_dir: Option<PathBuf>,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -211,7 +229,7 @@ enum ConfigTextError {
     NotASize(String),
     #[error("{0} must be a whole number (0 = no limit)")]
     NotACount(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key")]
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir")]
     UnknownKey(String),
 }
 
@@ -238,6 +256,7 @@ fn read_config(path: &Path) -> Result<FileConfig, ConfigError> {
         &mut config.snapshot,
         &mut config.tls_cert,
         &mut config.tls_key,
+        &mut config.instance_dir,
     ] {
         if let Some(p) = relative.as_mut().filter(|p| p.is_relative()) {
             *p = base.join(&*p);
@@ -279,6 +298,7 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
             "log_requests" => config.log_requests = Some(boolean()?),
             "tls_cert" => config.tls_cert = Some(PathBuf::from(string()?)),
             "tls_key" => config.tls_key = Some(PathBuf::from(string()?)),
+            "instance_dir" => config.instance_dir = Some(PathBuf::from(string()?)),
             // Bytes as an integer, or a string with a unit ("512MiB").
             "zero_copy_budget" => {
                 let bytes = match value {
@@ -347,6 +367,7 @@ struct Settings {
     max_connections_per_client: usize,
     /// The certificate chain and key to serve https with.
     tls: Option<(PathBuf, PathBuf)>,
+    instance_dir: Option<PathBuf>,
 }
 
 fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> {
@@ -405,10 +426,12 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> 
             .or(file.max_connections_per_client)
             .unwrap_or(egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
         tls,
+        instance_dir: flags.instance_dir.clone().or(file.instance_dir),
     })
 }
 
 fn main() -> ExitCode {
+    let mut instance_line = None;
     let flags = match egress_cli::parse::<Flags>("egress-mirror", std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {
@@ -476,8 +499,22 @@ fn main() -> ExitCode {
         }
     };
 
+    // Before confinement: the public key is written, the binary read.
+    let instance = match &s.instance_dir {
+        Some(dir) => match start_instance(dir, &store.id()) {
+            Ok(instance) => Some(instance),
+            Err(e) => {
+                return fail(
+                    EXIT_INSTANCE,
+                    &format!("--instance-dir {}: {e}", dir.display()),
+                )
+            }
+        },
+        None => None,
+    };
+
     // Invariant: no thread has been spawned yet (see confine.rs).
-    let confinement = confine::confine(store.root());
+    let confinement = confine::confine(store.root(), s.instance_dir.as_deref());
     if let Some(missing) = &confinement.missing {
         if s.require_confinement {
             return fail(
@@ -497,11 +534,26 @@ fn main() -> ExitCode {
 
     let blobs = store.blob_count();
     let id = store.id();
-    let mirror = Mirror::from_store(Arc::new(store))
+    let mut mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
     // Before the limits are made: the connection limit follows it.
     raise_open_file_limit();
+    if let (Some((key, binary, pub_path)), Some(dir)) = (instance, &s.instance_dir) {
+        let attestor = egress_mirror::Attestor::new(key, binary, confinement.summary.clone())
+            .certificate_file(dir.join(INSTANCE_CERT));
+        instance_line = Some(format!(
+            "egress-mirror: instance key {} written to {}; binary sha256 {}; {}; certify it with `egress-conformance instance certify --key LAB_KEY --instance-key {} --snapshot {} --out {}`",
+            attestor.public().fingerprint(),
+            pub_path.display(),
+            attestor.binary().to_hex(),
+            attestor.certificate_status(&id),
+            pub_path.display(),
+            s.dir.display(),
+            dir.join(INSTANCE_CERT).display(),
+        ));
+        mirror = mirror.attest(attestor);
+    }
     let zero_copy = if mirror.zero_copy() {
         // A TLS record cannot be written with sendfile: over https the
         // sealed copies (whose bytes still cannot change) are copied.
@@ -543,10 +595,65 @@ fn main() -> ExitCode {
             server.base_url().trim_start_matches("http://")
         ),
     );
+    if let Some(line) = instance_line {
+        say_out(&line);
+    }
     // The server runs on its own threads until the process is killed.
     loop {
         std::thread::park();
     }
+}
+
+/// Why attestation cannot be set up.
+#[derive(Debug, thiserror::Error)]
+enum InstanceError {
+    #[error("{0}")]
+    Key(#[from] egress_signing::SigningError),
+    #[error("cannot write {}: {source}; give a directory the mirror may write to", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read this program's own executable to hash it: {0}")]
+    Binary(#[source] std::io::Error),
+}
+
+/// Makes the instance key, writes its public half to `dir/instance.pub`
+/// (atomically: a temporary file renamed over it) and hashes the running
+/// executable. The private half never leaves memory.
+fn start_instance(
+    dir: &Path,
+    snapshot: &egress_model::Sha256Digest,
+) -> Result<
+    (
+        egress_signing::InstanceKey,
+        egress_model::Sha256Digest,
+        PathBuf,
+    ),
+    InstanceError,
+> {
+    let key = egress_signing::InstanceKey::generate()?;
+    let path = dir.join(INSTANCE_PUB);
+    let line = format!(
+        "{}\n",
+        key.public().to_openssh(&format!(
+            "egress-mirror instance of snapshot {}",
+            snapshot.to_hex()
+        ))
+    );
+    let tmp = dir.join(format!(".{INSTANCE_PUB}.{}", std::process::id()));
+    std::fs::write(&tmp, line.as_bytes())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            InstanceError::Write {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    let binary = egress_mirror::own_binary_sha256().map_err(InstanceError::Binary)?;
+    Ok((key, binary, path))
 }
 
 /// Raises the soft limit on open files to the hard limit (at most 65,536):
@@ -681,6 +788,7 @@ mod tests {
                 max_connections_per_client: None,
                 tls_cert: None,
                 tls_key: None,
+                instance_dir: None,
             }
         );
         let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();
@@ -732,6 +840,7 @@ mod tests {
             max_connections_per_client: Some(9),
             tls_cert: None,
             tls_key: None,
+            instance_dir: None,
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.max_connections_per_client, 9);

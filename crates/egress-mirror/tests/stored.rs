@@ -877,3 +877,82 @@ fn binary_pip_installs_a_large_wheel_sent_zero_copy() {
         "{stderr}"
     );
 }
+
+/// `--instance-dir`: the public key is written at start, every nonce gets a
+/// fresh statement signed by it (the snapshot ID, the binary's sha256, the
+/// confinement), and the certificate deployed in the directory is sent
+/// from the next answer on; a bad nonce is a 400; without the flag the
+/// route does not exist; an unusable directory is exit 9.
+#[test]
+fn binary_attests_its_instance_with_the_certificate_deployed_beside_it() {
+    use egress_signing::{Attestation, Certificate};
+    let (tmp, dir, snapshot, _w) = written("attest");
+    let inst = tmp.0.join("instance");
+    std::fs::create_dir_all(&inst).unwrap();
+    let running = Running::start(
+        bin()
+            .arg(&dir)
+            .arg("--listen=127.0.0.1:0")
+            .arg("--instance-dir")
+            .arg(&inst),
+    );
+    let line = std::fs::read_to_string(inst.join("instance.pub")).unwrap();
+    let public = egress_signing::PublicKey::parse_openssh(&line).unwrap();
+    assert!(line.contains(&snapshot.id().to_hex()), "{line}");
+    let binary = Sha256Digest::of(&std::fs::read(env!("CARGO_BIN_EXE_egress-mirror")).unwrap());
+
+    let ask = |nonce: &str| get(running.addr, &format!("{}{nonce}", well_known::ATTEST));
+    let nonce = "ab".repeat(32);
+    let r = ask(&nonce);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    let a = Attestation::parse(&r.body).unwrap();
+    a.verify_signature().unwrap();
+    assert_eq!(a.statement.instance_key, public);
+    assert_eq!(a.statement.nonce, vec![0xab; 32]);
+    assert_eq!(a.statement.snapshot, snapshot.id());
+    assert_eq!(a.statement.binary, binary);
+    assert!(
+        a.statement.confinement.contains("landlock")
+            || a.statement.confinement.contains("NOT confined")
+    );
+    assert_eq!(a.certificate, None);
+
+    // Deployed while the mirror runs (and confined): sent from now on.
+    let lab = SigningKey::from_seed([9; 32], "test");
+    let cert = Certificate::issue(&lab, &public, snapshot.id()).to_text();
+    std::fs::write(inst.join("instance.cert"), &cert).unwrap();
+    let a = Attestation::parse(&ask(&"cd".repeat(16)).body).unwrap();
+    assert_eq!(a.statement.nonce, vec![0xcd; 16]);
+    assert_eq!(a.certificate.as_deref(), Some(cert.as_bytes()));
+
+    for bad in [
+        "",
+        "AB",
+        &"ab".repeat(8),
+        &"ab".repeat(65),
+        &format!("{}zz", "ab".repeat(16)),
+    ] {
+        assert_eq!(ask(bad).status, 400, "{bad:?}");
+    }
+    drop(running);
+
+    let plain = Running::start(bin().arg(&dir).arg("--listen=127.0.0.1:0"));
+    assert_eq!(
+        get(plain.addr, &format!("{}{nonce}", well_known::ATTEST)).status,
+        404
+    );
+    drop(plain);
+
+    let e = fails(
+        bin()
+            .arg(&dir)
+            .arg("--instance-dir")
+            .arg(tmp.0.join("absent")),
+        9,
+    );
+    assert!(
+        e.contains("--instance-dir") && e.contains("instance.pub"),
+        "{e}"
+    );
+}

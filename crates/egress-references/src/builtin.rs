@@ -42,6 +42,9 @@ pub enum BuiltinError {
     NpmName(#[from] InvalidNpmName),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// The reference's instance key or binary digest could not be made.
+    #[error("cannot set up the reference's instance attestation: {0}")]
+    Attestation(String),
     /// A run on a thread of its own panicked.
     #[error("{what} panicked")]
     Panicked { what: String },
@@ -129,9 +132,26 @@ pub fn demo_signers() -> Vec<u8> {
     let line = egress_signing::AllowedSigners::line_for_namespace(
         DEMO_PRINCIPAL,
         &demo_key().public(),
-        egress_signing::SNAPSHOT_NAMESPACE,
+        egress_signing::LAB_NAMESPACES,
     );
     format!("{line}\n").into_bytes()
+}
+
+/// The in-process reference's attestor: a fresh instance key, certified by
+/// the demonstration key for `snapshot`, reporting this process's binary
+/// and that it is not confined (it runs inside the suite's own process).
+pub fn demo_attestor(
+    snapshot: egress_model::Sha256Digest,
+) -> Result<egress_mirror::Attestor, BuiltinError> {
+    let key = egress_signing::InstanceKey::generate()
+        .map_err(|e| BuiltinError::Attestation(e.to_string()))?;
+    let binary =
+        egress_mirror::own_binary_sha256().map_err(|e| BuiltinError::Attestation(e.to_string()))?;
+    let certificate = egress_signing::Certificate::issue(&demo_key(), &key.public(), snapshot);
+    Ok(
+        egress_mirror::Attestor::new(key, binary, "NOT confined: an in-process reference")
+            .with_certificate(certificate.to_text().into_bytes()),
+    )
 }
 
 /// Whether a pair behaves as references: (A) passes everything and every

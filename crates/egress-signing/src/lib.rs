@@ -26,14 +26,22 @@ use std::fmt;
 
 mod allowed;
 mod error;
+pub mod instance;
 mod wire;
 
 pub use allowed::{AllowedSigners, AllowedSignersEntry};
 pub use error::SigningError;
+pub use instance::{Attestation, Certificate, InstanceKey, Statement, INSTANCE_NAMESPACE};
 use wire::{put_string, Reader};
 
 /// Namespace under which mirror snapshot manifests are signed.
 pub const SNAPSHOT_NAMESPACE: &str = "egress-mirror-snapshot@egress-conformance";
+
+/// The namespaces a lab key signs for, as an allowed-signers `namespaces`
+/// list: snapshot manifests and instance certificates
+/// ([`INSTANCE_NAMESPACE`]), and nothing else.
+pub const LAB_NAMESPACES: &str =
+    "egress-mirror-snapshot@egress-conformance,egress-mirror-instance@egress-conformance";
 
 const KEY_TYPE: &str = "ssh-ed25519";
 const PRIVATE_LABEL: &str = "OPENSSH PRIVATE KEY";

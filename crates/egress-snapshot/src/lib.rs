@@ -69,4 +69,9 @@ pub mod well_known {
     pub const SIGNATURE: &str = "/.well-known/egress-mirror/MANIFEST.sig";
     pub const SNAPSHOT_JSON: &str = "/.well-known/egress-mirror/SNAPSHOT.json";
     pub const ALLOWED_SIGNERS: &str = "/.well-known/egress-mirror/allowed_signers";
+    /// Instance attestation: `GET {ATTEST}<nonce as lowercase hex>` answers
+    /// the nonce with a statement signed by the instance key (see
+    /// `egress_signing::instance`). Not part of the snapshot: a mirror that
+    /// offers it says so by answering.
+    pub const ATTEST: &str = "/.well-known/egress-mirror/attest/";
 }

@@ -30,7 +30,7 @@ pub mod run;
 pub mod subprobe;
 pub mod verdicts;
 
-pub use plan::{ManifestSource, Plan, Upstream, UpstreamPlan};
+pub use plan::{Expect, ManifestSource, Plan, Upstream, UpstreamPlan};
 pub use protocol::{judge_all, Packages, Protocol};
 pub use report::{verify, Disagreement, Report};
 pub use run::{run, Target};

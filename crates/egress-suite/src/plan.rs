@@ -4,7 +4,7 @@
 //! `P`, flattened into the same JSON object. The plan is recorded in the
 //! report, because judges read it.
 
-use egress_model::Url;
+use egress_model::{Sha256Digest, Url};
 pub use egress_model::{Upstream, UpstreamPlan};
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,30 @@ pub enum ManifestSource {
     File(String),
     /// A URL given with `--manifest` (fetched and recorded as an exchange).
     Url(String),
+}
+
+/// What the run expects of the instance it checks (`check
+/// --expect-snapshot`, `--expect-binary`, `--require-attestation`), judged
+/// by P5.expected-snapshot and P5.instance-attestation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expect {
+    /// The snapshot ID (SHA-256 of its MANIFEST) the mirror must serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Sha256Digest>,
+    /// The sha256 of the binary the instance must report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<Sha256Digest>,
+    /// Whether a mirror that offers no attestation fails (rather than
+    /// skips) P5.instance-attestation; implied by `binary`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attestation: bool,
+}
+
+impl Expect {
+    /// Nothing is expected (the plan's JSON then leaves the field out).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +68,9 @@ pub struct Plan<P> {
     /// Recorded so that `report verify` knows what was sent.
     #[serde(default)]
     pub destructive: bool,
+    /// What the instance must be (see [`Expect`]).
+    #[serde(default, skip_serializing_if = "Expect::is_empty")]
+    pub expect: Expect,
 }
 
 impl<P> Plan<P> {
@@ -61,6 +88,7 @@ impl<P> Plan<P> {
             manifest: self.manifest.clone(),
             allowed_signers: self.allowed_signers,
             destructive: self.destructive,
+            expect: self.expect.clone(),
         }
     }
 
@@ -74,6 +102,7 @@ impl<P> Plan<P> {
             manifest: self.manifest,
             allowed_signers: self.allowed_signers,
             destructive: self.destructive,
+            expect: self.expect,
         }
     }
 }

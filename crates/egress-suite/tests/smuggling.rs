@@ -155,6 +155,7 @@ fn plan(url: &Url) -> Plan<()> {
         manifest: ManifestSource::WellKnown,
         allowed_signers: false,
         destructive: false,
+        expect: Default::default(),
     }
 }
 

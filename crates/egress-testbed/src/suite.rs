@@ -161,7 +161,10 @@ pub fn start_reference(canary: &Canary) -> Result<(Url, Guard), String> {
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
     let store = egress_snapshot::StoredSnapshot::open(&dir)
         .map_err(|e| format!("cannot open the snapshot: {e}"))?;
-    let server = egress_mirror::serve_dir(store, "127.0.0.1:0")
+    let attestor =
+        egress_references::builtin::demo_attestor(store.id()).map_err(|e| e.to_string())?;
+    let mirror = egress_mirror::Mirror::from_store(std::sync::Arc::new(store)).attest(attestor);
+    let server = egress_mirror::serve_mirror(mirror, "127.0.0.1:0")
         .map_err(|e| format!("cannot serve the snapshot: {e}"))?;
     let index = builtin::index_of(&server.base_url()).map_err(|e| e.to_string())?;
     served.0 = Some(server);
@@ -196,9 +199,9 @@ pub fn start_npm_reference(canary: &NpmCanary) -> Result<(Url, Guard), String> {
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
     let store = egress_snapshot::StoredSnapshot::open(&dir)
         .map_err(|e| format!("cannot open the snapshot: {e}"))?;
-    late.set(egress_mirror::Mirror::from_store(std::sync::Arc::new(
-        store,
-    )));
+    let attestor =
+        egress_references::builtin::demo_attestor(store.id()).map_err(|e| e.to_string())?;
+    late.set(egress_mirror::Mirror::from_store(std::sync::Arc::new(store)).attest(attestor));
     let url = Url::parse(&registry).map_err(|e| e.to_string())?;
     Ok((url, Box::new(served)))
 }

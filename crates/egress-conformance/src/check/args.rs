@@ -1,7 +1,7 @@
 //! The flags of `check`, and the URL forms they accept.
 
 use crate::{Failure, Format};
-use egress_model::Url;
+use egress_model::{Sha256Digest, Url};
 use egress_suite::Protocol;
 use std::path::PathBuf;
 
@@ -73,6 +73,49 @@ pub struct CheckArgs {
     /// With --from-sandbox: as `sandbox-scan --lockfiles`.
     #[arg(long, value_name = "DIR", requires = "from_sandbox")]
     pub lockfiles: Option<PathBuf>,
+    /// The snapshot ID (64 hex digits: the SHA-256 of its MANIFEST) the
+    /// mirror must serve; P5.expected-snapshot fails otherwise.
+    #[arg(long, value_name = "ID")]
+    pub expect_snapshot: Option<String>,
+    /// The sha256 (64 hex digits) of the mirror binary the attested
+    /// instance must report; implies --require-attestation.
+    #[arg(long, value_name = "SHA256")]
+    pub expect_binary: Option<String>,
+    /// Fail P5.instance-attestation when the mirror offers no attestation
+    /// (by default a mirror without one is SKIPPED there). Needs
+    /// --allowed-signers, the lab keys that certify instances.
+    #[arg(long)]
+    pub require_attestation: bool,
+}
+
+impl CheckArgs {
+    /// What the run expects of the instance, from --expect-snapshot,
+    /// --expect-binary and --require-attestation.
+    pub(crate) fn expectations(&self) -> Result<egress_suite::Expect, Failure> {
+        let digest = |flag: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|v| {
+                    Sha256Digest::from_hex(v.trim()).map_err(|_| {
+                        Failure::usage(format!(
+                            "{flag} {v:?}: give 64 hex digits (a snapshot ID is the sha256 of its MANIFEST, as `snapshot verify` prints it)"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let expect = egress_suite::Expect {
+            snapshot: digest("--expect-snapshot", &self.expect_snapshot)?,
+            binary: digest("--expect-binary", &self.expect_binary)?,
+            attestation: self.require_attestation,
+        };
+        if (expect.attestation || expect.binary.is_some()) && self.allowed_signers.is_none() {
+            return Err(Failure::usage(
+                "--require-attestation and --expect-binary need --allowed-signers: the lab keys that certify instance keys",
+            ));
+        }
+        Ok(expect)
+    }
 }
 
 /// `raw` with its path ending in `/`; a bare origin gets `root`.

@@ -45,6 +45,8 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
             "--timeout: give a number of seconds between 1 and 3600",
         ));
     }
+    // Checked before anything is sent; the plan reads them again.
+    args.expectations()?;
     let manifest = match &args.manifest {
         None => ManifestSource::WellKnown,
         Some(m) if m.starts_with("http://") || m.starts_with("https://") => {

@@ -69,5 +69,6 @@ pub fn plan(
         manifest,
         allowed_signers,
         destructive: args.destructive,
+        expect: args.expectations()?,
     })
 }

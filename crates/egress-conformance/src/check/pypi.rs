@@ -79,5 +79,6 @@ pub fn plan(
         manifest,
         allowed_signers,
         destructive: args.destructive,
+        expect: args.expectations()?,
     })
 }

@@ -139,6 +139,48 @@ impl MirrorProcess {
     }
 }
 
+/// The real mirror started with `--instance-dir DIR/instance`, its
+/// instance key certified with `DIR/key` (the key that signed `snap`) by
+/// `instance certify`, and the certificate deployed; returns the mirror and
+/// the `check` flags that expect this snapshot and binary.
+pub(crate) fn attested_mirror(
+    dir: &Path,
+    snap: &Path,
+    listen: &str,
+) -> (MirrorProcess, Vec<String>) {
+    let inst = dir.join("instance");
+    std::fs::create_dir_all(&inst).expect("mkdir");
+    let mirror = MirrorProcess::start_with(snap, listen, &["--instance-dir", s(&inst)]);
+    ok(
+        &run(&[
+            "instance",
+            "certify",
+            "--key",
+            s(&dir.join("key")),
+            "--instance-key",
+            s(&inst.join("instance.pub")),
+            "--snapshot",
+            s(snap),
+            "--out",
+            s(&inst.join("instance.cert")),
+        ]),
+        "instance certify",
+    );
+    let expect = vec![
+        "--expect-snapshot".to_string(),
+        snapshot_id(snap).to_hex(),
+        "--expect-binary".to_string(),
+        egress_model::Sha256Digest::of(&std::fs::read(mirror_bin()).expect("read the binary"))
+            .to_hex(),
+    ];
+    (mirror, expect)
+}
+
+/// The ID of the snapshot in `snap`: the SHA-256 of its MANIFEST.
+pub(crate) fn snapshot_id(snap: &Path) -> egress_model::Sha256Digest {
+    egress_model::Sha256Digest::of(&std::fs::read(snap.join("MANIFEST")).expect("MANIFEST"))
+}
+
 impl Drop for MirrorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

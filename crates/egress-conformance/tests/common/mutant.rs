@@ -62,3 +62,78 @@ pub(crate) fn assert_all_pass(report: &Report) {
     }
     assert_eq!(report.exit_code(), 0);
 }
+
+/// The other snapshot's creation time: a mirror started on another
+/// snapshot serves the same content under another ID.
+pub(crate) const OTHER_CREATED: &str = "2026-02-02T00:00:00Z";
+
+/// The wrapped mirror's attestor for mutant `kind` serving `snapshot`: the
+/// reference's (certified by the demonstration key), or one whose
+/// certificate is missing, for another instance key, or by a key the lab
+/// does not have.
+pub(crate) fn attestor_for(
+    kind: &str,
+    snapshot: egress_model::Sha256Digest,
+) -> egress_mirror::Attestor {
+    use egress_signing::{Certificate, InstanceKey, SigningKey};
+    let lab = egress_references::builtin::demo_key();
+    let plain = || {
+        egress_mirror::Attestor::new(
+            InstanceKey::generate().expect("instance key"),
+            egress_mirror::own_binary_sha256().expect("own binary"),
+            "NOT confined: a mutant",
+        )
+    };
+    let cert = |by: &SigningKey, key: &egress_signing::PublicKey| {
+        Certificate::issue(by, key, snapshot).to_text().into_bytes()
+    };
+    match kind {
+        "attest-uncertified-key" => plain(),
+        "attest-wrong-certificate" => {
+            let other = InstanceKey::generate().expect("instance key");
+            plain().with_certificate(cert(&lab, &other.public()))
+        }
+        "attest-foreign-certificate" => {
+            let a = plain();
+            let someone = SigningKey::from_seed([7; 32], "someone-else");
+            let bytes = cert(&someone, &a.public());
+            a.with_certificate(bytes)
+        }
+        _ => egress_references::builtin::demo_attestor(snapshot).expect("attestor"),
+    }
+}
+
+/// What the replaying and the other-snapshot mutants keep.
+#[derive(Default)]
+pub(crate) struct AttestState {
+    /// The first attestation served, replayed for every later nonce.
+    first: std::sync::Mutex<Option<Vec<u8>>>,
+    /// An attested mirror of another snapshot, which answers the nonces.
+    pub(crate) other: std::sync::OnceLock<egress_mirror::Mirror>,
+}
+
+/// The answer of attestation mutant `kind` to an attestation request,
+/// given the wrapped mirror's own answer `inner`; `None` when the kind does
+/// not touch this request.
+pub(crate) fn attest_answer(
+    kind: &str,
+    state: &AttestState,
+    req: &egress_http::Request,
+    inner: impl FnOnce(egress_http::Request) -> Response,
+) -> Option<Reply> {
+    use egress_http::Handler as _;
+    if !req.path().starts_with(egress_snapshot::well_known::ATTEST) {
+        return None;
+    }
+    match kind {
+        "attest-replayed-nonce" => {
+            let r = inner(req.clone());
+            let body = body_of(&r);
+            let mut first = state.first.lock().unwrap_or_else(|p| p.into_inner());
+            let replay = first.get_or_insert(body).clone();
+            Some(with_body(r, replay))
+        }
+        "attest-another-snapshot" => state.other.get().map(|m| m.handle(req.clone())),
+        _ => None,
+    }
+}

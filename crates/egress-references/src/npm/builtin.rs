@@ -2,7 +2,9 @@
 //! of the npm canary's tarballs, signed with the demonstration key; (B)
 //! the npm caching proxy.
 
-use crate::builtin::{client, demo_key, demo_signers, BuiltinError, LateMirror, DEMO_PRINCIPAL};
+use crate::builtin::{
+    client, demo_attestor, demo_key, demo_signers, BuiltinError, LateMirror, DEMO_PRINCIPAL,
+};
 use crate::npm::canary::{self as npm_canary, NpmCanary};
 use crate::npm::proxy::NpmCachingProxy;
 use crate::relay::SLOW_FETCH;
@@ -35,6 +37,7 @@ pub fn npm_plan_for(
         allowed_signers: signers,
         // The built-in run sends every vendor route.
         destructive: true,
+        expect: Default::default(),
         packages: Packages::Npm(npm::Packages {
             present: vec![npm_name(npm_canary::PRESENT)?],
             scoped: Some(npm_name(npm_canary::SCOPED)?),
@@ -54,6 +57,16 @@ pub fn demo_npm_snapshot(
     canary: &NpmCanary,
     registry: &str,
 ) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    demo_npm_snapshot_at(canary, registry, "2026-01-01T00:00:00Z")
+}
+
+/// (A)'s npm snapshot as built at another time `created`: the same content
+/// under another snapshot ID (a mirror started on another snapshot).
+pub fn demo_npm_snapshot_at(
+    canary: &NpmCanary,
+    registry: &str,
+    created: &str,
+) -> Result<egress_snapshot::Snapshot, BuiltinError> {
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
     builder.npm_registry_url(registry)?;
     // Registry signatures and keys are replayed as `snapshot build` does.
@@ -72,7 +85,7 @@ pub fn demo_npm_snapshot(
             builder.add_npm_signatures(&name, &version, &tarball.integrity, sigs)?;
         }
     }
-    Ok(builder.build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)?)
+    Ok(builder.build(created, Some(&demo_key()), DEMO_PRINCIPAL)?)
 }
 
 /// Runs the npm suite against `registry` with `canary` as the controlled
@@ -82,7 +95,8 @@ pub fn run_npm_against(
     registry: &Url,
     canary: &NpmCanary,
 ) -> Result<Report, BuiltinError> {
-    let plan = npm_plan_for(registry, canary, true)?;
+    let mut plan = npm_plan_for(registry, canary, true)?;
+    plan.expect.snapshot = Some(demo_npm_snapshot(canary, &registry.to_string())?.id());
     Ok(egress_suite::run(Target {
         name: name.into(),
         client: client(registry)?,
@@ -111,7 +125,8 @@ pub fn serve_npm_reference(
     .map_err(BuiltinError::start("the npm reference mirror"))?;
     let registry = format!("{}/", server.base_url());
     let snapshot = demo_npm_snapshot(canary, &registry)?;
-    mirror.set(egress_mirror::Mirror::new(Arc::new(snapshot)));
+    let attestor = demo_attestor(snapshot.id())?;
+    mirror.set(egress_mirror::Mirror::new(Arc::new(snapshot)).attest(attestor));
     Ok((server, Url::parse(&registry)?))
 }
 

@@ -4,7 +4,7 @@
 //! Both runs use the same plan shape, so every difference in the matrix is
 //! the targets'.
 
-use crate::builtin::{client, demo_key, demo_signers, BuiltinError, DEMO_PRINCIPAL};
+use crate::builtin::{client, demo_attestor, demo_key, demo_signers, BuiltinError, DEMO_PRINCIPAL};
 use crate::pypi::canary::Canary;
 use crate::pypi::proxy::CachingProxy;
 use crate::relay::SLOW_FETCH;
@@ -39,23 +39,35 @@ pub fn plan_for(index: &Url, upstream: &dyn Upstream, signers: bool) -> Plan<Pac
         allowed_signers: signers,
         // The built-in run sends every vendor route.
         destructive: true,
+        expect: Default::default(),
     }
 }
 
 /// (A)'s snapshot: every canary file but the upstream-only project's,
 /// signed with the demonstration key.
 pub fn demo_snapshot(canary: &Canary) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    demo_snapshot_at(canary, "2026-01-01T00:00:00Z")
+}
+
+/// (A)'s snapshot as built at another time `created`: the same content
+/// under another snapshot ID (a mirror started on another snapshot).
+pub fn demo_snapshot_at(
+    canary: &Canary,
+    created: &str,
+) -> Result<egress_snapshot::Snapshot, BuiltinError> {
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
     for (_, dist) in canary.dists(false) {
         builder.add_dist(&dist.filename, dist.bytes, None)?;
     }
-    Ok(builder.build("2026-01-01T00:00:00Z", Some(&demo_key()), DEMO_PRINCIPAL)?)
+    Ok(builder.build(created, Some(&demo_key()), DEMO_PRINCIPAL)?)
 }
 
 /// Runs the suite against `index` with `canary` as the controlled upstream
-/// and the demonstration key as the trusted signer.
+/// and the demonstration key as the trusted signer, expecting (A)'s
+/// snapshot (`--expect-snapshot`).
 pub fn run_against(name: &str, index: &Url, canary: &Canary) -> Result<Report, BuiltinError> {
-    let plan = plan_for(index, canary, true);
+    let mut plan = plan_for(index, canary, true);
+    plan.expect.snapshot = Some(demo_snapshot(canary)?.id());
     Ok(egress_suite::run(Target {
         name: name.into(),
         client: client(index)?,
@@ -76,8 +88,11 @@ pub fn index_of(base_url: &str) -> Result<Url, BuiltinError> {
 /// Builds (A)'s snapshot from the canary's files, serves it, runs the suite.
 pub fn run_reference() -> Result<Report, BuiltinError> {
     let canary = start_canary()?;
-    let snapshot = demo_snapshot(&canary)?;
-    let server = egress_mirror::serve(Arc::new(snapshot), "127.0.0.1:0")
+    let snapshot = Arc::new(demo_snapshot(&canary)?);
+    snapshot.check()?;
+    let mirror =
+        egress_mirror::Mirror::new(Arc::clone(&snapshot)).attest(demo_attestor(snapshot.id())?);
+    let server = egress_mirror::serve_mirror(mirror, "127.0.0.1:0")
         .map_err(BuiltinError::start("the reference mirror"))?;
     run_against(NAME_A, &index_of(&server.base_url())?, &canary)
 }

@@ -353,6 +353,7 @@ mod tests {
             manifest: ManifestSource::WellKnown,
             allowed_signers: false,
             destructive: false,
+            expect: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{passthrough, runwide, snapshot, writes};
+use crate::common::{instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -393,6 +393,26 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         order: 27,
         collect: Collect::Plain(p5::collect_stable),
         judge: p5::judge_stable,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.expected-snapshot"),
+        predicate: Predicate::P5,
+        title: r#"the mirror serves exactly the expected snapshot"#,
+        doc: r#"as for PyPI: the same routes and the same judges"#,
+        phase: Phase::Reads,
+        order: 28,
+        collect: Collect::Plain(instance::collect_expected),
+        judge: |j, r| instance::judge_expected(j, r, "C.packument"),
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.instance-attestation"),
+        predicate: Predicate::P5,
+        title: r#"the instance answers fresh nonces with a statement the lab certified for the served snapshot"#,
+        doc: r#"as for PyPI: the same routes and the same judges"#,
+        phase: Phase::Reads,
+        order: 29,
+        collect: Collect::Plain(instance::collect_attestation),
+        judge: |j, r| instance::judge_attestation(j, r, "C.packument"),
     },
     SubProbe {
         id: SubProbeId::new("P5.upstream-new-version"),

@@ -8,7 +8,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{passthrough, runwide, snapshot, writes};
+use crate::common::{instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -386,6 +386,26 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         order: 26,
         collect: Collect::Plain(p5::collect_stable),
         judge: p5::judge_stable,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.expected-snapshot"),
+        predicate: Predicate::P5,
+        title: r#"the mirror serves exactly the expected snapshot"#,
+        doc: r#"with `--expect-snapshot ID`: `GET` of the well-known `MANIFEST` and `MANIFEST.sig` from the mirror itself, whatever `--manifest` says; the SHA-256 of that `MANIFEST` must be ID"#,
+        phase: Phase::Reads,
+        order: 27,
+        collect: Collect::Plain(instance::collect_expected),
+        judge: |j, r| instance::judge_expected(j, r, "C.index"),
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.instance-attestation"),
+        predicate: Predicate::P5,
+        title: r#"the instance answers fresh nonces with a statement the lab certified for the served snapshot"#,
+        doc: r#"two fresh random nonces of 32 bytes, each sent as `GET /.well-known/egress-mirror/attest/<nonce hex>` and recorded as `input`, and the well-known `MANIFEST`; the whole chain is checked: nonce, statement signature, certificate, lab key, snapshot ID, binary"#,
+        phase: Phase::Reads,
+        order: 28,
+        collect: Collect::Plain(instance::collect_attestation),
+        judge: |j, r| instance::judge_attestation(j, r, "C.index"),
     },
     SubProbe {
         id: SubProbeId::new("P5.upstream-new-version"),
