@@ -304,6 +304,25 @@ fn special_hosts(key: &str, value: &str) -> Vec<Result<String, String>> {
     out
 }
 
+/// apt.conf files (`/etc/apt/apt.conf`, `apt.conf.d/*`) comment with `//`,
+/// which elsewhere (.npmrc) starts a `//host/` key: blank those lines (line
+/// numbers stay) so a comment is never read as a host.
+fn without_apt_comments(path: &str, text: &str) -> String {
+    if !path.contains("/apt.conf") {
+        return text.to_string();
+    }
+    text.lines()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `S.pip`, `S.uv`, `S.npm`, `S.cargo`, `S.go`, `S.apt`: a client's
 /// variables and files that name anything but the mirror.
 pub fn client_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
@@ -333,6 +352,7 @@ pub fn client_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     let mut read = Vec::new();
     for (path, text) in files(ev) {
         read.push(path.to_string());
+        let text = without_apt_comments(path, &text);
         for (line, u) in urls_in_text(&text) {
             check(format!("{path} line {line}"), &u, &mut paths);
         }

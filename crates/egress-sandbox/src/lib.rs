@@ -441,7 +441,12 @@ mod tests {
             ],
         );
         assert_eq!(ok.status, Status::Pass, "{}", ok.reason);
+        // apt.conf's `//` comments are not npm's `//host/` keys.
+        let apt_conf = "// see http://example.com/\nAPT\n{\n  NeverAutoRemove { \"^pg$\"; };\n};\n";
+        let quiet = judge::client_config(&p, &[file("/etc/apt/apt.conf.d/01x", apt_conf)]);
+        assert_eq!(quiet.status, Status::Pass, "{:?}", quiet.paths);
         for (ev, needle) in [
+            (file("/etc/apt/apt.conf.d/01proxy", "// a proxy\nAcquire::http::Proxy \"http://203.0.113.9:3128/\";\n"), "/etc/apt/apt.conf.d/01proxy line 2: http://203.0.113.9:3128/"),
             (env(&[("UV_INDEX", "pub=https://pypi.org/simple")]), "UV_INDEX: https://pypi.org/simple"),
             (env(&[("GOPROXY", "https://198.51.100.1:8080,direct")]), "direct"),
             (env(&[("PIP_TRUSTED_HOST", "pypi.org")]), "host pypi.org"),
