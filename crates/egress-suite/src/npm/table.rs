@@ -330,7 +330,7 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         title: r#"request-smuggling payloads are refused and nothing behind them is answered"#,
         doc: r#"as for PyPI, hiding `GET /<present>?ec={tok}` (the control packument's path, `Accept: application/json`) behind each case of the corpus"#,
         phase: Phase::Reads,
-        order: 28,
+        order: 30,
         collect: Collect::Plain(p3::collect_smuggling),
         judge: p3::judge_smuggling,
     },

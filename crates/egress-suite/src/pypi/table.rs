@@ -313,7 +313,7 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         title: r#"request-smuggling payloads are refused and nothing behind them is answered"#,
         doc: r#"first the positive control: three pipelined `GET {index}{present}/?ec={tok}` on one connection, the last with `Connection: close`. Then each case of the corpus, raw, on a connection of its own, hiding `GET {index}{present}/?ec={tok}` behind the malformed request. Everything the target sends after its first answer is recorded, until it closes, falls quiet for 3 s, 10 s have passed or 256 KiB arrived."#,
         phase: Phase::Reads,
-        order: 27,
+        order: 29,
         collect: Collect::Plain(p3::collect_smuggling),
         judge: p3::judge_smuggling,
     },
