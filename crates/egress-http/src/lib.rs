@@ -38,6 +38,8 @@
 
 mod conn;
 mod h2;
+#[cfg(target_os = "linux")]
+mod lobby;
 mod parse;
 mod sealed;
 mod server;
