@@ -305,6 +305,20 @@ fn start_lobby(
     Ok(None)
 }
 
+/// Whether the peer has sent something (or closed) already: a peek that
+/// does not wait.
+#[cfg(target_os = "linux")]
+fn has_input(stream: &tokio::net::TcpStream) -> bool {
+    use rustix::net::{recv, RecvFlags};
+    let mut byte = [0u8; 1];
+    match recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok(_) => true,
+        // Nothing yet (EAGAIN); any other error is for the serving code to
+        // meet.
+        Err(e) => e != rustix::io::Errno::AGAIN,
+    }
+}
+
 /// Serves an admitted connection until it ends or the server stops. The
 /// connection's own future is boxed here, so the task holds little more
 /// than a pointer to it.
@@ -439,8 +453,10 @@ fn dispatch(
         Ok(admitted) => {
             // Until its first byte, a connection waits in the lobby, which
             // costs far less than a task (docs/architecture.md).
+            // One that has already sent something (a client that connects
+            // and asks at once, the usual case) skips it.
             #[cfg(target_os = "linux")]
-            if let Some(lobby) = lobby {
+            if let Some(lobby) = lobby.filter(|_| !has_input(&stream)) {
                 if let Ok(stream) = stream.into_std() {
                     lobby.park(stream, (peer, admitted));
                 }
