@@ -38,6 +38,8 @@
 
 mod conn;
 mod h2;
+#[cfg(target_os = "linux")]
+mod lobby;
 mod parse;
 mod sealed;
 mod server;
@@ -308,22 +310,37 @@ pub struct Limits {
 /// The default [`Limits::max_connections_per_client`].
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
 
-/// The default [`Limits::max_connections`]: half the process's open-file
-/// limit (RLIMIT_NOFILE, soft) as it is when called, so that every
-/// connection can also hold an open file body, and at least 256. Raise the
-/// limit (`ulimit -n`, or `setrlimit` as egress-mirror does at start) before
-/// making the [`Limits`] to serve more.
+/// The default [`Limits::max_connections`]: the process's open-file limit
+/// (RLIMIT_NOFILE, soft) as it is when called, minus
+/// [`fd_reserve`] of it for everything that is not a connection's socket
+/// (the listener, standard streams, the files being sent), and at least 256.
+/// Raise the limit (`ulimit -n`, or `setrlimit` as egress-mirror does at
+/// start) before making the [`Limits`] to serve more.
 pub fn default_max_connections() -> usize {
     #[cfg(target_os = "linux")]
     {
         let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         let soft = soft.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        (soft / 2).max(256)
+        soft.saturating_sub(fd_reserve(soft)).max(256)
     }
     #[cfg(not(target_os = "linux"))]
     {
         256
     }
+}
+
+/// Descriptors of an open-file limit of `limit` that
+/// [`default_max_connections`] keeps away from connections: a sixteenth,
+/// at least 64. A connection needs its socket, and one more descriptor only
+/// while it sends a file body that is not in memory; the rest of a server
+/// needs a handful (the listener, standard streams, the runtime's own).
+/// So the reserve bounds how many file bodies can be in flight at once
+/// when every connection slot is taken: 1,250 at a limit of 20,000 (18,750
+/// connections), 4,096 at 65,536. Below 1,024 the reserve is 64, and below
+/// 320 the floor of 256 connections wins: past the limit, accepting pauses
+/// (a log line says so) instead of refusing with `503`.
+pub fn fd_reserve(limit: usize) -> usize {
+    (limit / 16).max(64)
 }
 
 impl Default for Limits {

@@ -138,10 +138,12 @@ impl Server {
             total_hint: config.total_hint,
         });
         let (done_tx, done_rx) = mpsc::channel();
+        let lobby = start_lobby(&runtime, &shared, config.acceptor.as_ref())?;
         runtime.spawn(accept_loop(
             listener,
             Arc::clone(&shared),
             config.acceptor,
+            lobby.clone(),
             done_tx,
         ));
         Ok(ServerHandle {
@@ -150,6 +152,7 @@ impl Server {
             runtime: Some(runtime),
             stop: stop_tx,
             accept_done: Mutex::new(done_rx),
+            lobby,
         })
     }
 }
@@ -190,6 +193,7 @@ pub struct ServerHandle {
     stop: watch::Sender<bool>,
     /// In a mutex only so that the handle is `Sync`.
     accept_done: Mutex<mpsc::Receiver<()>>,
+    lobby: Option<Arc<ConnLobby>>,
 }
 
 impl ServerHandle {
@@ -223,6 +227,11 @@ impl ServerHandle {
         let _ = self.stop.send(true);
         // The accept loop drops the listener when it sees the flag.
         let _ = lock(&self.accept_done).recv_timeout(Duration::from_secs(2));
+        // Connections that have sent nothing yet are closed here.
+        #[cfg(target_os = "linux")]
+        if let Some(lobby) = &self.lobby {
+            lobby.stop();
+        }
         for stream in lock(&self.shared.taken).values() {
             let _ = stream.shutdown(Shutdown::Both);
         }
@@ -251,6 +260,89 @@ const MAX_REFUSING: usize = 1024;
 /// Pause after an accept error that says the process or system is out of
 /// file descriptors or memory.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Where accepted connections wait for their first byte: the lobby (see
+/// `lobby.rs`), on Linux.
+#[cfg(target_os = "linux")]
+type ConnLobby = crate::lobby::Lobby<(SocketAddr, Admitted)>;
+#[cfg(not(target_os = "linux"))]
+type ConnLobby = ();
+
+/// Starts the lobby of `shared`'s server: a connection that becomes
+/// readable there is served on `runtime`, one that stays silent for the
+/// idle timeout is closed (as a task waiting for its first byte would have
+/// closed it).
+#[cfg(target_os = "linux")]
+fn start_lobby(
+    runtime: &tokio::runtime::Runtime,
+    shared: &Arc<Shared>,
+    acceptor: Option<&Acceptor>,
+) -> io::Result<Option<Arc<ConnLobby>>> {
+    let limits = &shared.limits;
+    let idle = limits.idle_timeout.min(limits.read_timeout);
+    let handle = runtime.handle().clone();
+    let served = Arc::clone(shared);
+    let acceptor = acceptor.cloned();
+    let lobby = crate::lobby::Lobby::start(idle, move |stream, (peer, admitted)| {
+        let shared = Arc::clone(&served);
+        let acceptor = acceptor.clone();
+        handle.spawn(async move {
+            // Registers the socket with this runtime's reactor.
+            if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                serve(stream, peer, admitted, shared, acceptor.as_ref()).await;
+            }
+        });
+    })?;
+    Ok(Some(lobby))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_lobby(
+    _runtime: &tokio::runtime::Runtime,
+    _shared: &Arc<Shared>,
+    _acceptor: Option<&Acceptor>,
+) -> io::Result<Option<Arc<ConnLobby>>> {
+    Ok(None)
+}
+
+/// Whether the peer has sent something (or closed) already: a peek that
+/// does not wait.
+#[cfg(target_os = "linux")]
+fn has_input(stream: &tokio::net::TcpStream) -> bool {
+    use rustix::net::{recv, RecvFlags};
+    let mut byte = [0u8; 1];
+    match recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok(_) => true,
+        // Nothing yet (EAGAIN); any other error is for the serving code to
+        // meet.
+        Err(e) => e != rustix::io::Errno::AGAIN,
+    }
+}
+
+/// Serves an admitted connection until it ends or the server stops. The
+/// connection's own future is boxed here, so the task holds little more
+/// than a pointer to it.
+fn serve(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    admitted: Admitted,
+    shared: Arc<Shared>,
+    acceptor: Option<&Acceptor>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let mut stop = shared.stop.clone();
+    let svc = Service { shared };
+    let serving: Pin<Box<dyn Future<Output = ()> + Send>> = match acceptor {
+        Some(acceptor) => acceptor(stream, peer, svc),
+        None => Box::pin(async move { svc.serve_http1(stream, peer).await }),
+    };
+    async move {
+        let _admitted = admitted;
+        tokio::select! {
+            () = serving => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+    }
+}
 
 /// One open connection, counted against the limits until dropped.
 struct Admitted {
@@ -312,6 +404,7 @@ async fn accept_loop(
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
     acceptor: Option<Acceptor>,
+    lobby: Option<Arc<ConnLobby>>,
     done: mpsc::Sender<()>,
 ) {
     let mut stop = shared.stop.clone();
@@ -321,7 +414,9 @@ async fn accept_loop(
             _ = stop.wait_for(|s| *s) => break,
         };
         match accepted {
-            Ok((stream, peer)) => dispatch(stream, peer, &shared, acceptor.as_ref()),
+            Ok((stream, peer)) => {
+                dispatch(stream, peer, &shared, acceptor.as_ref(), lobby.as_deref())
+            }
             Err(e) if is_resource_error(&e) => {
                 shared.accept_log.log(|| {
                     format!(
@@ -350,26 +445,26 @@ fn dispatch(
     peer: SocketAddr,
     shared: &Arc<Shared>,
     acceptor: Option<&Acceptor>,
+    lobby: Option<&ConnLobby>,
 ) {
     let _ = stream.set_nodelay(true);
     let ip = peer.ip().to_canonical();
     match admit(shared, ip) {
         Ok(admitted) => {
-            let svc = Service {
-                shared: Arc::clone(shared),
-            };
-            let mut stop = shared.stop.clone();
-            let serving: Pin<Box<dyn Future<Output = ()> + Send>> = match acceptor {
-                Some(acceptor) => acceptor(stream, peer, svc),
-                None => Box::pin(async move { svc.serve_http1(stream, peer).await }),
-            };
-            tokio::spawn(async move {
-                let _admitted = admitted;
-                tokio::select! {
-                    () = serving => {}
-                    _ = stop.wait_for(|s| *s) => {}
+            // Until its first byte, a connection waits in the lobby, which
+            // costs far less than a task (docs/architecture.md).
+            // One that has already sent something (a client that connects
+            // and asks at once, the usual case) skips it.
+            #[cfg(target_os = "linux")]
+            if let Some(lobby) = lobby.filter(|_| !has_input(&stream)) {
+                if let Ok(stream) = stream.into_std() {
+                    lobby.park(stream, (peer, admitted));
                 }
-            });
+                return;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = lobby;
+            tokio::spawn(serve(stream, peer, admitted, Arc::clone(shared), acceptor));
         }
         Err(refused) => {
             match refused {

@@ -428,6 +428,17 @@ fn slowloris_and_idle_connections_time_out() {
     let t = time_until_closed(&mut c, None, Duration::from_secs(3));
     assert!(t < Duration::from_secs(2), "{t:?}");
 
+    // A connection that never sends a byte (it waits in the lobby, not in
+    // a task) is closed by the same idle deadline, and no longer counted.
+    let mut c = connect(&h);
+    let t = time_until_closed(&mut c, None, Duration::from_secs(3));
+    assert!(t < Duration::from_secs(2), "{t:?}");
+    let start = Instant::now();
+    while h.connections() > 0 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(h.connections(), 0);
+
     assert_eq!(get(&h, "/").status, 200);
 }
 

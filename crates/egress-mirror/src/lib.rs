@@ -688,7 +688,7 @@ pub fn server_config(limits: Limits) -> Config {
         limits,
         handler_never_blocks: false,
         per_client_hint: "--max-connections-per-client N (config key max_connections_per_client; 0 = no per-client limit)".to_string(),
-        total_hint: "the open-file limit (ulimit -n; egress-mirror raises its soft limit to the hard one, up to 65536, and serves up to half of it)".to_string(),
+        total_hint: "the open-file limit (ulimit -n; egress-mirror raises its soft limit to the hard one, up to 65536, and serves it minus a sixteenth kept for files)".to_string(),
         ..Config::default()
     }
 }

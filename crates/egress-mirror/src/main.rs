@@ -32,7 +32,8 @@
 //!    [`Mirror::zero_copy_budget`]), and
 //!    the soft limit on open files is raised to the hard one, since every
 //!    connection and every cached sealed copy holds a descriptor (the
-//!    connection limit is half of it);
+//!    connection limit is that limit minus a reserve for the files being
+//!    sent, and minus the sealed copies' cap when zero-copy is on);
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
 //!    blob count, confinement status, zero-copy status and the URL
 //!    (`http://` or `https://`); with `--instance-dir`, a second line names
@@ -572,6 +573,7 @@ fn main() -> ExitCode {
     let paths = mirror.path_count();
     let limits = egress_http::Limits {
         max_connections_per_client: s.max_connections_per_client,
+        max_connections: max_connections(mirror.zero_copy()),
         ..egress_http::Limits::default()
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -659,8 +661,10 @@ fn start_instance(
 /// Raises the soft limit on open files to the hard limit (at most 65,536):
 /// every connection holds a descriptor, and another while it sends a file,
 /// and every cached sealed copy holds one (at most
-/// [`egress_snapshot::MAX_SEALED_COPIES`]). The connection limit is half
-/// the soft limit ([`egress_http::default_max_connections`]).
+/// [`egress_snapshot::MAX_SEALED_COPIES`]). The connection limit is the
+/// soft limit minus a reserve for file bodies in flight
+/// ([`egress_http::default_max_connections`]), and minus
+/// `MAX_SEALED_COPIES` when zero-copy is on ([`max_connections`]).
 /// Best effort: if it cannot, copies that find no descriptor are served the
 /// slower way.
 #[cfg(target_os = "linux")]
@@ -679,6 +683,21 @@ fn raise_open_file_limit() {
 
 #[cfg(not(target_os = "linux"))]
 fn raise_open_file_limit() {}
+
+/// The connection limit: egress-http's default (the open-file limit minus
+/// a reserve for file bodies in flight), minus the descriptors the cache of
+/// sealed copies may hold when zero-copy is on, so that those never eat the
+/// reserve; at least 256, as the default.
+fn max_connections(zero_copy: bool) -> usize {
+    let sealed = if zero_copy {
+        egress_snapshot::MAX_SEALED_COPIES
+    } else {
+        0
+    };
+    egress_http::default_max_connections()
+        .saturating_sub(sealed)
+        .max(256)
+}
 
 /// Runs the hidden self-tests from inside the (possibly) confined process:
 /// one stdout line each, `blocked` or `allowed`, then exit 0.
