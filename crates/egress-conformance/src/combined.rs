@@ -68,10 +68,7 @@ impl Combined {
     }
 
     pub fn json(&self) -> String {
-        let mut s =
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-        s.push('\n');
-        s
+        egress_model::report_text::json_pretty(self)
     }
 
     /// Both parts' test suites under one root.

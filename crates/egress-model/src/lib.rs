@@ -23,6 +23,7 @@ pub mod method;
 pub mod name;
 mod newtype;
 pub mod npm_name;
+pub mod report_text;
 pub mod smuggling;
 pub mod upstream;
 pub mod url;

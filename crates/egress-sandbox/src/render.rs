@@ -3,6 +3,7 @@
 
 use crate::checks;
 use crate::evidence::ScanReport;
+use egress_model::report_text::{json_pretty, xml_escape};
 use egress_model::Status;
 use std::fmt::Write;
 
@@ -54,26 +55,7 @@ pub fn text(report: &ScanReport) -> String {
 }
 
 pub fn json(report: &ScanReport) -> String {
-    let mut s =
-        serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    s.push('\n');
-    s
-}
-
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    json_pretty(report)
 }
 
 pub fn junit(report: &ScanReport) -> String {

@@ -5,6 +5,7 @@
 use crate::protocol::Protocol;
 use crate::report::Report;
 use crate::subprobe::{Predicate, PREDICATES};
+use egress_model::report_text::{json_pretty, xml_escape};
 use egress_model::{ProbeRecord, Status};
 use std::fmt::Write;
 
@@ -92,27 +93,7 @@ pub fn text(report: &Report) -> String {
 }
 
 pub fn json(report: &Report) -> String {
-    let mut s =
-        serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    s.push('\n');
-    s
-}
-
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 cannot carry most control characters, even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    json_pretty(report)
 }
 
 pub fn junit(report: &Report) -> String {
