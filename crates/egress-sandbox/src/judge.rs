@@ -24,6 +24,15 @@ impl Judged {
             paths: Vec::new(),
         }
     }
+    /// An observation that names no path by itself: reported as SKIPPED,
+    /// never PASS (a row that cannot fail must not read as a pass); the
+    /// attempts that act on it carry the verdict.
+    fn observed(reason: String, judged_by: &str) -> Self {
+        Self::status(
+            Status::Skipped,
+            format!("{reason} (an observation, not a verdict: judged by {judged_by})"),
+        )
+    }
     fn status(status: Status, reason: impl Into<String>) -> Self {
         Self {
             status,
@@ -158,12 +167,15 @@ pub fn interfaces(_plan: &ScanPlan, ev: &[Evidence]) -> Judged {
             v.join(", ")
         }
     };
-    Judged::pass(format!(
-        "observed: interfaces {}; IPv4 addresses {}; IPv6 addresses {}",
-        list(&ifaces),
-        list(&v4),
-        list(&v6)
-    ))
+    Judged::observed(
+        format!(
+            "observed: interfaces {}; IPv4 addresses {}; IPv6 addresses {}",
+            list(&ifaces),
+            list(&v4),
+            list(&v6)
+        ),
+        "S.routes and R.gateways",
+    )
 }
 
 /// `S.routes`: every route the sandbox does not need to reach the mirror,
@@ -214,16 +226,19 @@ pub fn resolvers(_plan: &ScanPlan, ev: &[Evidence]) -> Judged {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            Judged::pass(if ns.is_empty() {
-                "observed: /etc/resolv.conf names no nameserver".to_string()
-            } else {
-                format!(
-                    "observed: nameservers {} (R.dns-public and R.dns-canary try each)",
-                    ns.join(", ")
-                )
-            })
+            Judged::observed(
+                if ns.is_empty() {
+                    "observed: /etc/resolv.conf names no nameserver".to_string()
+                } else {
+                    format!("observed: nameservers {}", ns.join(", "))
+                },
+                "R.dns-public and R.dns-canary, which try each",
+            )
         }
-        None => Judged::pass("observed: no /etc/resolv.conf"),
+        None => Judged::observed(
+            "observed: no /etc/resolv.conf".to_string(),
+            "R.dns-public and R.dns-canary",
+        ),
     }
 }
 
