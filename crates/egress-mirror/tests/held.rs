@@ -11,9 +11,9 @@
 use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
 use egress_snapshot::SnapshotBuilder;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 #[allow(dead_code)]
 mod common;
 
-use common::TempDir;
+use common::{Running, TempDir};
 
 /// Held connections, spread over this many loopback source addresses
 /// (127.0.0.2 onwards) so that each stays under the per-client limit.
@@ -30,71 +30,30 @@ const SOURCES: usize = 50;
 /// Legitimate requests made while the connections are held.
 const LEGIT: usize = 25;
 
-struct Mirror {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Mirror {
-    /// The binary under test; `EGRESS_MIRROR_BIN` runs another build (e.g.
-    /// an older core, to see this test fail on it).
-    fn start(dir: &std::path::Path) -> Mirror {
-        Mirror::start_under(&[], dir)
-    }
-
-    /// Started by `wrapper` (a command and its arguments that runs the rest
-    /// of its command line, e.g. `prlimit`), if not empty.
-    fn start_under(wrapper: &[&str], dir: &std::path::Path) -> Mirror {
-        let bin: std::ffi::OsString = std::env::var_os("EGRESS_MIRROR_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_egress-mirror").into());
-        let mut cmd = match wrapper {
-            [program, args @ ..] => {
-                let mut cmd = Command::new(program);
-                cmd.args(args).arg(bin);
-                cmd
-            }
-            [] => Command::new(bin),
-        };
-        let mut child = cmd
-            .arg(dir)
-            .arg("--listen=127.0.0.1:0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut banner = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut banner)
-            .unwrap();
-        let addr = banner
-            .split(" at http://")
-            .nth(1)
-            .and_then(|a| a.trim().trim_end_matches('/').parse().ok());
-        let Some(addr) = addr else {
-            let _ = child.kill();
-            panic!("no startup line: {banner:?}");
-        };
-        Mirror { child, addr }
-    }
-
-    /// Kills the mirror and returns its stderr.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut stderr = String::new();
-        if let Some(mut pipe) = self.child.stderr.take() {
-            let _ = pipe.read_to_string(&mut stderr);
+/// The real binary on `dir` (or `EGRESS_MIRROR_BIN`'s, e.g. one built from
+/// an older core, to see this test fail on it), started by `wrapper` (a
+/// command and its arguments that runs the rest of its command line, e.g.
+/// `prlimit`) when not empty.
+fn start_under(wrapper: &[&str], dir: &std::path::Path) -> Running {
+    let bin: std::ffi::OsString = std::env::var_os("EGRESS_MIRROR_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_egress-mirror").into());
+    let mut cmd = match wrapper {
+        [program, args @ ..] => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(bin);
+            cmd
         }
-        stderr
-    }
+        [] => Command::new(bin),
+    };
+    Running::start(
+        cmd.arg(dir)
+            .arg("--listen=127.0.0.1:0")
+            .stdin(Stdio::null()),
+    )
 }
 
-impl Drop for Mirror {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start(dir: &std::path::Path) -> Running {
+    start_under(&[], dir)
 }
 
 /// One GET from `src` with `Connection: close`: the status and body, or
@@ -182,7 +141,7 @@ fn a_thousand_held_connections_do_not_lock_a_client_out() {
     raise_open_file_limit();
     let tmp = TempDir::new("egress-mirror-held");
     let (dir, url, bytes) = snapshot_dir(&tmp);
-    let mirror = Mirror::start(&dir);
+    let mirror = start(&dir);
     let addr = mirror.addr;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -258,7 +217,7 @@ fn one_address_over_its_limit_gets_503_while_others_are_served() {
     raise_open_file_limit();
     let tmp = TempDir::new("egress-mirror-per-client");
     let (dir, url, bytes) = snapshot_dir(&tmp);
-    let mirror = Mirror::start(&dir);
+    let mirror = start(&dir);
     let addr = mirror.addr;
     let greedy = Ipv4Addr::new(127, 0, 0, 77);
     let limit = egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT;
@@ -320,7 +279,7 @@ fn out_of_descriptors_it_backs_off_says_so_once_and_recovers() {
     // 64 descriptors in all: the connection limit (at least 256) is not
     // what stops it, the descriptors are.
     let started = std::time::Instant::now();
-    let mirror = Mirror::start_under(&["prlimit", "--nofile=64:64", "--"], &dir);
+    let mirror = start_under(&["prlimit", "--nofile=64:64", "--"], &dir);
     let addr = mirror.addr;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -12,6 +12,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
+#[allow(dead_code)]
 mod common;
 
 use common::{pip, raw, request, Resp, TempDir};

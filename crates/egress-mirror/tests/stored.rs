@@ -12,16 +12,15 @@ use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
 use egress_snapshot::manifest::blob_path;
 use egress_snapshot::{well_known, Snapshot, SnapshotBuilder, StoredSnapshot};
-use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 mod common;
 
-use common::{pip, request, Resp, TempDir};
+use common::{pip, request, show, Resp, Running, TempDir};
 
 fn wheel(name: &str, version: &str) -> BuiltDist {
     common::wheel(name, version, "served from disk\n")
@@ -292,15 +291,6 @@ fn bin() -> Command {
     c
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Exit code and the single stderr line.
 fn fails(cmd: &mut Command, code: i32) -> String {
     let out = cmd.output().unwrap();
@@ -309,59 +299,6 @@ fn fails(cmd: &mut Command, code: i32) -> String {
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.starts_with("egress-mirror: "), "{stderr}");
     stderr
-}
-
-/// A running binary and the address from its startup line.
-struct Running {
-    child: Child,
-    addr: SocketAddr,
-    banner: String,
-}
-
-impl Running {
-    fn start(cmd: &mut Command) -> Running {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut banner = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut banner)
-            .unwrap();
-        let addr = banner
-            .split(" at http://")
-            .nth(1)
-            .and_then(|a| a.trim().trim_end_matches('/').parse().ok());
-        let Some(addr) = addr else {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("no startup line: {banner:?} {}", show(&out));
-        };
-        Running {
-            child,
-            addr,
-            banner,
-        }
-    }
-
-    /// Kills the mirror and returns everything it wrote to stderr.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut stderr = String::new();
-        if let Some(mut pipe) = self.child.stderr.take() {
-            let _ = pipe.read_to_string(&mut stderr);
-        }
-        stderr
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -3,10 +3,10 @@
 
 use egress_artifacts::{build_wheel, BuiltDist, WheelSpec};
 use egress_model::{ProjectName, Version};
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -131,4 +131,67 @@ pub(crate) fn pip(args: &[&str], cwd: &Path) -> Output {
         .env("PIP_NO_INPUT", "1")
         .output()
         .expect("python3 with pip must be installed to run these tests")
+}
+
+/// A finished command's exit status and output, for assertion messages.
+pub(crate) fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A running binary and the address from its startup line.
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
+    pub(crate) banner: String,
+}
+
+impl Running {
+    pub(crate) fn start(cmd: &mut Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        let addr = banner
+            .split(" at http://")
+            .nth(1)
+            .and_then(|a| a.trim().trim_end_matches('/').parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("no startup line: {banner:?} {}", show(&out));
+        };
+        Running {
+            child,
+            addr,
+            banner,
+        }
+    }
+
+    /// Kills the mirror and returns everything it wrote to stderr.
+    pub(crate) fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        stderr
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
