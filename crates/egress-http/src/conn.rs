@@ -101,7 +101,8 @@ impl Service {
         &self.shared.limits
     }
 
-    /// Runs the handler on `req`: on the blocking pool, or inline when the
+    /// Runs the handler on `req`: on the blocking pool unless
+    /// [`crate::Handler::handle_now`] answers at once, or inline when the
     /// server was told the handler never blocks. A panicking handler gives a
     /// `500` reply; the `bool` says whether that happened (the connection
     /// should then be closed after the answer).
@@ -113,6 +114,11 @@ impl Service {
                 Err(_) => (panicked(), true),
             }
         } else {
+            match catch_unwind(AssertUnwindSafe(|| self.shared.handler.handle_now(&req))) {
+                Ok(Some(reply)) => return (reply, false),
+                Ok(None) => {}
+                Err(_) => return (panicked(), true),
+            }
             let shared = Arc::clone(&self.shared);
             let run = move || catch_unwind(AssertUnwindSafe(|| shared.handler.handle(req)));
             match tokio::task::spawn_blocking(run).await {

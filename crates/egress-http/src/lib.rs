@@ -258,6 +258,18 @@ impl std::fmt::Debug for Reply {
 pub trait Handler: Send + Sync + 'static {
     fn handle(&self, req: Request) -> Reply;
 
+    /// Answers `req` at once on the connection's worker when that needs no
+    /// blocking work (an answer already in memory, a refusal), or returns
+    /// `None` to have [`Handler::handle`] run on the blocking pool as usual.
+    /// It must never block: no file reads, no waiting on locks held across
+    /// blocking work. Skipping the hand-off to the pool is what lets a
+    /// handler that answers mostly from memory keep up with many kept-alive
+    /// connections (docs/benchmarks.md). The default answers nothing.
+    fn handle_now(&self, req: &Request) -> Option<Reply> {
+        let _ = req;
+        None
+    }
+
     /// Called (where [`Handler::handle`] is) while `response`, whose body is the
     /// [`Body::File`] `file`, is being sent: after all but its last byte have
     /// been copied to the client and before that last byte is. Returning

@@ -379,6 +379,21 @@ impl Mirror {
         self.routes.len()
     }
 
+    /// The body of `rep` when it is already verified and in memory, found
+    /// without blocking beyond one `lstat`; `None` sends the request to
+    /// [`Mirror::body`] on the blocking pool.
+    fn body_in_memory(&self, rep: &Rep) -> Option<Body> {
+        match (&rep.source, &self.backend) {
+            (Source::Memory(bytes), _) => Some(Body::Shared(Arc::clone(bytes))),
+            #[cfg(unix)]
+            (Source::Stored, Backend::Stored(store)) => {
+                store.cached_small_blob(&rep.digest).map(Body::Shared)
+            }
+            #[allow(unreachable_patterns)]
+            (Source::Stored, _) => None,
+        }
+    }
+
     /// The body of `rep`, verified; `Err` is the 500 to send instead (the
     /// failure has been logged).
     fn body(&self, rep: &Rep) -> Result<Body, Response> {
@@ -437,7 +452,13 @@ impl Mirror {
 
     /// The response and, for the request log, the digest of the
     /// representation chosen (if any).
-    fn respond(&self, req: &Request) -> (Response, Option<Sha256Digest>) {
+    /// The answer to `req` and the digest of the blob it names, if any.
+    /// With `now` (from [`Handler::handle_now`], on a worker that must not
+    /// block) it gives up, with `None`, wherever the answer needs a file
+    /// read: a blob not already verified and in memory, the attestation
+    /// route (which re-reads the certificate). Without `now` it is never
+    /// `None`.
+    fn respond(&self, req: &Request, now: bool) -> Option<(Response, Option<Sha256Digest>)> {
         // P6: a mirror has nothing to change, so nothing but reads exists.
         // CONNECT lands here too: this is not a proxy.
         if !req.method.is_read() {
@@ -446,7 +467,7 @@ impl Mirror {
                 "method not allowed: this mirror only answers GET and HEAD\n",
             )
             .with_header("Allow", "GET, HEAD");
-            return (resp, None);
+            return Some((resp, None));
         }
         // P3: absolute-form (`GET http://host/...`), authority-form and `*`
         // are proxy or server-wide requests; a mirror serves only its own
@@ -460,24 +481,27 @@ impl Mirror {
                 "only origin-form request targets (starting with '/') are served\n",
             )
             .with_header("Connection", "close");
-            return (resp, None);
+            return Some((resp, None));
         }
         // Instance attestation: the nonce is the rest of the path (never
         // the query, which is never interpreted).
         if let (Some(attestor), Some(nonce)) =
             (&self.attestor, req.path().strip_prefix(well_known::ATTEST))
         {
+            if now {
+                return None;
+            }
             let resp = match attestor.answer(self.id, nonce) {
                 Ok(text) => Response::text(200, &text),
                 Err(e) => Response::text(400, &format!("{e}\n")),
             };
-            return (resp.with_header("Cache-Control", "no-store"), None);
+            return Some((resp.with_header("Cache-Control", "no-store"), None));
         }
         // The query is dropped, never interpreted (`?url=` means nothing
         // here); the path is matched exactly as received.
         let Some(route) = self.routes.get(req.path()) else {
             let resp = Response::text(404, &format!("not in snapshot {}\n", &self.id_hex[..12]));
-            return (resp, None);
+            return Some((resp, None));
         };
         let (rep, content_type, negotiated) = match route {
             Route::One(rep) => (rep, rep.content_type.as_str(), false),
@@ -487,7 +511,7 @@ impl Mirror {
                 None => {
                     let resp = Response::text(406, &format!("not acceptable: this page is available as {JSON_V1}, {HTML_V1} or text/html\n"))
                         .with_header("Vary", "Accept");
-                    return (resp, None);
+                    return Some((resp, None));
                 }
             },
             Route::Packument { full, abbreviated } => {
@@ -500,9 +524,13 @@ impl Mirror {
         };
         // Verified before any 2xx or 3xx: a blob that fails verification is
         // never answered as if it were fine, not even with a 304.
-        let body = match self.body(rep) {
-            Ok(body) => body,
-            Err(resp) => return (resp, Some(rep.digest)),
+        let body = if now {
+            self.body_in_memory(rep)?
+        } else {
+            match self.body(rep) {
+                Ok(body) => body,
+                Err(resp) => return Some((resp, Some(rep.digest))),
+            }
         };
         let mut resp = Response::new(200);
         if negotiated {
@@ -519,19 +547,18 @@ impl Mirror {
                     ..resp
                 }
                 .with_header("Content-Length", body.content_length().to_string());
-                return (resp, Some(rep.digest));
+                return Some((resp, Some(rep.digest)));
             }
         }
         let resp = resp
             .with_header("Content-Type", content_type)
             .with_body(body);
-        (resp, Some(rep.digest))
+        Some((resp, Some(rep.digest)))
     }
-}
 
-impl Handler for Mirror {
-    fn handle(&self, req: Request) -> Reply {
-        let (resp, digest) = self.respond(&req);
+    /// The log line (with [`Mirror::log_requests`]) and the headers every
+    /// answer carries.
+    fn finish(&self, req: &Request, resp: Response, digest: Option<Sha256Digest>) -> Reply {
         if self.log_requests {
             let sent = match resp.status {
                 _ if req.method == Method::Head => 0,
@@ -551,6 +578,26 @@ impl Handler for Mirror {
         resp.with_header("X-Egress-Snapshot", self.id_hex.as_str())
             .with_header("X-Content-Type-Options", "nosniff")
             .into()
+    }
+}
+
+impl Handler for Mirror {
+    fn handle(&self, req: Request) -> Reply {
+        let (resp, digest) = self
+            .respond(&req, false)
+            .unwrap_or_else(|| (Response::text(500, "no answer\n"), None));
+        self.finish(&req, resp, digest)
+    }
+
+    /// Answers from memory on the worker: refusals, and pages and files
+    /// already verified and held in memory. Not when every request is
+    /// logged (a log line may block on a full pipe).
+    fn handle_now(&self, req: &Request) -> Option<Reply> {
+        if self.log_requests {
+            return None;
+        }
+        let (resp, digest) = self.respond(req, true)?;
+        Some(self.finish(req, resp, digest))
     }
 
     /// The last line of defence for a stored blob (see the residual window

@@ -893,3 +893,62 @@ fn binary_attests_its_instance_with_the_certificate_deployed_beside_it() {
         "{e}"
     );
 }
+
+/// `Handler::handle_now` (answered on the connection's worker, without the
+/// hop to the blocking pool) answers only what needs no file read: a
+/// refusal, or a small blob already verified and in memory whose file is
+/// unchanged. Everything else is left to `handle`, which verifies.
+#[test]
+fn answers_on_the_worker_only_what_is_verified_and_in_memory() {
+    let (_tmp, dir, _snapshot, w) = written("now");
+    std::thread::sleep(std::time::Duration::from_secs(
+        egress_snapshot::RACY_SECS as u64 + 1,
+    ));
+    let store = StoredSnapshot::open(&dir).unwrap();
+    let mirror = Mirror::from_store(Arc::new(store));
+    let req = |method: &str, target: &str| {
+        let raw = format!("{method} {target} HTTP/1.1\r\nHost: m\r\n\r\n");
+        egress_http::parse_request(raw.as_bytes(), &egress_http::Limits::default()).unwrap()
+    };
+    let status = |reply: Reply| match reply {
+        Reply::Response(r) => r.status,
+        _ => panic!("not a response"),
+    };
+    let file = file_url(&w);
+    // Refusals need nothing from disk.
+    assert_eq!(
+        mirror.handle_now(&req("POST", &file)).map(status),
+        Some(405)
+    );
+    assert_eq!(
+        mirror.handle_now(&req("GET", "/nope")).map(status),
+        Some(404)
+    );
+    // Not yet verified: left to `handle`.
+    assert!(mirror.handle_now(&req("GET", &file)).is_none());
+    assert_eq!(status(mirror.handle(req("GET", &file))), 200);
+    // Verified and cached: answered now, with the verified bytes.
+    match mirror.handle_now(&req("GET", &file)) {
+        Some(Reply::Response(r)) => {
+            assert_eq!(r.status, 200);
+            match r.body {
+                Body::Shared(bytes) => assert_eq!(&bytes[..], &w.bytes[..]),
+                _ => panic!("not the bytes in memory"),
+            }
+        }
+        _ => panic!("a cached blob was not answered now"),
+    }
+    // A blob too large for memory is always left to `handle`.
+    let big = format!("/files/{}/{BIG_SDIST}", Sha256Digest::of(&big_bytes()));
+    assert!(mirror.handle_now(&req("GET", &big)).is_none());
+    // A changed file is noticed at once and left to `handle`, which refuses.
+    let path = dir.join(blob_path(&w.sha256));
+    flip_last_byte(&path);
+    assert!(mirror.handle_now(&req("GET", &file)).is_none());
+    assert_eq!(status(mirror.handle(req("GET", &file))), 500);
+    // Logging every request keeps everything off the worker.
+    flip_last_byte(&path);
+    let logged =
+        Mirror::from_store(Arc::new(StoredSnapshot::open(&dir).unwrap())).log_requests(true);
+    assert!(logged.handle_now(&req("POST", &file)).is_none());
+}

@@ -544,17 +544,12 @@ impl StoredSnapshot {
     /// sends the request down the full path of [`StoredSnapshot::open_blob`],
     /// which re-verifies and fails loudly on corruption.
     pub fn small_blob(&self, digest: &Sha256Digest) -> Result<Option<Arc<[u8]>>, BlobProblem> {
-        let path = self.root.join(blob_path(digest));
-        if let Ok(meta) = fs::symlink_metadata(&path) {
+        if let Some(bytes) = self.cached_small_blob(digest) {
+            return Ok(Some(bytes));
+        }
+        if let Ok(meta) = fs::symlink_metadata(self.root.join(blob_path(digest))) {
             if meta.is_file() && meta.len() > SMALL_BLOB_MAX {
                 return Ok(None);
-            }
-            let now = Fingerprint::of(&meta);
-            let cache = self.small.read().unwrap_or_else(|e| e.into_inner());
-            if let Some((fp, bytes)) = cache.blobs.get(digest) {
-                if *fp == now && meta.is_file() {
-                    return Ok(Some(Arc::clone(bytes)));
-                }
             }
         }
         let blob = self.open_blob(digest)?;
@@ -599,6 +594,21 @@ impl StoredSnapshot {
             }
         }
         Ok(Some(bytes))
+    }
+
+    /// The verified bytes of a small blob when they are already in memory
+    /// and its file has not changed since (one `lstat`, as in
+    /// [`StoredSnapshot::small_blob`]); `None` otherwise, without reading or
+    /// verifying anything, so a caller that must not block can try it first.
+    pub fn cached_small_blob(&self, digest: &Sha256Digest) -> Option<Arc<[u8]>> {
+        let meta = fs::symlink_metadata(self.root.join(blob_path(digest))).ok()?;
+        if !meta.is_file() || meta.len() > SMALL_BLOB_MAX {
+            return None;
+        }
+        let now = Fingerprint::of(&meta);
+        let cache = self.small.read().unwrap_or_else(|e| e.into_inner());
+        let (fp, bytes) = cache.blobs.get(digest)?;
+        (*fp == now).then(|| Arc::clone(bytes))
     }
 
     /// Whether `file` (a handle from [`StoredSnapshot::open_blob`] for
