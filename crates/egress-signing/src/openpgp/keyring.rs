@@ -128,8 +128,7 @@ impl Keyring {
     /// (see [`Keyring::skipped`]); a subkey counts for signing only with a
     /// valid binding signature from its primary key.
     pub fn parse(bytes: &[u8]) -> Result<Self, OpenPgpError> {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        let blocks = if first == Some(&b'-') {
+        let blocks = if looks_armored(bytes) {
             let text = std::str::from_utf8(bytes).map_err(|e| OpenPgpError::Armor {
                 line: 1 + bytes
                     .iter()
@@ -398,8 +397,7 @@ impl Keyring {
         signature: &[u8],
         now: u64,
     ) -> Result<VerifiedSignature, OpenPgpError> {
-        let first = signature.iter().find(|b| !b.is_ascii_whitespace());
-        let binary = if first == Some(&b'-') {
+        let binary = if looks_armored(signature) {
             let text = std::str::from_utf8(signature).map_err(|_| OpenPgpError::Armor {
                 line: 1,
                 detail: "armored signature is not UTF-8 text".into(),
@@ -592,6 +590,15 @@ fn signatures(binary: &[u8]) -> Result<Vec<Result<Signature, OpenPgpError>>, Ope
         });
     }
     Ok(out)
+}
+
+/// Binary OpenPGP starts with a packet tag, whose bit 7 is set; text
+/// (ASCII armor, with or without something before it) does not.
+fn looks_armored(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b < 0x80)
 }
 
 fn now() -> u64 {

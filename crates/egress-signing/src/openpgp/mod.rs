@@ -23,3 +23,6 @@ pub use error::OpenPgpError;
 pub use key::Fingerprint;
 pub use keyring::{Keyring, Skipped, VerifiedSignature, VerifiedText};
 pub use sign::OpenPgpKey;
+
+#[cfg(test)]
+mod tests;
