@@ -6,6 +6,10 @@ use egress_lock::{parse_print_uris, split_at_pool, AptHash, PRINT_URIS_INPUT};
 use egress_model::Sha256Digest;
 
 const HELLO_JQ: &str = include_str!("fixtures/print-uris-hello-jq.txt");
+/// `apt-get download --print-uris hello jq`: the same apt prints SHA256 here.
+const DOWNLOAD: &str = include_str!("fixtures/print-uris-download-hello-jq.txt");
+/// `apt-get update --print-uris`: indexes, not packages.
+const UPDATE: &str = include_str!("fixtures/print-uris-update.txt");
 
 #[test]
 fn debian_12_output() {
@@ -39,6 +43,30 @@ fn debian_12_output() {
         path.as_str(),
         "pool/updates/main/j/jq/jq_1.6-2.1+deb12u3_amd64.deb"
     );
+}
+
+#[test]
+fn debian_12_download_output() {
+    let uris = parse_print_uris(DOWNLOAD).unwrap();
+    assert_eq!(uris.len(), 2);
+    assert_eq!(uris[0].file_name, "hello_2.10-3_amd64.deb");
+    // The SHA256 of bookworm-security's Packages stanza for jq.
+    assert_eq!(
+        uris[1].hash,
+        AptHash::Sha256(
+            Sha256Digest::from_hex(
+                "c25f3fda201207ed98b1d63686f2d81b9dfeb99f1ab2d1d35fb3f7b6a1c107dc"
+            )
+            .unwrap()
+        )
+    );
+}
+
+#[test]
+fn apt_get_update_output_is_refused() {
+    let err = parse_print_uris(UPDATE).unwrap_err();
+    assert_eq!(err.line, 1);
+    assert!(err.message.contains("not a .deb"), "{err}");
 }
 
 #[test]
