@@ -430,7 +430,10 @@ mod tests {
         let deb = with_control(&[("./control", file(&[0xff, 0xfe]))]);
         assert_eq!(read_deb_control(&deb), Err(DebError::NotUtf8));
         let deb = with_control(&[("./control", file(b"Package: a\n\nPackage: b\n"))]);
-        assert_eq!(deb_control_paragraph(&deb), Err(DebError::ControlParagraphs(2)));
+        assert_eq!(
+            deb_control_paragraph(&deb),
+            Err(DebError::ControlParagraphs(2))
+        );
         let deb = with_control(&[("./control", file(b"Package: a\n#x\n"))]);
         assert!(matches!(
             deb_control_paragraph(&deb),

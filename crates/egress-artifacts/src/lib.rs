@@ -32,7 +32,8 @@ pub use npm::{
     NpmTarball,
 };
 pub use sdist::{
-    build_sdist, read_sdist_pkg_info, read_top_level_file, TopLevelFile, MAX_SDIST_UNPACKED,
+    build_sdist, gunzip, gzip, read_sdist_pkg_info, read_top_level_file, TopLevelFile,
+    MAX_SDIST_UNPACKED,
 };
 pub use wheel::{build_wheel, read_wheel_metadata};
 
