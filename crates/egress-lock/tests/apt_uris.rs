@@ -70,6 +70,22 @@ fn apt_get_update_output_is_refused() {
 }
 
 #[test]
+fn a_package_given_twice_is_refused() {
+    let first = HELLO_JQ.lines().next().unwrap();
+    let err = parse_print_uris(&format!("{first}\n\n{first}\n")).unwrap_err();
+    assert_eq!(err.line, 3);
+    assert!(err.message.contains("already on line 1"), "{err}");
+    // The same name from another URL: which bytes would be meant?
+    let other = first.replace("/debian/", "/debian-mirror/");
+    let err = parse_print_uris(&format!("{first}\n{other}\n")).unwrap_err();
+    assert!(
+        err.message
+            .contains("file name \"hello_2.10-3_amd64.deb\" is already on line 1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn every_hash_apt_prints() {
     let url = "'https://deb.example/debian/pool/main/v/vim/vim-tiny_9.0.1378-2%2bdeb12u2_amd64.deb' vim-tiny_2%3a9.0.1378-2+deb12u2_amd64.deb 719960";
     let sha256 = "AB".repeat(32);
