@@ -1,3 +1,5 @@
-//! apt: an isolated apt-get for the tests (the canary upstream follows).
+//! apt: the canary upstream (a signed Debian repository) and an isolated
+//! apt-get for the tests.
 
+pub mod canary;
 pub mod client;
