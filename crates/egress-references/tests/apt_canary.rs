@@ -152,6 +152,17 @@ fn print_uris_lists_the_pool_urls() {
             )
         );
     }
+    // What `snapshot build --apt-uris` reads (a saved sample of the whole
+    // snapshot's: tests/data/apt-print-uris-canary.txt).
+    let uris = egress_lock::parse_print_uris(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(uris.len(), 2);
+    for (uri, name) in uris.iter().zip([apt_canary::DEP, apt_canary::PRESENT]) {
+        let (pool, bytes, _) = canary.deb(name, "1.0").unwrap();
+        assert_eq!(uri.url, format!("{}/{pool}", canary.archive_url()));
+        assert_eq!(uri.file_name, pool.file_name());
+        assert_eq!(uri.size, bytes.len() as u64);
+        assert_eq!(uri.hash, egress_lock::AptHash::Md5(md5_hex(&bytes)));
+    }
     // Nothing was fetched.
     assert!(canary.requests_since(mark).is_empty());
     assert!(debs_in(&apt.archives_dir()).is_empty());
@@ -248,6 +259,19 @@ fn apt_refuses_digest_mismatches() {
         .requests_since(mark)
         .iter()
         .any(|r| r.target == format!("/debian/{pool}")));
+    assert!(debs_in(&apt.archives_dir()).is_empty());
+
+    // A stanza with MD5sum alone: apt will not even fetch it.
+    let mark = canary.mark();
+    let out = apt.download(&[apt_canary::NO_DIGEST]).unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Insufficient information available to perform this download securely"),
+        "{}",
+        text(&out)
+    );
+    assert!(canary.requests_since(mark).is_empty());
     assert!(debs_in(&apt.archives_dir()).is_empty());
 }
 
@@ -485,4 +509,96 @@ fn the_plan_names_the_apt_packages() {
         .snapshot_names()
         .iter()
         .any(|n| n == apt_canary::UPSTREAM_ONLY || n == apt_canary::BAD_DIGEST));
+}
+
+/// The chain a client (and `snapshot build`) follows, read by the project's
+/// own readers: InRelease verifies against the keyring and is the Release;
+/// every index it lists is served by path and by hash with those bytes;
+/// every stanza with a SHA256 names the bytes served at its Filename.
+#[test]
+fn the_signed_chain_reads_back_with_the_project_readers() {
+    use egress_signing::openpgp::Keyring;
+    let canary = AptCanary::start().unwrap();
+    let keyring = Keyring::parse(&canary.keyring()).unwrap();
+    let inrelease = canary.file("dists/canary/InRelease").unwrap();
+    let release = canary.file("dists/canary/Release").unwrap();
+    let verified = keyring.verify_cleartext(&inrelease).unwrap();
+    assert_eq!(verified.text, release);
+    let gpg = canary.file("dists/canary/Release.gpg").unwrap();
+    keyring.verify_detached(&release, &gpg).unwrap();
+    // Another key's keyring does not verify it.
+    let other = AptCanary::start().unwrap();
+    let other = Keyring::parse(&other.keyring()).unwrap();
+    assert!(other.verify_cleartext(&inrelease).is_err());
+
+    let release = egress_apt::Release::parse(&String::from_utf8(release).unwrap()).unwrap();
+    assert!(release.acquire_by_hash);
+    assert_eq!(release.suite.as_deref(), Some(apt_canary::DIST));
+    let listed: Vec<&str> = release.sha256.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        listed,
+        [
+            "main/binary-amd64/Packages",
+            "main/binary-amd64/Packages.gz"
+        ]
+    );
+    let c = client(&canary.base_url());
+    for entry in &release.sha256 {
+        for path in [
+            entry.path.as_str().to_string(),
+            egress_apt::by_hash_path(&entry.path, &entry.digest),
+        ] {
+            let ex = c.get("index", &format!("/debian/dists/canary/{path}"), None);
+            assert_eq!(ex.status(), Some(200), "{}", ex.summary());
+            let bytes = body(&ex);
+            assert_eq!(Sha256Digest::of(&bytes), entry.digest, "{path}");
+            assert_eq!(bytes.len() as u64, entry.size, "{path}");
+        }
+    }
+    let packages = canary
+        .file("dists/canary/main/binary-amd64/Packages")
+        .unwrap();
+    let entries = egress_apt::parse_packages(&String::from_utf8(packages).unwrap()).unwrap();
+    let names: Vec<&str> = entries.iter().map(|e| e.package.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            apt_canary::PRESENT,
+            apt_canary::DEP,
+            apt_canary::UPSTREAM_ONLY,
+            apt_canary::TRIPWIRE,
+            apt_canary::TEMPLATE,
+            apt_canary::NO_DIGEST,
+            apt_canary::BAD_DIGEST,
+        ]
+    );
+    for e in &entries {
+        let (pool, bytes, sha) = canary.deb(&e.package, &e.version).unwrap();
+        assert_eq!(e.filename, pool);
+        let ex = c.get("deb", &format!("/debian/{pool}"), None);
+        assert_eq!(body(&ex), bytes);
+        // The control file inside is the stanza's.
+        let control = egress_artifacts::deb_control_paragraph(&bytes).unwrap();
+        assert_eq!(control.get("Package"), Some(e.package.as_str()));
+        assert_eq!(control.get("Depends"), e.paragraph.get("Depends"));
+        match e.package.as_str() {
+            apt_canary::NO_DIGEST => assert_eq!(e.sha256, None),
+            apt_canary::BAD_DIGEST => {
+                assert_ne!(e.sha256.as_ref(), Some(&sha));
+                assert_ne!(e.size, bytes.len() as u64);
+            }
+            _ => {
+                assert_eq!(e.sha256.as_ref(), Some(&sha));
+                assert_eq!(e.size, bytes.len() as u64);
+                assert_eq!(e.md5.as_deref(), Some(md5_hex(&bytes).as_str()));
+            }
+        }
+    }
+    // The unsigned dist lists ec-unsigned alone.
+    let unsigned = canary
+        .file("dists/canary-unsigned/main/binary-amd64/Packages")
+        .unwrap();
+    let entries = egress_apt::parse_packages(&String::from_utf8(unsigned).unwrap()).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].package, apt_canary::UNSIGNED);
 }
