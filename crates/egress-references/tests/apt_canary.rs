@@ -360,12 +360,45 @@ fn the_tripwire_postinst_calls_the_canary() {
     assert!(postinst.contains(&url), "{postinst}");
     // Nothing ran it.
     assert!(canary.requests().iter().all(|r| !r.tripwire));
-    // The tripwire route itself is flagged.
-    let c = client(&canary.base_url());
-    let path = url.strip_prefix(&canary.base_url()).unwrap();
-    let ex = c.get("tripwire", path, None);
-    assert_eq!(ex.status(), Some(200));
-    assert!(canary.requests().last().unwrap().tripwire);
+
+    // Run as dpkg would (extracted by dpkg-deb), it reaches the canary's
+    // tripwire, flagged in the log.
+    let control = dir.0.join("control");
+    let out = Command::new("dpkg-deb")
+        .arg("--control")
+        .arg(&deb)
+        .arg(&control)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let has = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if ["curl", "wget", "python3"].iter().any(|t| has(t)) {
+        let out = Command::new("sh")
+            .arg(control.join("postinst"))
+            .arg("configure")
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let hits: Vec<_> = canary
+            .requests()
+            .into_iter()
+            .filter(|r| r.tripwire)
+            .collect();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(
+            hits[0].target,
+            url.strip_prefix(&canary.base_url()).unwrap()
+        );
+    } else {
+        eprintln!("not running the postinst: no curl, wget or python3 here");
+    }
 }
 
 #[test]

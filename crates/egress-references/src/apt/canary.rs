@@ -209,9 +209,8 @@ impl Deb {
         push("Description", self.description.clone());
         let mut p = Paragraph::new();
         for (name, value) in fields {
-            // Every value here is the canary's own, valid text.
-            let pushed = p.push(&name, &value);
-            debug_assert!(pushed.is_ok(), "{name}: {value:?}");
+            p.push(&name, &value)
+                .unwrap_or_else(|e| panic!("the canary's own stanza field {name}: {e}"));
         }
         p
     }
@@ -250,8 +249,6 @@ struct Content {
     by_hash: BTreeMap<String, Served>,
     /// The `Date` of the last `Release`, in Unix seconds.
     date: u64,
-    /// Versions published during the run.
-    published: u32,
     /// `.deb`s rebuilt during the run.
     replaced: u32,
 }
@@ -316,7 +313,6 @@ impl AptCanary {
                 by_hash: BTreeMap::new(),
                 // Behind the clock: a Release dated in the future is refused.
                 date: now.saturating_sub(3_600),
-                published: 0,
                 replaced: 0,
             }),
             log: RequestLog::default(),
@@ -738,7 +734,6 @@ impl State {
                 after: new.sha256(),
             };
             content.debs.push(new);
-            content.published += 1;
             observation
         };
         self.republish(true);
