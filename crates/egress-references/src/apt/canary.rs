@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Layout, under the one archive root [`ARCHIVE`] (`/debian/`):
-//! - `dists/canary/InRelease` (cleartext-signed), `Release` and
-//!   `Release.gpg` (detached), announcing `Acquire-By-Hash: yes`;
+//! - `dists/canary/InRelease` (cleartext-signed; [`AptCanary::serve_inrelease`]
+//!   can take it away, so that apt falls back to the next two), `Release`
+//!   and `Release.gpg` (detached), announcing `Acquire-By-Hash: yes`;
 //! - `dists/canary/main/binary-amd64/Packages` and `Packages.gz`, both listed
 //!   in the `Release` with their SHA256 and size, served by path and at
 //!   `main/binary-amd64/by-hash/SHA256/<hex>` (every index ever published
@@ -251,6 +252,8 @@ struct Content {
     date: u64,
     /// `.deb`s rebuilt during the run.
     replaced: u32,
+    /// Whether `InRelease` is served (see [`AptCanary::serve_inrelease`]).
+    inrelease: bool,
 }
 
 struct State {
@@ -314,6 +317,7 @@ impl AptCanary {
                 // Behind the clock: a Release dated in the future is refused.
                 date: now.saturating_sub(3_600),
                 replaced: 0,
+                inrelease: true,
             }),
             log: RequestLog::default(),
         });
@@ -418,6 +422,13 @@ impl AptCanary {
     /// The whole request log.
     pub fn requests(&self) -> Vec<UpstreamRequest> {
         self.state.log.since(0)
+    }
+
+    /// Whether the signed dist's `InRelease` is served (it is from the
+    /// start). Without it, apt falls back to `Release` and `Release.gpg`,
+    /// which are always served; nothing else changes.
+    pub fn serve_inrelease(&self, served: bool) {
+        lock(&self.state.content).inrelease = served;
     }
 
     /// Re-signs the signed dist's `Release` with a later `Date`: nothing
@@ -816,6 +827,9 @@ impl State {
             .and_then(|p| p.strip_prefix('/'))
             .and_then(|p| {
                 let content = lock(&self.content);
+                if !content.inrelease && p.ends_with("/InRelease") {
+                    return None;
+                }
                 content
                     .files
                     .get(p)
