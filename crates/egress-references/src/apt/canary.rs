@@ -57,7 +57,9 @@
 //! [`AptCanary::resign_release`] (nothing but a new `Date` and signature).
 
 use crate::request_log::{lock, RequestLog};
-use egress_apt::{by_hash_path, IndexEntry, IndexPath, Paragraph, PoolPath, ReleaseFields};
+use egress_apt::{
+    by_hash_path, IndexEntry, IndexPath, PackageEntry, Paragraph, PoolPath, ReleaseFields,
+};
 use egress_artifacts::DebSpec;
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
@@ -179,7 +181,7 @@ impl Deb {
     }
 
     /// Its `Packages` stanza.
-    fn stanza(&self) -> Paragraph {
+    fn stanza(&self) -> PackageEntry {
         let other = format!("not the .deb of {} {}\n", self.name, self.version).into_bytes();
         let (size, md5, sha256) = match self.listed {
             Listed::Served | Listed::Md5Only => (
@@ -203,8 +205,9 @@ impl Deb {
         push("Section", "misc".to_string());
         push("Filename", self.pool_path().as_str().to_string());
         push("Size", size.to_string());
-        push("MD5sum", md5);
-        if self.listed != Listed::Md5Only {
+        push("MD5sum", md5.clone());
+        let sha256 = (self.listed != Listed::Md5Only).then_some(sha256);
+        if let Some(sha256) = &sha256 {
             push("SHA256", sha256.to_hex());
         }
         push("Description", self.description.clone());
@@ -213,7 +216,16 @@ impl Deb {
             p.push(&name, &value)
                 .unwrap_or_else(|e| panic!("the canary's own stanza field {name}: {e}"));
         }
-        p
+        PackageEntry {
+            package: self.name.clone(),
+            version: self.version.clone(),
+            architecture: ARCH.to_string(),
+            filename: self.pool_path(),
+            size: size as u64,
+            sha256,
+            md5: Some(md5),
+            paragraph: p,
+        }
     }
 }
 
@@ -616,12 +628,12 @@ fn initial_debs(origin: &str) -> Vec<Deb> {
 
 /// A dist's `Packages`: its stanzas, in the canary's order.
 fn packages_text(debs: &[Deb], dist: &str) -> String {
-    let stanzas: Vec<String> = debs
+    let stanzas: Vec<PackageEntry> = debs
         .iter()
         .filter(|d| d.dist == dist)
-        .map(|d| d.stanza().render())
+        .map(Deb::stanza)
         .collect();
-    stanzas.join("\n")
+    egress_apt::render_packages(&stanzas.iter().collect::<Vec<_>>())
 }
 
 impl State {
