@@ -16,7 +16,7 @@ pub const MAX_SDIST_UNPACKED: u64 = 1 << 30;
 
 /// 1980-01-02 UTC. Not 0: setuptools copies these mtimes into the wheel it
 /// builds, and zip cannot record instants before 1980 in any time zone.
-const TAR_MTIME: u64 = 315_619_200;
+pub(crate) const TAR_MTIME: u64 = 315_619_200;
 const BLOCK: usize = 512;
 /// Tar's traditional record size; GNU tar and Python pad archives to it.
 const RECORD: usize = 20 * BLOCK;
@@ -26,6 +26,8 @@ const MAX_META_ENTRY: u64 = 1 << 20;
 pub(crate) enum TarEntry {
     Dir,
     File(Vec<u8>),
+    /// A file with mode 0755 (a `.deb`'s maintainer scripts).
+    Exec(Vec<u8>),
 }
 
 /// Builds `{name}-{version}.tar.gz` (PEP 625 name) with a setuptools
@@ -75,6 +77,7 @@ pub(crate) fn write_tar(entries: &[(String, TarEntry)]) -> Vec<u8> {
         let (data, mode, kind): (&[u8], u64, u8) = match entry {
             TarEntry::Dir => (&[], 0o755, b'5'),
             TarEntry::File(d) => (d, 0o644, b'0'),
+            TarEntry::Exec(d) => (d, 0o755, b'0'),
         };
         let mut h = [0u8; BLOCK];
         let (prefix, name) = split_ustar_path(path);
@@ -131,7 +134,7 @@ fn split_ustar_path(path: &str) -> (&str, &str) {
 
 /// RFC 1952 member: no name, mtime 0 ("unknown"), OS 255 ("unknown"), so the
 /// bytes depend on the content alone.
-pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
+pub fn gzip(data: &[u8]) -> Vec<u8> {
     let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
     out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(data, 6));
     out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
@@ -159,6 +162,9 @@ pub enum TopLevelFile {
     PackageJson,
     /// An sdist's build script (read, never run).
     SetupPy,
+    /// A `.deb`'s `control` file, at the root of its `control.tar.gz`
+    /// (`./control`), not below a top directory as the others are.
+    DebControl,
 }
 
 impl TopLevelFile {
@@ -167,6 +173,7 @@ impl TopLevelFile {
             Self::PkgInfo => b"PKG-INFO",
             Self::PackageJson => b"package.json",
             Self::SetupPy => b"setup.py",
+            Self::DebControl => b"control",
         }
     }
 
@@ -176,6 +183,7 @@ impl TopLevelFile {
             Self::PkgInfo => ("PKG-INFO", "top-level PKG-INFO"),
             Self::PackageJson => ("package.json", "top-level package.json"),
             Self::SetupPy => ("setup.py", "top-level setup.py"),
+            Self::DebControl => ("control", "control file"),
         }
     }
 
@@ -184,6 +192,7 @@ impl TopLevelFile {
             Self::PkgInfo => "PKG-INFO is not a regular file",
             Self::PackageJson => "package.json is not a regular file",
             Self::SetupPy => "setup.py is not a regular file",
+            Self::DebControl => "control is not a regular file",
         }
     }
 }
@@ -195,14 +204,29 @@ impl TopLevelFile {
 /// link target, exactly one such file.
 pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>, ArtifactError> {
     let mut tar = TarScan::new(file);
-    gunzip(tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
+    gunzip_with(tar_gz, MAX_SDIST_UNPACKED, "unpacked sdist", |chunk| {
+        tar.feed(chunk)
+    })?;
     tar.finish()
 }
 
+/// Inflates a whole gzip file of one member (RFC 1952, as `Packages.gz`):
+/// the CRC and length trailer are checked, data after the member is refused,
+/// and more than `limit` inflated bytes is [`ArtifactError::TooLarge`].
+pub fn gunzip(input: &[u8], limit: u64) -> Result<Vec<u8>, ArtifactError> {
+    let mut out = Vec::new();
+    gunzip_with(input, limit, "inflated gzip data", |chunk| {
+        out.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Inflates one gzip member in fixed-size pieces, handing each to `sink`.
-fn gunzip(
+fn gunzip_with(
     input: &[u8],
     limit: u64,
+    what: &'static str,
     mut sink: impl FnMut(&[u8]) -> Result<(), ArtifactError>,
 ) -> Result<(), ArtifactError> {
     let mut pos = gzip_header_len(input)?;
@@ -217,10 +241,7 @@ fn gunzip(
         let out = buf.get(..r.bytes_written).unwrap_or_default();
         total += out.len() as u64;
         if total > limit {
-            return Err(ArtifactError::TooLarge {
-                what: "unpacked sdist",
-                limit,
-            });
+            return Err(ArtifactError::TooLarge { what, limit });
         }
         crc.update(out);
         sink(out)?;
@@ -449,7 +470,13 @@ impl TarScan {
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
         let wanted = self.wanted.name();
-        if !matches!(parts.as_slice(), [_, name] if *name == wanted) {
+        let at_root = matches!(self.wanted, TopLevelFile::DebControl);
+        let found = match parts.as_slice() {
+            [name] => at_root && *name == wanted,
+            [_, name] => !at_root && *name == wanted,
+            _ => false,
+        };
+        if !found {
             return Ok(if has_data { Body::Skip } else { Body::NoData });
         }
         let (short, top_level) = self.wanted.what();
@@ -782,12 +809,43 @@ mod tests {
     fn inflation_stops_at_the_limit() {
         let bomb = gzip(&vec![0u8; 1 << 20]);
         let mut seen = 0usize;
-        let result = gunzip(&bomb, 300_000, |c| {
+        let result = gunzip_with(&bomb, 300_000, "test", |c| {
             seen += c.len();
             Ok(())
         });
         assert!(matches!(result, Err(ArtifactError::TooLarge { .. })));
         assert!(seen <= 300_000);
+    }
+
+    #[test]
+    fn whole_gzip_files() {
+        let data = b"Package: a\n".repeat(1000);
+        let gz = gzip(&data);
+        assert_eq!(gunzip(&gz, 1 << 20).unwrap(), data);
+        assert!(matches!(
+            gunzip(&gz, 100),
+            Err(ArtifactError::TooLarge { limit: 100, .. })
+        ));
+        let mut bad = gz.clone();
+        let n = bad.len();
+        bad[n - 6] ^= 1;
+        assert!(gunzip(&bad, 1 << 20).is_err());
+        for cut in 0..gz.len() {
+            assert!(gunzip(&gz[..cut], 1 << 20).is_err(), "cut {cut}");
+        }
+        // gzip(1) reads what we write.
+        let dir = std::env::temp_dir().join(format!("egress-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("Packages.gz");
+        std::fs::write(&file, &gz).unwrap();
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&file)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, data);
     }
 
     #[test]
