@@ -140,4 +140,36 @@ fn main() {
         )
         .as_bytes(),
     );
+
+    // OpenPGP (apt): the lab key's keyring, an InRelease and a Release.gpg
+    // by it, and the real Debian InRelease the fuzz target's Debian
+    // keyring verifies.
+    let pgp = egress_signing::OpenPgpKey::from_signing_key(
+        &key,
+        "Fuzz <fuzz@example.invalid>",
+        1_700_000_000,
+    );
+    put("openpgp", "lab.gpg", &pgp.public_keyring());
+    put(
+        "openpgp",
+        "lab.asc",
+        pgp.public_keyring_armored().as_bytes(),
+    );
+    let release = "Origin: Lab\nSuite: stable\n-dash\nSHA256:\n 00ff 12 main/Packages\n";
+    put(
+        "openpgp",
+        "InRelease",
+        pgp.sign_cleartext(release, 1_700_000_100).as_bytes(),
+    );
+    put(
+        "openpgp",
+        "Release.gpg",
+        pgp.sign_detached(b"fuzz message\n", 1_700_000_100)
+            .as_bytes(),
+    );
+    put(
+        "openpgp",
+        "debian-bookworm-updates-InRelease",
+        include_bytes!("../../crates/egress-signing/tests/data/bookworm-updates_InRelease"),
+    );
 }

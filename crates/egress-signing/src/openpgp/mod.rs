@@ -10,6 +10,18 @@
 //! ring) and legacy EdDSA on Ed25519 (algorithm 22); digests SHA256,
 //! SHA384 and SHA512 for data signatures (MD5, SHA1 and RIPEMD160 refused,
 //! as apt does), SHA1 also accepted in key self-signatures as gpg does.
+//!
+//! Several signatures on one file (Debian signs with two or three keys)
+//! follow apt over gpgv: the file is good when one signature by a key in
+//! the keyring verifies and is valid (key bound, not expired or revoked,
+//! signature not expired); signatures by unknown, expired or revoked keys
+//! are then ignored, but a BAD signature by a key in the keyring fails the
+//! file (gpgv exits 1, apt says "At least one invalid signature was
+//! encountered").
+//!
+//! Not checked (a keyring is trusted as a whole, as apt trusts Signed-By):
+//! the primary-key back-signature (0x19) gpg also requires of signing
+//! subkeys, user ID revocations, third-party certifications.
 
 mod armor;
 mod error;
