@@ -5,9 +5,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use egress_apt::{render_release, IndexEntry, IndexPath, ReleaseFields};
 use egress_artifacts::{
-    build_npm_tarball, build_sdist, build_wheel, NpmPackageSpec, SdistSpec, WheelSpec,
+    build_deb, build_npm_tarball, build_sdist, build_wheel, DebSpec, NpmPackageSpec, SdistSpec,
+    WheelSpec,
 };
+use egress_model::Sha256Digest;
 use egress_model::{ProjectName, Version};
 use egress_signing::{AllowedSigners, SigningKey};
 use egress_simple::{
@@ -111,7 +114,11 @@ fn main() {
         confinement: "landlock ABI 6: outbound TCP denied".into(),
     };
     let attestation = instance.attest(statement, Some(cert.into_bytes()));
-    put("attestation", "attestation.txt", attestation.to_text().as_bytes());
+    put(
+        "attestation",
+        "attestation.txt",
+        attestation.to_text().as_bytes(),
+    );
     let other = SigningKey::from_seed([9; 32], "other@example");
     let signers = format!(
         "{}\n{}\n# comment\n*@example cert-authority {}",
@@ -172,4 +179,43 @@ fn main() {
         "debian-bookworm-updates-InRelease",
         include_bytes!("../../crates/egress-signing/tests/data/bookworm-updates_InRelease"),
     );
+    let deb = build_deb(&DebSpec {
+        package: "ec-tripwire".into(),
+        version: "1:1.0-1".into(),
+        architecture: "all".into(),
+        maintainer: "seed <nobody@example.invalid>".into(),
+        description: "a seed\n with a long description.".into(),
+        depends: Some("libc6 (>= 2.34)".into()),
+        scripts: vec![("postinst".into(), "#!/bin/sh\nexit 0\n".into())],
+        files: vec![(
+            "usr/share/doc/ec-tripwire/README".into(),
+            b"seed\n".to_vec(),
+        )],
+    });
+    put("deb", "ec-tripwire_1.0-1_all.deb", &deb);
+    let packages = format!(
+        "Package: ec-tripwire\nVersion: 1:1.0-1\nArchitecture: all\nMaintainer: seed <nobody@example.invalid>\nDescription: a seed\n with a long description.\nFilename: pool/main/e/ec-tripwire/ec-tripwire_1.0-1_all.deb\nSize: {}\nMD5sum: 0123456789abcdef0123456789abcdef\nSHA256: {}\n",
+        deb.len(),
+        Sha256Digest::of(&deb)
+    );
+    put("apt_packages", "ours", packages.as_bytes());
+    let release = render_release(
+        &ReleaseFields {
+            origin: "egress".into(),
+            label: "seed".into(),
+            suite: "stable".into(),
+            codename: "bookworm".into(),
+            date: 1_764_547_200,
+            valid_until: Some(1_764_633_600),
+            architectures: vec!["amd64".into(), "all".into()],
+            components: vec!["main".into()],
+            description: Some("a seed".into()),
+        },
+        &[IndexEntry {
+            path: IndexPath::new("main/binary-amd64/Packages").expect("path"),
+            size: packages.len() as u64,
+            digest: Sha256Digest::of(packages.as_bytes()),
+        }],
+    );
+    put("apt_release", "ours", release.as_bytes());
 }

@@ -62,7 +62,8 @@ fn all_parsers_answer_in_one_line(text: &str) -> Result<(), String> {
         Err(e) => one_line("print-uris", e.to_string())?,
         Ok(uris) => {
             for u in uris {
-                let ok = (u.url.starts_with("http://") || u.url.starts_with("https://"))
+                let scheme = u.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+                let ok = matches!(scheme.as_deref(), Some("http" | "https"))
                     && u.file_name.ends_with(".deb")
                     && !u.file_name.contains(['/', '\\'])
                     && u.size > 0;
