@@ -1,5 +1,6 @@
-//! Real, installable Python distributions built by our own code, and metadata
-//! extraction from distributions that a mirror served.
+//! Real, installable Python distributions, npm tarballs and Debian packages
+//! built by our own code, and metadata extraction from ones that a mirror
+//! served.
 //!
 //! The builders exist so that the suite's fixtures are ordinary wheels and
 //! sdists that pip accepts, byte-for-byte reproducible so that their digests
@@ -15,6 +16,7 @@
     allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
 )]
 
+pub mod deb;
 pub mod npm;
 mod sdist;
 mod wheel;
@@ -22,6 +24,9 @@ mod wheel;
 use egress_model::{ProjectName, Sha256Digest, Version};
 use std::fmt;
 
+pub use deb::{
+    build_deb, deb_control_paragraph, read_deb_control, DebError, DebSpec, MAINTAINER_SCRIPTS,
+};
 pub use npm::{
     build_npm_tarball, is_valid_npm_name, npm_tarball_filename, sri_sha512, NpmPackageSpec,
     NpmTarball,

@@ -16,7 +16,7 @@ pub const MAX_SDIST_UNPACKED: u64 = 1 << 30;
 
 /// 1980-01-02 UTC. Not 0: setuptools copies these mtimes into the wheel it
 /// builds, and zip cannot record instants before 1980 in any time zone.
-const TAR_MTIME: u64 = 315_619_200;
+pub(crate) const TAR_MTIME: u64 = 315_619_200;
 const BLOCK: usize = 512;
 /// Tar's traditional record size; GNU tar and Python pad archives to it.
 const RECORD: usize = 20 * BLOCK;
@@ -26,6 +26,8 @@ const MAX_META_ENTRY: u64 = 1 << 20;
 pub(crate) enum TarEntry {
     Dir,
     File(Vec<u8>),
+    /// A file with mode 0755 (a `.deb`'s maintainer scripts).
+    Exec(Vec<u8>),
 }
 
 /// Builds `{name}-{version}.tar.gz` (PEP 625 name) with a setuptools
@@ -75,6 +77,7 @@ pub(crate) fn write_tar(entries: &[(String, TarEntry)]) -> Vec<u8> {
         let (data, mode, kind): (&[u8], u64, u8) = match entry {
             TarEntry::Dir => (&[], 0o755, b'5'),
             TarEntry::File(d) => (d, 0o644, b'0'),
+            TarEntry::Exec(d) => (d, 0o755, b'0'),
         };
         let mut h = [0u8; BLOCK];
         let (prefix, name) = split_ustar_path(path);
@@ -159,6 +162,9 @@ pub enum TopLevelFile {
     PackageJson,
     /// An sdist's build script (read, never run).
     SetupPy,
+    /// A `.deb`'s `control` file, at the root of its `control.tar.gz`
+    /// (`./control`), not below a top directory as the others are.
+    DebControl,
 }
 
 impl TopLevelFile {
@@ -167,6 +173,7 @@ impl TopLevelFile {
             Self::PkgInfo => b"PKG-INFO",
             Self::PackageJson => b"package.json",
             Self::SetupPy => b"setup.py",
+            Self::DebControl => b"control",
         }
     }
 
@@ -176,6 +183,7 @@ impl TopLevelFile {
             Self::PkgInfo => ("PKG-INFO", "top-level PKG-INFO"),
             Self::PackageJson => ("package.json", "top-level package.json"),
             Self::SetupPy => ("setup.py", "top-level setup.py"),
+            Self::DebControl => ("control", "control file"),
         }
     }
 
@@ -184,6 +192,7 @@ impl TopLevelFile {
             Self::PkgInfo => "PKG-INFO is not a regular file",
             Self::PackageJson => "package.json is not a regular file",
             Self::SetupPy => "setup.py is not a regular file",
+            Self::DebControl => "control is not a regular file",
         }
     }
 }
@@ -449,7 +458,13 @@ impl TarScan {
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
         let wanted = self.wanted.name();
-        if !matches!(parts.as_slice(), [_, name] if *name == wanted) {
+        let at_root = matches!(self.wanted, TopLevelFile::DebControl);
+        let found = match parts.as_slice() {
+            [name] => at_root && *name == wanted,
+            [_, name] => !at_root && *name == wanted,
+            _ => false,
+        };
+        if !found {
             return Ok(if has_data { Body::Skip } else { Body::NoData });
         }
         let (short, top_level) = self.wanted.what();

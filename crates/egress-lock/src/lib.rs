@@ -1,12 +1,15 @@
 //! Lockfiles in, pins out: what a snapshot must hold, as digests.
 //!
-//! Two formats that evaluations already have:
+//! The formats evaluations already have:
 //!
 //! - pip's hashed requirements, as `pip-compile --generate-hashes` and
 //!   `uv pip compile --generate-hashes` write them ([`parse_requirements`]);
 //! - `uv.lock`, version 1 ([`parse_uv_lock`]);
 //! - npm's `package-lock.json`, versions 2 and 3 ([`parse_package_lock`]),
-//!   pinned by sha512 integrity.
+//!   pinned by sha512 integrity;
+//! - what `apt-get install --print-uris -qq` prints ([`parse_print_uris`]):
+//!   package URLs, sizes and apt's one hash, which the SHA256 of a signed
+//!   `Packages` index must then bind.
 //!
 //! Every pin is an exact `name==version` with at least one sha256: a
 //! requirement that would let an index choose the bytes (no hash, a range, a
@@ -26,6 +29,7 @@
     allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
 )]
 
+mod apt_uris;
 mod npmlock;
 mod requirements;
 mod rewrite;
@@ -35,6 +39,9 @@ mod uvlock;
 use egress_model::{ProjectName, Sha256Digest, Version};
 use std::fmt;
 
+pub use apt_uris::{
+    parse_print_uris, pool_path_of, split_at_pool, AptHash, AptUri, PRINT_URIS_INPUT,
+};
 pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;
 pub use rewrite::rewrite_uv_lock;
