@@ -27,11 +27,13 @@ use std::fmt;
 mod allowed;
 mod error;
 pub mod instance;
+pub mod openpgp;
 mod wire;
 
 pub use allowed::{AllowedSigners, AllowedSignersEntry};
 pub use error::SigningError;
 pub use instance::{Attestation, Certificate, InstanceKey, Statement, INSTANCE_NAMESPACE};
+pub use openpgp::{Fingerprint, Keyring, OpenPgpError, OpenPgpKey, VerifiedText};
 use wire::{put_string, Reader};
 
 /// Namespace under which mirror snapshot manifests are signed.
