@@ -134,7 +134,7 @@ fn split_ustar_path(path: &str) -> (&str, &str) {
 
 /// RFC 1952 member: no name, mtime 0 ("unknown"), OS 255 ("unknown"), so the
 /// bytes depend on the content alone.
-pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
+pub fn gzip(data: &[u8]) -> Vec<u8> {
     let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
     out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(data, 6));
     out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
@@ -206,6 +206,24 @@ pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>,
     let mut tar = TarScan::new(file);
     gunzip(tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
     tar.finish()
+}
+
+/// The contents of a gzip file of one member (a `Packages.gz`), at most
+/// `limit` bytes, its crc32 and length checked.
+pub fn gunzip_whole(input: &[u8], limit: u64) -> Result<Vec<u8>, ArtifactError> {
+    let mut out = Vec::new();
+    gunzip(input, limit, |chunk| {
+        out.extend_from_slice(chunk);
+        Ok(())
+    })
+    .map_err(|e| match e {
+        ArtifactError::TooLarge { limit, .. } => ArtifactError::TooLarge {
+            what: "gunzipped data",
+            limit,
+        },
+        e => e,
+    })?;
+    Ok(out)
 }
 
 /// Inflates one gzip member in fixed-size pieces, handing each to `sink`.
