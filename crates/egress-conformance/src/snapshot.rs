@@ -82,7 +82,7 @@ pub struct BuildArgs {
     /// 'URL DIST [COMPONENT...]' (default component main), one per
     /// distribution the --apt-uris URLs come from, e.g.
     /// 'http://deb.debian.org/debian bookworm main'; repeatable.
-    #[arg(long, value_name = "'URL DIST [COMPONENT...]'")]
+    #[arg(long, value_name = "SOURCE")]
     pub apt_source: Vec<String>,
     /// The OpenPGP keyring the archives sign their Release with, e.g.
     /// /usr/share/keyrings/debian-archive-keyring.gpg.
