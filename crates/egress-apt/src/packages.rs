@@ -1,6 +1,8 @@
 //! `Packages` indexes: one deb822 paragraph per package file, read into
 //! [`PackageEntry`] values ([`parse_packages`]) and written back verbatim
-//! ([`render_packages`]).
+//! ([`render_packages`]). A `Packages.gz` is inflated first with
+//! `egress_artifacts::gunzip` (the project's one gzip reader; this crate
+//! stays below egress-artifacts), and written with `egress_artifacts::gzip`.
 
 use crate::deb822::{parse_paragraphs, Paragraph};
 use crate::path::PoolPath;

@@ -375,6 +375,88 @@ mod tests {
         }
     }
 
+    /// A `.deb` whose control tarball holds `entries`.
+    fn with_control(entries: &[(&str, TarEntry)]) -> Vec<u8> {
+        let entries: Vec<(String, TarEntry)> = entries
+            .iter()
+            .map(|(p, e)| {
+                let e = match e {
+                    TarEntry::Dir => TarEntry::Dir,
+                    TarEntry::File(d) => TarEntry::File(d.clone()),
+                    TarEntry::Exec(d) => TarEntry::Exec(d.clone()),
+                };
+                (p.to_string(), e)
+            })
+            .collect();
+        let mut out = AR_MAGIC.to_vec();
+        ar_member(&mut out, "debian-binary", b"2.0\n");
+        ar_member(&mut out, "control.tar.gz", &gzip(&write_tar(&entries)));
+        ar_member(&mut out, "data.tar.gz", &gzip(&write_tar(&[])));
+        out
+    }
+
+    #[test]
+    fn the_control_tarball_is_checked() {
+        let file = |d: &[u8]| TarEntry::File(d.to_vec());
+        // Without `./`, as some builders write it.
+        let deb = with_control(&[("control", file(b"Package: a\n"))]);
+        assert_eq!(read_deb_control(&deb).unwrap(), "Package: a\n");
+        // In a subdirectory it is not the control file.
+        let deb = with_control(&[("./sub/control", file(b"Package: a\n"))]);
+        assert!(matches!(
+            read_deb_control(&deb),
+            Err(DebError::Control(ArtifactError::Missing(_)))
+        ));
+        let deb = with_control(&[
+            ("./control", file(b"Package: a\n")),
+            ("control", file(b"Package: b\n")),
+        ]);
+        assert!(matches!(
+            read_deb_control(&deb),
+            Err(DebError::Control(ArtifactError::Ambiguous(_)))
+        ));
+        for evil in ["../control", "/control", "./../../etc/x", "a\\..\\b"] {
+            let deb = with_control(&[("./control", file(b"Package: a\n")), (evil, file(b""))]);
+            assert!(
+                matches!(
+                    read_deb_control(&deb),
+                    Err(DebError::Control(ArtifactError::UnsafePath(_)))
+                ),
+                "{evil}"
+            );
+        }
+        let deb = with_control(&[("./control", TarEntry::Dir)]);
+        assert!(read_deb_control(&deb).is_err());
+        let deb = with_control(&[("./control", file(&[0xff, 0xfe]))]);
+        assert_eq!(read_deb_control(&deb), Err(DebError::NotUtf8));
+        let deb = with_control(&[("./control", file(b"Package: a\n\nPackage: b\n"))]);
+        assert_eq!(
+            deb_control_paragraph(&deb),
+            Err(DebError::ControlParagraphs(2))
+        );
+        let deb = with_control(&[("./control", file(b"Package: a\n#x\n"))]);
+        assert!(matches!(
+            deb_control_paragraph(&deb),
+            Err(DebError::ControlFormat(AptFormatError::Comment { line: 2 }))
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid or repeated maintainer script")]
+    fn only_maintainer_scripts() {
+        let mut s = spec();
+        s.scripts.push(("config".into(), String::new()));
+        build_deb(&s);
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid control field")]
+    fn control_values_cannot_add_fields() {
+        let mut s = spec();
+        s.description = "x\nDepends: evil".into();
+        build_deb(&s);
+    }
+
     #[test]
     fn every_flipped_byte_is_an_error_or_the_same_control() {
         let deb = build_deb(&spec());

@@ -32,9 +32,9 @@ pub use npm::{
     NpmTarball,
 };
 pub use sdist::{
-    build_sdist, read_sdist_pkg_info, read_top_level_file, TopLevelFile, MAX_SDIST_UNPACKED,
+    build_sdist, gunzip, gzip, read_sdist_pkg_info, read_top_level_file, TopLevelFile,
+    MAX_SDIST_UNPACKED,
 };
-pub use sdist::{gunzip_whole, gzip};
 pub use wheel::{build_wheel, read_wheel_metadata};
 
 /// Largest METADATA or PKG-INFO the readers will return. Real ones are a few

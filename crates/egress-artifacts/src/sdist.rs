@@ -204,32 +204,29 @@ impl TopLevelFile {
 /// link target, exactly one such file.
 pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>, ArtifactError> {
     let mut tar = TarScan::new(file);
-    gunzip(tar_gz, MAX_SDIST_UNPACKED, |chunk| tar.feed(chunk))?;
+    gunzip_with(tar_gz, MAX_SDIST_UNPACKED, "unpacked sdist", |chunk| {
+        tar.feed(chunk)
+    })?;
     tar.finish()
 }
 
-/// The contents of a gzip file of one member (a `Packages.gz`), at most
-/// `limit` bytes, its crc32 and length checked.
-pub fn gunzip_whole(input: &[u8], limit: u64) -> Result<Vec<u8>, ArtifactError> {
+/// Inflates a whole gzip file of one member (RFC 1952, as `Packages.gz`):
+/// the CRC and length trailer are checked, data after the member is refused,
+/// and more than `limit` inflated bytes is [`ArtifactError::TooLarge`].
+pub fn gunzip(input: &[u8], limit: u64) -> Result<Vec<u8>, ArtifactError> {
     let mut out = Vec::new();
-    gunzip(input, limit, |chunk| {
+    gunzip_with(input, limit, "inflated gzip data", |chunk| {
         out.extend_from_slice(chunk);
         Ok(())
-    })
-    .map_err(|e| match e {
-        ArtifactError::TooLarge { limit, .. } => ArtifactError::TooLarge {
-            what: "gunzipped data",
-            limit,
-        },
-        e => e,
     })?;
     Ok(out)
 }
 
 /// Inflates one gzip member in fixed-size pieces, handing each to `sink`.
-fn gunzip(
+fn gunzip_with(
     input: &[u8],
     limit: u64,
+    what: &'static str,
     mut sink: impl FnMut(&[u8]) -> Result<(), ArtifactError>,
 ) -> Result<(), ArtifactError> {
     let mut pos = gzip_header_len(input)?;
@@ -244,10 +241,7 @@ fn gunzip(
         let out = buf.get(..r.bytes_written).unwrap_or_default();
         total += out.len() as u64;
         if total > limit {
-            return Err(ArtifactError::TooLarge {
-                what: "unpacked sdist",
-                limit,
-            });
+            return Err(ArtifactError::TooLarge { what, limit });
         }
         crc.update(out);
         sink(out)?;
@@ -815,12 +809,43 @@ mod tests {
     fn inflation_stops_at_the_limit() {
         let bomb = gzip(&vec![0u8; 1 << 20]);
         let mut seen = 0usize;
-        let result = gunzip(&bomb, 300_000, |c| {
+        let result = gunzip_with(&bomb, 300_000, "test", |c| {
             seen += c.len();
             Ok(())
         });
         assert!(matches!(result, Err(ArtifactError::TooLarge { .. })));
         assert!(seen <= 300_000);
+    }
+
+    #[test]
+    fn whole_gzip_files() {
+        let data = b"Package: a\n".repeat(1000);
+        let gz = gzip(&data);
+        assert_eq!(gunzip(&gz, 1 << 20).unwrap(), data);
+        assert!(matches!(
+            gunzip(&gz, 100),
+            Err(ArtifactError::TooLarge { limit: 100, .. })
+        ));
+        let mut bad = gz.clone();
+        let n = bad.len();
+        bad[n - 6] ^= 1;
+        assert!(gunzip(&bad, 1 << 20).is_err());
+        for cut in 0..gz.len() {
+            assert!(gunzip(&gz[..cut], 1 << 20).is_err(), "cut {cut}");
+        }
+        // gzip(1) reads what we write.
+        let dir = std::env::temp_dir().join(format!("egress-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("Packages.gz");
+        std::fs::write(&file, &gz).unwrap();
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&file)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, data);
     }
 
     #[test]

@@ -22,6 +22,7 @@
 use crate::LockError;
 use egress_apt::PoolPath;
 use egress_model::{Sha256Digest, Url};
+use std::collections::HashMap;
 
 /// The `file` that [`parse_print_uris`] errors name; callers reading a file
 /// put its path in [`LockError::file`] instead.
@@ -64,14 +65,35 @@ pub struct AptUri {
 /// Reads every line of `apt-get install --print-uris -qq` output. Blank
 /// lines are skipped; anything else that is not a package download is an
 /// error naming the line, what is wrong and how to get the right input.
+///
+/// A file name or URL given twice is an error too: apt prints each download
+/// once, and two URLs saved under one name would leave which bytes were meant
+/// to whoever wrote last.
 pub fn parse_print_uris(text: &str) -> Result<Vec<AptUri>, LockError> {
-    let mut out = Vec::new();
+    let mut out: Vec<AptUri> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         if raw.trim().is_empty() {
             continue;
         }
-        out.push(parse_line(raw, line).map_err(|m| LockError::new(PRINT_URIS_INPUT, line, m))?);
+        let uri = parse_line(raw, line).map_err(|m| LockError::new(PRINT_URIS_INPUT, line, m))?;
+        for key in [
+            format!("file name {:?}", uri.file_name),
+            format!("URL {:?}", uri.url),
+        ] {
+            if let Some(first) = seen.insert(key.clone(), line) {
+                return Err(LockError::new(
+                    PRINT_URIS_INPUT,
+                    line,
+                    format!(
+                        "{} is already on line {first}; give each package once (concatenated outputs of several apt-get runs need de-duplicating)",
+                        short(&key)
+                    ),
+                ));
+            }
+        }
+        out.push(uri);
     }
     Ok(out)
 }
@@ -84,6 +106,9 @@ fn parse_line(raw: &str, line: usize) -> Result<AptUri, String> {
         ));
     };
     let Some((url, rest)) = rest.split_once("' ") else {
+        if rest.ends_with('\'') {
+            return Err(format!("{FORMAT}; nothing follows the URL"));
+        }
         return Err(format!("{FORMAT}; the URL's closing quote is missing"));
     };
     let parsed =

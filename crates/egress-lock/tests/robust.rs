@@ -2,13 +2,16 @@
 //! over-long tokens, truncated or mangled documents), each returns `Ok` or an
 //! error whose message is one line.
 
-use egress_lock::{parse_package_lock, parse_requirements, parse_uv_lock, rewrite_uv_lock};
+use egress_lock::{
+    parse_package_lock, parse_print_uris, parse_requirements, parse_uv_lock, rewrite_uv_lock,
+};
 use egress_model::{base64, Sha256Digest};
 use proptest::prelude::*;
 
 const PIP_COMPILE: &str = include_str!("fixtures/pip-compile.txt");
 const UV_PIP_COMPILE: &str = include_str!("fixtures/uv-pip-compile.txt");
 const UV_LOCK: &str = include_str!("fixtures/uv.lock");
+const PRINT_URIS: &str = include_str!("fixtures/print-uris-hello-jq.txt");
 
 /// A valid `package-lock.json` (version 3) with a scoped, a nested and a
 /// linked entry.
@@ -55,6 +58,20 @@ fn all_parsers_answer_in_one_line(text: &str) -> Result<(), String> {
     if let Err(e) = parse_package_lock("package-lock.json", text) {
         one_line("package-lock", e.to_string())?;
     }
+    match parse_print_uris(text) {
+        Err(e) => one_line("print-uris", e.to_string())?,
+        Ok(uris) => {
+            for u in uris {
+                let ok = (u.url.starts_with("http://") || u.url.starts_with("https://"))
+                    && u.file_name.ends_with(".deb")
+                    && !u.file_name.contains(['/', '\\'])
+                    && u.size > 0;
+                if !ok {
+                    return Err(format!("print-uris accepted {u:?}"));
+                }
+            }
+        }
+    }
     Ok(())
 }
 
@@ -93,6 +110,7 @@ fn line() -> impl Strategy<Value = String> {
             "; ", " \\", "# ", "://", "sha256:", "[[package]]", "name = \"", "version = 1",
             "source = { registry = \"", "url = \"", "hash = \"sha256:", "\"lockfileVersion\": 3",
             "\"packages\": {", "node_modules/", "\"integrity\": \"sha512-", "{", "}",
+            "'http://h/pool/x.deb' ", "x_1_all.deb ", "MD5Sum:", "SHA256:", "%2b", "%3a", "' ",
         ])
         .prop_map(str::to_string),
     ];
@@ -127,6 +145,7 @@ fn valid_documents() -> Vec<String> {
         UV_PIP_COMPILE.to_string(),
         UV_LOCK.to_string(),
         package_lock(),
+        PRINT_URIS.to_string(),
     ]
 }
 
@@ -201,7 +220,7 @@ proptest! {
 
     #[test]
     fn valid_documents_with_inserted_characters(
-        doc in 0usize..4,
+        doc in 0usize..5,
         edits in proptest::collection::vec((any::<usize>(), nasty_string(6)), 1..4),
     ) {
         let mut text = valid_documents().swap_remove(doc);
@@ -213,7 +232,7 @@ proptest! {
 
     #[test]
     fn valid_documents_with_deleted_ranges(
-        doc in 0usize..4,
+        doc in 0usize..5,
         at in any::<usize>(),
         len in 1usize..40,
     ) {

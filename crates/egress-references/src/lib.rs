@@ -2,7 +2,8 @@
 //! controls, all on loopback. The default command of `egress-conformance`
 //! runs them ([`builtin`]); the testbed and the tests use them too.
 //!
-//! Per protocol, in a folder of its own ([`pypi`], [`npm`]):
+//! Per protocol, in a folder of its own ([`pypi`], [`npm`]; [`apt`] has its
+//! canary and an isolated apt-get so far):
 //! - the canary upstream, a small registry of that protocol which the suite
 //!   controls. It logs every request, can change what it serves during a
 //!   run and carries a tripwire that fires if an artifact's build code ever
@@ -26,6 +27,7 @@
 //! told and connects to loopback or documentation addresses only, which
 //! exist only inside namespaces a test made.
 
+pub mod apt;
 pub mod builtin;
 pub mod control;
 pub mod dns;

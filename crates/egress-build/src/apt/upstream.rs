@@ -188,7 +188,7 @@ fn fetch_packages(
             )));
         }
         let text = if entry.path.as_str().ends_with(".gz") {
-            egress_artifacts::gunzip_whole(&bytes, MAX_PACKAGES)
+            egress_artifacts::gunzip(&bytes, MAX_PACKAGES)
                 .map_err(|e| BuildError::Refused(format!("{url}: {e}")))?
         } else {
             bytes

@@ -2,10 +2,11 @@
 //! document signatures against them as gpgv does for apt.
 
 use super::armor;
+use super::error::OpenPgpError;
+use super::fingerprint::Fingerprint;
 use super::key::{self, KeyPacket, Parsed};
 use super::packet::{self, Packet};
 use super::signature::{self, Signature, Use, KEY_FLAG_SIGN};
-use super::{Fingerprint, OpenPgpError};
 
 /// Something in a keyring that was skipped, kept so callers (and tests) can
 /// see what was not used and why.
@@ -106,6 +107,7 @@ pub struct VerifiedText {
 
 /// Packets of one certificate, grouped before validation.
 struct Raw {
+    offset: usize,
     primary: KeyPacket,
     direct: Vec<Signature>,
     user_ids: Vec<(Vec<u8>, Vec<Signature>)>,
@@ -128,8 +130,7 @@ impl Keyring {
     /// (see [`Keyring::skipped`]); a subkey counts for signing only with a
     /// valid binding signature from its primary key.
     pub fn parse(bytes: &[u8]) -> Result<Self, OpenPgpError> {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        let blocks = if first == Some(&b'-') {
+        let blocks = if looks_armored(bytes) {
             let text = std::str::from_utf8(bytes).map_err(|e| OpenPgpError::Armor {
                 line: 1 + bytes
                     .iter()
@@ -171,6 +172,7 @@ impl Keyring {
                     match key::parse(&p.body, p.offset)? {
                         Parsed::Key(k) => {
                             current = Some(Raw {
+                                offset: p.offset,
                                 primary: k,
                                 direct: Vec::new(),
                                 user_ids: Vec::new(),
@@ -210,6 +212,8 @@ impl Keyring {
                     }
                     slot = Slot::UserId;
                 }
+                // Components of a key that was skipped: part of that skip.
+                packet::TAG_PUBLIC_SUBKEY | packet::TAG_USER_ID => slot = Slot::Ignore,
                 packet::TAG_USER_ATTRIBUTE => slot = Slot::Ignore,
                 packet::TAG_SIGNATURE => {
                     let sig = match signature::parse(&p.body, p.offset) {
@@ -288,8 +292,12 @@ impl Keyring {
         primary.apply(&valid);
         if !primary.bound {
             self.skipped.push(Skipped::Key {
-                offset: 0,
-                detail: format!("key {} has no valid self-signature", pk.fingerprint),
+                offset: raw.offset,
+                detail: format!(
+                    "key {} has no self-signature that verifies (RSA keys need 2048 to 8192 bits, \
+                     digests SHA1 or stronger)",
+                    pk.fingerprint
+                ),
             });
             return;
         }
@@ -398,8 +406,7 @@ impl Keyring {
         signature: &[u8],
         now: u64,
     ) -> Result<VerifiedSignature, OpenPgpError> {
-        let first = signature.iter().find(|b| !b.is_ascii_whitespace());
-        let binary = if first == Some(&b'-') {
+        let binary = if looks_armored(signature) {
             let text = std::str::from_utf8(signature).map_err(|_| OpenPgpError::Armor {
                 line: 1,
                 detail: "armored signature is not UTF-8 text".into(),
@@ -592,6 +599,15 @@ fn signatures(binary: &[u8]) -> Result<Vec<Result<Signature, OpenPgpError>>, Ope
         });
     }
     Ok(out)
+}
+
+/// Binary OpenPGP starts with a packet tag, whose bit 7 is set; text
+/// (ASCII armor, with or without something before it) does not.
+fn looks_armored(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b < 0x80)
 }
 
 fn now() -> u64 {
