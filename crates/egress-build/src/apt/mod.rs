@@ -491,3 +491,24 @@ fn download(planned: &[Planned], net: &Net) -> Result<Vec<Deb>, BuildError> {
         None => Ok(out),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_signing_key_one_openpgp_key() {
+        let key = SigningKey::from_seed([7; 32], "lab");
+        let (a, b) = (lab_openpgp_key(&key), lab_openpgp_key(&key));
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.public_keyring(), b.public_keyring());
+        let other = lab_openpgp_key(&SigningKey::from_seed([8; 32], "lab"));
+        assert_ne!(a.fingerprint(), other.fingerprint());
+        let keyring = Keyring::parse(&a.public_keyring()).expect("a keyring");
+        let signed = a.sign_cleartext("Origin: x\n", LAB_KEY_CREATED + 60);
+        let v = keyring
+            .verify_cleartext(signed.as_bytes())
+            .expect("verifies");
+        assert_eq!(v.signer, a.fingerprint());
+    }
+}

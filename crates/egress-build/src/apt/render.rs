@@ -92,7 +92,7 @@ pub(crate) fn stage(
             components: source.components.clone(),
             description: Some(format!(
                 "egress-mirror snapshot of {} {}",
-                source.base, source.dist
+                source.name, source.dist
             )),
         };
         let release = render_release(&fields, &entries);
