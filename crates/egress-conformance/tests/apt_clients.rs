@@ -222,6 +222,11 @@ fn apt_installs_from_the_mirror_offline() {
     let o = apt.update().expect("apt-get update");
     ok(&o, "apt-get update (mirror)");
     assert!(!text(&o).contains("W: "), "{}", text(&o));
+    // Again, with apt's conditional requests for what it already holds.
+    ok(
+        &apt.update().expect("apt-get update"),
+        "apt-get update (again)",
+    );
     let o = apt
         .download(&[apt_canary::PRESENT])
         .expect("apt-get install --download-only");

@@ -39,10 +39,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use upstream::Upstream;
 
-/// The creation time of the lab's OpenPGP key (2026-01-01T00:00:00Z): fixed,
+/// The creation time of the lab's OpenPGP key (2020-01-01T00:00:00Z): fixed,
 /// so one signing key always gives one OpenPGP key and fingerprint, and a
 /// keyring written once stays valid for every snapshot it signs.
-pub const LAB_KEY_CREATED: u32 = 1_767_225_600;
+pub const LAB_KEY_CREATED: u32 = 1_577_836_800;
 /// The user ID of the lab's OpenPGP key.
 pub const LAB_KEY_USER_ID: &str = "egress-mirror snapshot signer";
 /// The architecture read when `--apt-arch` is not given.
