@@ -167,7 +167,10 @@ pub(crate) fn apt_encode(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::apt_encode;
+    use super::*;
+    use egress_apt::{parse_packages, Release};
+    use egress_signing::openpgp::Keyring;
+    use egress_signing::SigningKey;
 
     #[test]
     fn as_apt_writes_them() {
@@ -185,5 +188,113 @@ mod tests {
             apt_encode("pool/a/b_1.0-1_amd64.deb"),
             "pool/a/b_1.0-1_amd64.deb"
         );
+    }
+
+    const STANZAS: &str = "Package: libx++1\nVersion: 1:1.0~rc1-1\nArchitecture: all\nFilename: pool/main/l/libx/libx++1_1.0~rc1-1_all.deb\nSize: 3\nSHA256: ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\nDescription: kept\n\nPackage: other\nVersion: 1\nArchitecture: all\nFilename: pool/main/o/other/other_1_all.deb\nSize: 3\nSHA256: ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\nDescription: not pinned\n";
+
+    /// One archive, one pinned package of two: the served paths, the
+    /// Packages (the pinned stanza verbatim, nothing else), the Release
+    /// listing them, and its signatures by the lab key.
+    #[test]
+    fn the_served_repository() {
+        let source =
+            AptSource::parse("http://up.example/debian bookworm main contrib").expect("source");
+        let stanzas = parse_packages(STANZAS).expect("stanzas");
+        let release = Release::parse(
+            "Origin: Debian\nLabel: Debian\nSuite: stable\nCodename: bookworm\nSHA256:\n",
+        )
+        .expect("release");
+        let upstream = Upstream {
+            signed_digest: Sha256Digest::of(b"upstream InRelease"),
+            signed_by: "InRelease",
+            signer: "ABCD".into(),
+            release,
+            packages: vec![("main".into(), stanzas.clone()), ("contrib".into(), vec![])],
+        };
+        let pinned = stanzas.first().expect("stanza").clone();
+        let debs = [Deb {
+            base: source.base.clone(),
+            stanza: pinned.clone(),
+            bytes: b"abc".to_vec(),
+        }];
+        let key = SigningKey::from_seed([3; 32], "lab");
+        let lab = super::super::lab_openpgp_key(&key);
+        let mut builder = SnapshotBuilder::new("/simple/");
+        let sources = [source];
+        let staged = stage(
+            &mut builder,
+            &Repository {
+                sources: &sources,
+                upstream: &[upstream],
+                debs: &debs,
+                arch: "amd64",
+            },
+            &lab,
+            1_760_000_000,
+        )
+        .expect("staged");
+        assert_eq!((staged.files, staged.bytes), (1, 3));
+        let snap = builder
+            .build("2025-10-09T08:53:20Z", Some(&key), "lab")
+            .expect("snapshot");
+        let get = |path: &str, ct: &str| {
+            let e = snap
+                .doc
+                .lookup(path, ct)
+                .unwrap_or_else(|| panic!("{path}"));
+            snap.blobs.get(&e.sha256).expect("blob").to_vec()
+        };
+        let root = "/apt/debian/";
+        // The .deb as apt requests it, and as its Filename spells it.
+        for path in [
+            "pool/main/l/libx/libx%2b%2b1_1.0%7erc1-1_all.deb",
+            "pool/main/l/libx/libx++1_1.0~rc1-1_all.deb",
+        ] {
+            assert_eq!(get(&format!("{root}{path}"), DEB), b"abc");
+        }
+        assert!(!snap.doc.paths().any(|p| p.contains("other_1_all")));
+
+        let dists = format!("{root}dists/bookworm/");
+        let packages = get(&format!("{dists}main/binary-amd64/Packages"), TEXT_PLAIN);
+        assert_eq!(packages, pinned.paragraph.render().into_bytes());
+        let gz = get(&format!("{dists}main/binary-amd64/Packages.gz"), GZIP);
+        assert_eq!(
+            egress_artifacts::gunzip(&gz, 1 << 20).expect("gunzip"),
+            packages
+        );
+        assert!(get(&format!("{dists}contrib/binary-amd64/Packages"), TEXT_PLAIN).is_empty());
+
+        // The Release: what the upstream's named, the files served, signed.
+        let keyring = Keyring::parse(&get(APT_KEYRING_PATH, PGP_KEYS)).expect("keyring");
+        let inrelease = get(&format!("{dists}InRelease"), TEXT_PLAIN);
+        let verified = keyring.verify_cleartext(&inrelease).expect("verifies");
+        assert_eq!(verified.signer, lab.fingerprint());
+        let text = get(&format!("{dists}Release"), TEXT_PLAIN);
+        assert_eq!(verified.text, text);
+        keyring
+            .verify_detached(&text, &get(&format!("{dists}Release.gpg"), TEXT_PLAIN))
+            .expect("Release.gpg verifies");
+        let release = Release::parse(std::str::from_utf8(&text).expect("utf-8")).expect("parse");
+        assert_eq!(
+            (release.suite.as_deref(), release.codename.as_deref()),
+            (Some("stable"), Some("bookworm"))
+        );
+        assert_eq!(release.components, ["main", "contrib"]);
+        assert!(release.acquire_by_hash);
+        for (file, ct) in [
+            ("main/binary-amd64/Packages", TEXT_PLAIN),
+            ("main/binary-amd64/Packages.gz", GZIP),
+        ] {
+            let entry = release.find(file).expect("listed");
+            let bytes = get(&format!("{dists}{file}"), ct);
+            assert_eq!(entry.digest, Sha256Digest::of(&bytes));
+            assert_eq!(entry.size, bytes.len() as u64);
+            let by_hash = format!("{dists}{}", by_hash_path(&entry.path, &entry.digest));
+            assert_eq!(get(&by_hash, ct), bytes);
+        }
+        assert!(snap
+            .doc
+            .sources
+            .contains_key("apt:http://up.example/debian bookworm InRelease signed by ABCD"));
     }
 }
