@@ -180,6 +180,16 @@ fn lab_snapshot(name: &str) -> (AptCanary, PathBuf, PathBuf) {
         &snap,
     );
     ok(&o, "snapshot build --apt-uris");
+    // Signed and checkable as any snapshot is.
+    let signers = dir.join("signing-key.allowed_signers");
+    let o = run(&[
+        "snapshot",
+        "verify",
+        s(&snap),
+        "--allowed-signers",
+        s(&signers),
+    ]);
+    ok(&o, "snapshot verify");
     (canary, dir, snap)
 }
 
