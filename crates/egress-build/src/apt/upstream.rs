@@ -136,8 +136,11 @@ pub(crate) fn fetch_upstream(
     })
 }
 
-/// One component's stanzas, from the first of `Packages.gz` and `Packages`
-/// that the signed Release lists and the archive serves.
+/// The Packages files read, in the order tried.
+const PACKAGES_FILES: [&str; 3] = ["Packages.gz", "Packages.xz", "Packages"];
+
+/// One component's stanzas, from the first of [`PACKAGES_FILES`] that the
+/// signed Release lists and the archive serves.
 fn fetch_packages(
     source: &AptSource,
     component: &str,
@@ -153,13 +156,13 @@ fn fetch_packages(
             release.components.join(" ")
         )));
     }
-    let listed: Vec<&IndexEntry> = ["Packages.gz", "Packages"]
+    let listed: Vec<&IndexEntry> = PACKAGES_FILES
         .iter()
         .filter_map(|f| release.find(&format!("{dir}/{f}")))
         .collect();
     if listed.is_empty() {
         return Err(BuildError::Refused(format!(
-            "{label}: the signed Release lists no {dir}/Packages.gz or {dir}/Packages (Packages.xz is not read); check --apt-arch and the components of --apt-source"
+            "{label}: the signed Release lists no {dir}/Packages.gz, Packages.xz or Packages; check --apt-arch and the components of --apt-source"
         )));
     }
     for entry in listed {
@@ -187,9 +190,12 @@ fn fetch_packages(
                 entry.digest
             )));
         }
-        let text = if entry.path.as_str().ends_with(".gz") {
+        let path = entry.path.as_str();
+        let text = if path.ends_with(".gz") {
             egress_artifacts::gunzip(&bytes, MAX_PACKAGES)
                 .map_err(|e| BuildError::Refused(format!("{url}: {e}")))?
+        } else if path.ends_with(".xz") {
+            unxz(&bytes, MAX_PACKAGES).map_err(|e| BuildError::Refused(format!("{url}: {e}")))?
         } else {
             bytes
         };
@@ -198,6 +204,94 @@ fn fetch_packages(
         return parse_packages(&text).map_err(|e| BuildError::Refused(format!("{url}: {e}")));
     }
     Err(BuildError::Refused(format!(
-        "{label}: neither {dir}/Packages.gz nor {dir}/Packages is served, though the signed Release lists them"
+        "{label}: none of {dir}/Packages.gz, Packages.xz and Packages that the signed Release lists is served"
     )))
+}
+
+/// Why an `.xz` file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum XzError {
+    #[error("not a valid xz file: {0}")]
+    Invalid(String),
+    #[error("decompresses to more than {0} bytes")]
+    TooLarge(u64),
+}
+
+/// A writer that refuses to hold more than `limit` bytes.
+struct Bounded {
+    out: Vec<u8>,
+    limit: u64,
+    exceeded: bool,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if (self.out.len() + buf.len()) as u64 > self.limit {
+            self.exceeded = true;
+            return Err(std::io::Error::other("over the limit"));
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The contents of an `.xz` file (a `Packages.xz`), at most `limit` bytes;
+/// its check (CRC or SHA-256, as the file says) is verified by the decoder.
+pub(crate) fn unxz(input: &[u8], limit: u64) -> Result<Vec<u8>, XzError> {
+    let mut out = Bounded {
+        out: Vec::new(),
+        limit,
+        exceeded: false,
+    };
+    let mut reader = std::io::BufReader::new(input);
+    match lzma_rs::xz_decompress(&mut reader, &mut out) {
+        Ok(()) => Ok(out.out),
+        Err(_) if out.exceeded => Err(XzError::TooLarge(limit)),
+        Err(e) => Err(XzError::Invalid(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xz_as_the_xz_tool_writes_it() {
+        let text = b"Package: a\nVersion: 1\n\nPackage: b\nVersion: 2\n".repeat(50);
+        let xz = std::process::Command::new("xz")
+            .args(["-c", "-9"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .ok_or_else(|| std::io::Error::other("stdin"))?
+                    .write_all(&text)?;
+                child.wait_with_output()
+            });
+        let packed = match xz {
+            Ok(o) if o.status.success() => o.stdout,
+            // Without the xz tool, the decoder's own encoder stands in.
+            _ => {
+                let mut packed = Vec::new();
+                lzma_rs::xz_compress(&mut &text[..], &mut packed).expect("compress");
+                packed
+            }
+        };
+        assert_eq!(unxz(&packed, 1 << 20).expect("reads"), text);
+        assert!(matches!(unxz(&packed, 100), Err(XzError::TooLarge(100))));
+        let mut bad = packed.clone();
+        if let Some(b) = bad.get_mut(packed.len() / 2) {
+            *b ^= 0xff;
+        }
+        assert!(unxz(&bad, 1 << 20).is_err());
+        assert!(matches!(unxz(b"not xz", 1 << 20), Err(XzError::Invalid(_))));
+    }
 }
