@@ -675,3 +675,71 @@ fn bad_apt_inputs_each_get_one_line_and_their_exit_code() {
     );
     canary.stop();
 }
+
+/// Debian's own signed chain, served on loopback as the archive served it:
+/// bookworm-updates' real `InRelease` (RSA signatures by the Debian archive
+/// keys) and its real `main/binary-amd64/Packages`, with the archive's
+/// keyring. The build verifies both and binds a print-uris line (Debian
+/// 12's apt prints no hash for this suite) to the SHA256 Debian signed;
+/// the `.deb` served here is not Debian's, so the build refuses it naming
+/// that SHA256. The same chain against another keyring does not verify.
+#[test]
+fn debians_signed_chain_binds_the_line_to_its_sha256() {
+    use egress_http::{Limits, Response, Server};
+    let dir = tmpdir("egress-apt-clients-debian");
+    let data =
+        |rel: &str| std::fs::read(common::workspace().join("crates").join(rel)).expect("test data");
+    let inrelease = data("egress-signing/tests/data/bookworm-updates_InRelease");
+    let packages = data("egress-apt/tests/data/bookworm-updates-main-amd64-Packages");
+    let keyring = dir.join("debian-archive-keyring.gpg");
+    std::fs::write(
+        &keyring,
+        data("egress-signing/tests/data/debian-archive-keyring.gpg"),
+    )
+    .expect("write");
+    let pool = "pool/main/c/ca-certificates/ca-certificates_20230311%2bdeb12u1_all.deb";
+    let files: Vec<(String, Vec<u8>)> = vec![
+        ("/debian/dists/bookworm-updates/InRelease".into(), inrelease),
+        (
+            "/debian/dists/bookworm-updates/main/binary-amd64/Packages".into(),
+            packages,
+        ),
+        (format!("/debian/{pool}"), vec![0u8; 155_260]),
+    ];
+    let server = Server::bind(
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+        move |req: egress_http::Request| match files.iter().find(|(p, _)| p == req.path()) {
+            Some((_, body)) => Response::new(200).with_body(body.clone()).into(),
+            None => Response::text(404, "no\n").into(),
+        },
+        Limits::default(),
+    )
+    .expect("bind");
+    let archive = format!("{}/debian", server.base_url());
+    let uris = dir.join("uris.txt");
+    std::fs::write(
+        &uris,
+        format!("'{archive}/{pool}' ca-certificates_20230311+deb12u1_all.deb 155260 \n"),
+    )
+    .expect("write");
+    let source = [format!("{archive} bookworm-updates main")];
+    let out = dir.join("snap");
+    let o = build(&dir, &uris, &source, &keyring, &out);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let line = error_line(&o);
+    assert!(
+        line.contains(
+            "expected sha256 0d5f444f594e48c1e16a41d8fc628a09b24c658916a1274025c2330f2a802bed (the signed index)"
+        ),
+        "{line}"
+    );
+    assert_nothing_at(&out);
+
+    let other = dir.join("other.gpg");
+    std::fs::write(&other, lab_keyring(&dir)).expect("write");
+    let o = build(&dir, &uris, &source, &other, &out);
+    assert_eq!(o.status.code(), Some(8), "{}", text(&o));
+    assert!(error_line(&o).contains("InRelease does not verify"));
+    assert_nothing_at(&out);
+    server.stop();
+}
