@@ -5,6 +5,7 @@
 //! everything a judge reads. Timings are recorded for people, never read by a
 //! judge.
 
+use crate::h2::H2Conversation;
 use crate::{base64, Method, Sha256Digest};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -149,6 +150,11 @@ pub struct Exchange {
     /// recorded only by probes that listen for it (request smuggling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Afterwards>,
+    /// The HTTP/2 conversation, for exchanges that spoke HTTP/2 (then
+    /// `request` holds every byte sent, preface and frames, and `response`
+    /// is empty: each stream's answer is in the frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Conversation>,
 }
 
 /// Everything a server sent after its first response on one connection,
@@ -191,8 +197,20 @@ impl Exchange {
         self.response.as_ref().and_then(|r| r.status)
     }
 
-    /// The request target (second word of the request line), lossy.
+    /// The last HTTP/2 stream the client opened, if it spoke HTTP/2.
+    fn last_h2_stream(&self) -> Option<crate::h2::H2Stream> {
+        self.h2.as_ref().and_then(|c| c.streams().pop())
+    }
+
+    /// The request target (second word of the request line), lossy; over
+    /// HTTP/2 the last stream's `:path` (or `:authority`).
     pub fn request_target(&self) -> String {
+        if let Some(s) = self.last_h2_stream() {
+            return s
+                .request_field(":path")
+                .or_else(|| s.request_field(":authority"))
+                .unwrap_or_default();
+        }
         let line = self
             .request
             .0
@@ -203,7 +221,12 @@ impl Exchange {
         text.split(' ').nth(1).unwrap_or_default().to_string()
     }
 
+    /// The request method (first word of the request line), lossy; over
+    /// HTTP/2 the last stream's `:method`.
     pub fn request_method(&self) -> String {
+        if let Some(s) = self.last_h2_stream() {
+            return s.request_field(":method").unwrap_or_default();
+        }
         let line = self
             .request
             .0
@@ -215,6 +238,12 @@ impl Exchange {
 
     /// One-line summary: `GET /simple/x/ -> 200 (1234 bytes, sha256 abcd…)`.
     pub fn summary(&self) -> String {
+        if let Some(c) = &self.h2 {
+            return match &self.error {
+                Some(e) => format!("{} [{e}]", c.summary()),
+                None => c.summary(),
+            };
+        }
         let req = format!(
             "{} {}",
             self.request_method(),
@@ -242,7 +271,7 @@ impl Exchange {
     }
 }
 
-fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {
