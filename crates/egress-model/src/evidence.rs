@@ -154,7 +154,7 @@ pub struct Exchange {
     /// `request` holds every byte sent, preface and frames, and `response`
     /// is empty: each stream's answer is in the frames).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub h2: Option<H2Conversation>,
+    pub h2: Option<Box<H2Conversation>>,
 }
 
 /// Everything a server sent after its first response on one connection,
@@ -197,20 +197,9 @@ impl Exchange {
         self.response.as_ref().and_then(|r| r.status)
     }
 
-    /// The last HTTP/2 stream the client opened, if it spoke HTTP/2.
-    fn last_h2_stream(&self) -> Option<crate::h2::H2Stream> {
-        self.h2.as_ref().and_then(|c| c.streams().pop())
-    }
-
-    /// The request target (second word of the request line), lossy; over
-    /// HTTP/2 the last stream's `:path` (or `:authority`).
+    /// The request target (second word of the request line), lossy. Over
+    /// HTTP/2 that is the preface's `*`: each stream's request is in `h2`.
     pub fn request_target(&self) -> String {
-        if let Some(s) = self.last_h2_stream() {
-            return s
-                .request_field(":path")
-                .or_else(|| s.request_field(":authority"))
-                .unwrap_or_default();
-        }
         let line = self
             .request
             .0
@@ -221,12 +210,9 @@ impl Exchange {
         text.split(' ').nth(1).unwrap_or_default().to_string()
     }
 
-    /// The request method (first word of the request line), lossy; over
-    /// HTTP/2 the last stream's `:method`.
+    /// The request method (first word of the request line), lossy. Over
+    /// HTTP/2 that is the preface's `PRI`: each stream's request is in `h2`.
     pub fn request_method(&self) -> String {
-        if let Some(s) = self.last_h2_stream() {
-            return s.request_field(":method").unwrap_or_default();
-        }
         let line = self
             .request
             .0

@@ -247,7 +247,18 @@ impl H2Stream {
             .request_field(":path")
             .or_else(|| self.request_field(":authority"))
             .unwrap_or_default();
-        format!("{method} {target}")
+        let line = format!("{method} {target}");
+        // CR, LF and NUL in a case's fields stay out of one-line summaries.
+        line.chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect()
     }
 
     /// How the stream ended, in a few words: `200`, `reset PROTOCOL_ERROR`,

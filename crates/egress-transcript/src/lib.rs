@@ -457,18 +457,18 @@ impl Client {
             Ok((mut stream, alpn)) => {
                 let alpn = alpn.map(|p| String::from_utf8_lossy(&p).into_owned());
                 if via == H2Via::Alpn && alpn.as_deref() != Some("h2") {
-                    ex.h2 = Some(egress_model::H2Conversation {
+                    ex.h2 = Some(Box::new(egress_model::H2Conversation {
                         via,
                         alpn,
                         frames: Vec::new(),
                         stray: WireBytes::default(),
                         end: None,
-                    });
+                    }));
                 } else {
                     let (conv, sent, err) =
                         h2::converse(&mut *stream, via, alpn, requests, listen, deadline);
                     ex.request = WireBytes(sent);
-                    ex.h2 = Some(conv);
+                    ex.h2 = Some(Box::new(conv));
                     ex.error = err;
                 }
             }
