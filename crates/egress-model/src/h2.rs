@@ -7,7 +7,7 @@
 //! every verdict from them. An [`Exchange`](crate::Exchange) that spoke
 //! HTTP/2 holds one [`H2Conversation`] in its `h2` field.
 
-use crate::{ListenEnd, WireBytes};
+use crate::wire::{truncate, ListenEnd, WireBytes};
 use serde::{Deserialize, Serialize};
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -297,7 +297,7 @@ impl H2Conversation {
                 let line = text.lines().next().unwrap_or_default();
                 Err(format!(
                     "the server answered the HTTP/2 preface with {:?}, not a SETTINGS frame",
-                    crate::evidence::truncate(line, 80)
+                    truncate(line, 80)
                 ))
             }
             None => Err(match self.end {
@@ -382,7 +382,7 @@ impl H2Conversation {
                 format!(
                     "stream {} {} -> {}",
                     s.id,
-                    crate::evidence::truncate(&s.request_line(), 90),
+                    truncate(&s.request_line(), 90),
                     s.outcome()
                 )
             })

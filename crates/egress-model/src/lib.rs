@@ -29,6 +29,7 @@ pub mod smuggling;
 pub mod upstream;
 pub mod url;
 pub mod version;
+pub mod wire;
 
 pub use accept::{Accept, MediaRange};
 pub use digest::Sha256Digest;
