@@ -389,7 +389,9 @@ pub(crate) fn converse(
             Err(e) => break 'end Some(crate::read::listen_end(e.kind(), deadline)),
         }
     };
-    if stray && !buf.is_empty() {
+    // An answer shorter than a frame header, with no frame before it: no
+    // HTTP/2, recorded as it came.
+    if !c.record.frames.iter().any(|f| f.dir == Direction::Received) {
         c.record.stray.0.extend_from_slice(&buf);
     }
     c.record.end = end;
@@ -452,6 +454,124 @@ mod tests {
         let f = frame(kind::DATA, 1, 3, b"body");
         assert_eq!(parse_header(&f), Some((4, kind::DATA, 1, 3)));
         assert_eq!(&f[9..], b"body");
+    }
+
+    /// A server that says `script` whatever it is sent.
+    struct Scripted {
+        script: std::io::Cursor<Vec<u8>>,
+        sent: Vec<u8>,
+    }
+
+    impl io::Read for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.script.read(buf)
+        }
+    }
+
+    impl io::Write for Scripted {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.sent.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Stream for Scripted {
+        fn set_idle(&mut self, _idle: std::time::Duration) {}
+    }
+
+    fn talk(script: Vec<u8>, requests: &[H2Request]) -> (H2Conversation, Vec<u8>, Option<String>) {
+        let mut s = Scripted {
+            script: std::io::Cursor::new(script),
+            sent: Vec::new(),
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let out = converse(
+            &mut s,
+            H2Via::PriorKnowledge,
+            None,
+            requests,
+            &Listen::default(),
+            deadline,
+        );
+        assert_eq!(s.sent, out.1, "everything written is recorded");
+        out
+    }
+
+    #[test]
+    fn a_conversation_is_recorded_frame_by_frame() {
+        let get = H2Request::get("http", "h:1", "/p");
+        // :status 200 and a literal with indexing (into the dynamic table);
+        // then :status 404 (indexed, 0x8d) and RFC 7541 C.4.1's
+        // Huffman-coded block, as real servers send them.
+        let mut enc = loona_hpack::Encoder::new();
+        let block1 = enc.encode([
+            (&b":status"[..], &b"200"[..]),
+            (&b"server"[..], &b"x-test"[..]),
+        ]);
+        let block3 = [
+            0x8d, 0x82, 0x86, 0x84, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0,
+            0xab, 0x90, 0xf4, 0xff,
+        ];
+        let mut script = frame(kind::SETTINGS, 0, 0, &[]);
+        script.extend(frame(kind::HEADERS, flag::END_HEADERS, 1, &block1));
+        script.extend(frame(kind::DATA, flag::END_STREAM, 1, b"page"));
+        script.extend(frame(kind::PING, 0, 0, &[1; 8]));
+        script.extend(frame(
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            3,
+            &block3,
+        ));
+        let (conv, sent, err) = talk(script, &[get.clone(), get]);
+        assert_eq!(err, None);
+        assert!(sent.starts_with(PREFACE));
+        assert_eq!(conv.spoken(), Ok(()));
+        let streams = conv.streams();
+        let got: Vec<_> = streams.iter().map(|s| (s.id, s.status, s.ended)).collect();
+        assert_eq!(got, [(1, Some(200), true), (3, Some(404), true)]);
+        assert_eq!(streams[0].body_prefix, b"page");
+        assert_eq!(conv.end, None, "the client ended it: both streams ended");
+        // SETTINGS and PING were acknowledged, in order.
+        let acks: Vec<u8> = conv
+            .frames
+            .iter()
+            .filter(|f| f.dir == Direction::Sent && f.has(flag::ACK))
+            .filter(|f| f.kind == kind::SETTINGS || f.kind == kind::PING)
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(acks, [kind::SETTINGS, kind::PING]);
+        // The decoded fields are on the received HEADERS frames.
+        let fields: Vec<(String, String)> = conv
+            .frames
+            .iter()
+            .filter(|f| f.dir == Direction::Received && f.kind == kind::HEADERS)
+            .flat_map(|f| f.fields.iter().map(|(n, v)| (n.lossy(), v.lossy())))
+            .filter(|(n, _)| n == "server" || n == ":authority")
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("server".into(), "x-test".into()),
+                (":authority".into(), "www.example.com".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_http11_answer_to_the_preface_is_stray_bytes() {
+        let get = H2Request::get("http", "h:1", "/p");
+        let (conv, _, _) = talk(
+            b"HTTP/1.1 505 No\r\nConnection: close\r\n\r\n".to_vec(),
+            std::slice::from_ref(&get),
+        );
+        assert!(conv.frames.iter().all(|f| f.dir == Direction::Sent));
+        assert_eq!(conv.end, Some(ListenEnd::Closed));
+        assert!(conv.spoken().unwrap_err().contains("HTTP/1.1 505 No"));
+        let (conv, _, _) = talk(b"no".to_vec(), &[get]);
+        assert_eq!(conv.stray.as_bytes(), b"no");
     }
 
     #[test]
