@@ -62,6 +62,15 @@ fn check_speaks_https_with_a_given_ca() {
         );
     }
 
+    // Over https the mirror speaks HTTP/2 by ALPN, and refuses every
+    // HTTP/2 case of P3.h2-smuggling.
+    assert!(
+        text.lines().any(|l| l.contains("PASS")
+            && l.contains("P3.h2-smuggling")
+            && l.contains("HTTP/2 by ALPN")),
+        "{text}"
+    );
+
     // Without the CA the certificate is not trusted: nothing can be judged.
     let o = Command::new(bin)
         .args(["check", &url, "--timeout", "5"])

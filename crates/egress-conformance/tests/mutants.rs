@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::h2_front::{Fault, H2Front};
 use common::lax_front::LaxFront;
 use common::mutant::{self, attestor_for, body_of, with_body, AttestState, OTHER_CREATED};
 use egress_http::{Handler, Reply, Request, Response, Server};
@@ -348,9 +349,18 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         front.serve(server.addr());
         front
     });
+    // The HTTP/2 mutant is the mirror behind an h2c front that relays each
+    // request to the authority its `:authority` names.
+    let h2_front = (kind == "P3.h2-smuggling").then(|| {
+        let mut front = H2Front::bind();
+        front.serve(server.addr(), Fault::RoutesByAuthority);
+        front
+    });
     let base = front
         .as_ref()
-        .map_or_else(|| server.base_url(), LaxFront::base_url);
+        .map(LaxFront::base_url)
+        .or_else(|| h2_front.as_ref().map(H2Front::base_url))
+        .unwrap_or_else(|| server.base_url());
     let index = index_of(&base).unwrap_or_else(|e| panic!("{e}"));
     let report = run_against(kind, &index, &canary).unwrap_or_else(|e| panic!("{e}"));
     mutant::assert_reverifies(&report, kind);
@@ -409,6 +419,7 @@ mutants! {
     p3_unknown_route: "P3.unknown-route" => "P3.unknown-route";
     p3_offsite_redirect: "P3.offsite-redirect" => "P3.offsite-redirect";
     p3_request_smuggling: "P3.request-smuggling" => "P3.request-smuggling";
+    p3_h2_smuggling: "P3.h2-smuggling" => "P3.h2-smuggling";
     p4_metadata_sdist: "P4.metadata-sdist" => "P4.metadata-sdist";
     p4_tripwire: "P4.tripwire" => "P4.tripwire";
     p4_template_text: "P4.template-text" => "P4.template-text";
@@ -498,6 +509,24 @@ fn a_front_framing_by_content_length_serves_the_hidden_request() {
         .find(|e| e.label == "smuggling case cl-te")
         .expect("cl-te recorded");
     assert_eq!(cl_te.status(), Some(405), "{}", cl_te.summary());
+}
+
+/// The HTTP/2 mutant: an h2c front that routes by `:authority` takes the
+/// request whose `:authority` names the canary (and whose `host` names the
+/// target) there; the reason names the case, its 200 and the token the
+/// canary saw.
+#[test]
+fn an_h2_front_routing_by_authority_is_named() {
+    let r = run_mutant("P3.h2-smuggling");
+    let rec = r.probe("P3.h2-smuggling").expect("record");
+    assert_eq!(rec.status, Status::Fail, "{}", rec.reason);
+    for words in [
+        "h2-authority-host-mismatch (:authority naming the upstream, host naming the target)",
+        "was answered 200 on stream 3",
+        "its token reached the upstream as GET /simple/ec-present/?ec=ecm",
+    ] {
+        assert!(rec.reason.contains(words), "{}", rec.reason);
+    }
 }
 
 /// Each attestation mutant fails P5.instance-attestation naming its fault,

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::h2_front::{Fault, H2Front};
 use common::lax_front::LaxFront;
 use common::mutant::{self, attestor_for, body_of, with_body, AttestState, OTHER_CREATED};
 use egress_http::{Handler, Limits, Method, Reply, Request, Response, Server};
@@ -706,9 +707,18 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         front.serve(server.addr());
         front
     });
+    // The HTTP/2 mutant is the mirror behind an h2c front that relays each
+    // request to the authority its `:authority` names.
+    let h2_front = (kind == "P3.h2-smuggling").then(|| {
+        let mut front = H2Front::bind();
+        front.serve(server.addr(), Fault::RoutesByAuthority);
+        front
+    });
     let origin = front
         .as_ref()
-        .map_or_else(|| server.base_url(), LaxFront::base_url);
+        .map(LaxFront::base_url)
+        .or_else(|| h2_front.as_ref().map(H2Front::base_url))
+        .unwrap_or_else(|| server.base_url());
     let registry = format!("{origin}/");
     // A mirror started on another snapshot: the same content, another ID.
     let snapshot = match kind {
@@ -798,6 +808,7 @@ mutants! {
     p3_unknown_route: "P3.unknown-route" => "P3.unknown-route";
     p3_offsite_redirect: "P3.offsite-redirect" => "P3.offsite-redirect";
     p3_request_smuggling: "P3.request-smuggling" => "P3.request-smuggling";
+    p3_h2_smuggling: "P3.h2-smuggling" => "P3.h2-smuggling";
     p4_tripwire: "P4.tripwire" => "P4.tripwire";
     p4_template_text: "P4.template-text" => "P4.template-text";
     p5_manifest: "P5.manifest" => "P5.manifest";

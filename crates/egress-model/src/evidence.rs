@@ -5,72 +5,12 @@
 //! everything a judge reads. Timings are recorded for people, never read by a
 //! judge.
 
-use crate::{base64, Method, Sha256Digest};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use crate::h2::H2Conversation;
+use crate::wire::truncate;
+pub use crate::wire::{ListenEnd, WireBytes};
+use crate::{Method, Sha256Digest};
+use serde::{Deserialize, Serialize};
 use std::fmt;
-
-/// Bytes exactly as sent or received. Serialized as a JSON string when they are
-/// valid UTF-8 and as `{"base64": "..."}` otherwise, so nothing is lost.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct WireBytes(pub Vec<u8>);
-
-impl WireBytes {
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-    pub fn lossy(&self) -> String {
-        String::from_utf8_lossy(&self.0).into_owned()
-    }
-}
-
-impl fmt::Debug for WireBytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.lossy())
-    }
-}
-
-impl From<Vec<u8>> for WireBytes {
-    fn from(v: Vec<u8>) -> Self {
-        Self(v)
-    }
-}
-
-impl From<&[u8]> for WireBytes {
-    fn from(v: &[u8]) -> Self {
-        Self(v.to_vec())
-    }
-}
-
-impl Serialize for WireBytes {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match std::str::from_utf8(&self.0) {
-            Ok(text) => s.serialize_str(text),
-            Err(_) => {
-                use serde::ser::SerializeMap;
-                let mut m = s.serialize_map(Some(1))?;
-                m.serialize_entry("base64", &base64::encode(&self.0))?;
-                m.end()
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for WireBytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Text(String),
-            Binary { base64: String },
-        }
-        match Repr::deserialize(d)? {
-            Repr::Text(t) => Ok(Self(t.into_bytes())),
-            Repr::Binary { base64: b } => base64::decode(&b)
-                .map(Self)
-                .ok_or_else(|| serde::de::Error::custom("invalid base64 in wire bytes")),
-        }
-    }
-}
 
 /// How reading a response body ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +89,11 @@ pub struct Exchange {
     /// recorded only by probes that listen for it (request smuggling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Afterwards>,
+    /// The HTTP/2 conversation, for exchanges that spoke HTTP/2 (then
+    /// `request` holds every byte sent, preface and frames, and `response`
+    /// is empty: each stream's answer is in the frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<Box<H2Conversation>>,
 }
 
 /// Everything a server sent after its first response on one connection,
@@ -161,37 +106,13 @@ pub struct Afterwards {
     pub end: ListenEnd,
 }
 
-/// How listening after the first response ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ListenEnd {
-    /// The server closed the connection (end of stream).
-    Closed,
-    /// The connection was reset or aborted: closed too, abruptly.
-    Reset,
-    /// Nothing arrived for the quiet period: the connection stayed open.
-    Quiet,
-    /// The time bound passed first: the connection stayed open.
-    Deadline,
-    /// The byte cap was reached; listening stopped there.
-    CapReached,
-    /// Any other failure of the connection (a TLS error, say).
-    Broken,
-}
-
-impl ListenEnd {
-    /// Whether the server ended the connection (closed, reset or broke it).
-    pub fn closed(self) -> bool {
-        matches!(self, Self::Closed | Self::Reset | Self::Broken)
-    }
-}
-
 impl Exchange {
     pub fn status(&self) -> Option<u16> {
         self.response.as_ref().and_then(|r| r.status)
     }
 
-    /// The request target (second word of the request line), lossy.
+    /// The request target (second word of the request line), lossy. Over
+    /// HTTP/2 that is the preface's `*`: each stream's request is in `h2`.
     pub fn request_target(&self) -> String {
         let line = self
             .request
@@ -203,6 +124,8 @@ impl Exchange {
         text.split(' ').nth(1).unwrap_or_default().to_string()
     }
 
+    /// The request method (first word of the request line), lossy. Over
+    /// HTTP/2 that is the preface's `PRI`: each stream's request is in `h2`.
     pub fn request_method(&self) -> String {
         let line = self
             .request
@@ -215,6 +138,12 @@ impl Exchange {
 
     /// One-line summary: `GET /simple/x/ -> 200 (1234 bytes, sha256 abcd…)`.
     pub fn summary(&self) -> String {
+        if let Some(c) = &self.h2 {
+            return match &self.error {
+                Some(e) => format!("{} [{e}]", c.summary()),
+                None => c.summary(),
+            };
+        }
         let req = format!(
             "{} {}",
             self.request_method(),
@@ -239,16 +168,6 @@ impl Exchange {
             (None, Some(e)) => format!("{req} -> no response [{e}]"),
             (None, None) => format!("{req} -> no response"),
         }
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max).collect();
-        t.push('…');
-        t
     }
 }
 
@@ -326,24 +245,4 @@ pub struct PredicateVerdict {
     pub id: String,
     pub status: Status,
     pub reason: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wire_bytes_round_trip_text_and_binary() {
-        for bytes in [
-            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
-            vec![0xff, 0x00, 0xc0, 0xae],
-        ] {
-            let w = WireBytes(bytes.clone());
-            let json = serde_json::to_string(&w).unwrap();
-            let back: WireBytes = serde_json::from_str(&json).unwrap();
-            assert_eq!(back.0, bytes);
-        }
-        let json = serde_json::to_string(&WireBytes(vec![0xff])).unwrap();
-        assert_eq!(json, r#"{"base64":"/w=="}"#);
-    }
 }

@@ -18,6 +18,7 @@ pub mod base64;
 pub mod digest;
 pub mod evidence;
 pub mod filename;
+pub mod h2;
 pub mod integrity;
 pub mod method;
 pub mod name;
@@ -28,6 +29,7 @@ pub mod smuggling;
 pub mod upstream;
 pub mod url;
 pub mod version;
+pub mod wire;
 
 pub use accept::{Accept, MediaRange};
 pub use digest::Sha256Digest;
@@ -36,6 +38,7 @@ pub use evidence::{
     ResponseRecord, Status, UpstreamRequest, WireBytes,
 };
 pub use filename::{DistFilename, DistKind};
+pub use h2::{H2Conversation, H2Frame, H2Request, H2Stream, H2Via};
 pub use integrity::{Integrity, IntegrityError};
 pub use method::{is_token, ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;

@@ -301,12 +301,320 @@ pub const SMUGGLING_CORPUS: &[SmugglingCase] = &[
         b"GET http://other.example/ HTTP/1.1\r\nHost: mirror.test\r\n\r\n", b"@SMUGGLED@", 400),
     case("absolute-form-https-mismatch", C::AbsoluteForm, "https absolute-form naming another authority than Host",
         b"GET https://other.example:443/simple/ HTTP/1.1\r\nHost: mirror.test\r\n\r\n", b"@SMUGGLED@", 400),
-    // HTTP/2 on an HTTP/1.1 connection (pseudo-header abuse proper needs the
-    // HTTP/2 listener, which does not exist yet).
+    // HTTP/2 on an HTTP/1.1 connection (pseudo-header abuse over HTTP/2
+    // itself is H2_CORPUS, below).
     case("h2-preface", C::Http2, "the HTTP/2 connection preface",
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"@SMUGGLED@", 505),
     case("h1-pseudo-header", C::Http2, "an HTTP/2 pseudo-header (:authority) in an HTTP/1.1 head",
         b"GET / HTTP/1.1\r\nHost: mirror.test\r\n:authority: other.example\r\n\r\n", b"@SMUGGLED@", 400),
+];
+
+/// What [`H2Case::build`] puts in place of an HTTP/2 case's markers.
+#[derive(Debug, Clone, Copy)]
+pub struct H2Smuggle<'a> {
+    /// `@AUTHORITY@`: the target's own authority (`host:port`), as a
+    /// well-formed request's `:authority` names it.
+    pub authority: &'a str,
+    /// `@OTHER@`: the authority a request must not reach (the controlled
+    /// upstream's `host:port`, or a name that never resolves).
+    pub other: &'a str,
+    /// `@SCHEME@`: `https` or `http`.
+    pub scheme: &'a str,
+    /// `@PATH@`: an origin-form path the target serves, with a fresh token
+    /// in its query, so that reaching the upstream shows.
+    pub path: &'a str,
+}
+
+pub use crate::h2::H2Request;
+
+/// One HTTP/2 pseudo-header or field abuse: a request a server must refuse
+/// (reset the stream, GOAWAY, or answer 4xx) and must never pass on. Each
+/// carries the token of `@PATH@` (in `:path`, or in the HTTP/1.1 request
+/// `@HIDDEN@` that a front downgrading to HTTP/1.1 would let through:
+/// `GET @PATH@ HTTP/1.1`, `Host: @OTHER@`).
+#[derive(Debug, Clone, Copy)]
+pub struct H2Case {
+    /// Stable identifier (evidence and test failures name it).
+    pub id: &'static str,
+    /// What the request does, in one line.
+    pub what: &'static str,
+    /// The header fields, in order, with markers.
+    pub fields: &'static [(&'static str, &'static str)],
+    /// DATA after the HEADERS, with markers.
+    pub data: Option<&'static str>,
+}
+
+impl H2Case {
+    /// The request, markers expanded.
+    pub fn build(&self, s: &H2Smuggle<'_>) -> H2Request {
+        let hidden = format!("GET {} HTTP/1.1\r\nHost: {}\r\n\r\n", s.path, s.other);
+        let expand = |t: &str| {
+            t.replace("@HIDDEN@", &hidden)
+                .replace("@AUTHORITY@", s.authority)
+                .replace("@OTHER@", s.other)
+                .replace("@SCHEME@", s.scheme)
+                .replace("@PATH@", s.path)
+                .into_bytes()
+        };
+        H2Request {
+            fields: self
+                .fields
+                .iter()
+                .map(|(n, v)| (expand(n), expand(v)))
+                .collect(),
+            data: self.data.map(expand),
+        }
+    }
+}
+
+const fn h2(
+    id: &'static str,
+    what: &'static str,
+    fields: &'static [(&'static str, &'static str)],
+    data: Option<&'static str>,
+) -> H2Case {
+    H2Case {
+        id,
+        what,
+        fields,
+        data,
+    }
+}
+
+/// The body a chunked-reading HTTP/1.1 back end would end at once, with the
+/// hidden request after it.
+const H2_TE_BODY: Option<&str> = Some("0\r\n\r\n@HIDDEN@");
+
+/// The HTTP/2 cases: pseudo-header abuse, connection-specific fields, a
+/// `content-length` that disagrees with the DATA (H2.CL), and what an
+/// HTTP/2-to-HTTP/1.1 downgrade turns into a second request (CR, LF, NUL in
+/// values, a `:path` with a request line in it, names a downgrade would
+/// write as another field). Sent over HTTP/2 by `P3.h2-smuggling`; the
+/// mirror's own proof is `crates/egress-mirror/tests/h2.rs`.
+pub const H2_CORPUS: &[H2Case] = &[
+    h2(
+        "h2-connect",
+        "CONNECT naming the upstream, the hidden request sent as tunnel data",
+        &[(":method", "CONNECT"), (":authority", "@OTHER@")],
+        Some("@HIDDEN@"),
+    ),
+    h2(
+        "h2-extended-connect",
+        "extended CONNECT (:protocol websocket) naming the upstream",
+        &[
+            (":method", "CONNECT"),
+            (":protocol", "websocket"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@OTHER@"),
+            (":path", "@PATH@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-absolute-path",
+        "an absolute-form :path naming the upstream",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "http://@OTHER@@PATH@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-authority-host-mismatch",
+        ":authority naming the upstream, host naming the target",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@OTHER@"),
+            (":path", "@PATH@"),
+            ("host", "@AUTHORITY@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-second-authority",
+        "a second :authority, naming the upstream",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":authority", "@OTHER@"),
+            (":path", "@PATH@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-second-path",
+        "a second :path",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "/"),
+            (":path", "@PATH@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-pseudo-after-regular",
+        "a pseudo-header (:authority, the upstream) after a regular field",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":path", "@PATH@"),
+            ("accept", "*/*"),
+            (":authority", "@OTHER@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-connection",
+        "a connection field",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("connection", "keep-alive"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-transfer-encoding",
+        "transfer-encoding: chunked, the hidden request after a last chunk (H2.TE)",
+        &[
+            (":method", "POST"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("transfer-encoding", "chunked"),
+        ],
+        H2_TE_BODY,
+    ),
+    h2(
+        "h2-keep-alive",
+        "a keep-alive field",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("keep-alive", "timeout=5"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-upgrade",
+        "an upgrade field",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("upgrade", "websocket"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-content-length",
+        "content-length: 0 with the hidden request as DATA (H2.CL)",
+        &[
+            (":method", "POST"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("content-length", "0"),
+        ],
+        Some("@HIDDEN@"),
+    ),
+    h2(
+        "h2-crlf-in-value",
+        "CRLF and transfer-encoding: chunked inside a field value",
+        &[
+            (":method", "POST"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("foo", "bar\r\nTransfer-Encoding: chunked"),
+        ],
+        H2_TE_BODY,
+    ),
+    h2(
+        "h2-crlf-request-in-value",
+        "a field value ending the head and starting the hidden request",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            (
+                "foo",
+                "bar\r\n\r\nGET @PATH@ HTTP/1.1\r\nHost: @OTHER@\r\nx: y",
+            ),
+        ],
+        None,
+    ),
+    h2(
+        "h2-lf-in-value",
+        "a bare LF and transfer-encoding: chunked inside a field value",
+        &[
+            (":method", "POST"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("foo", "bar\nTransfer-Encoding: chunked"),
+        ],
+        H2_TE_BODY,
+    ),
+    h2(
+        "h2-nul-in-value",
+        "NUL inside a field value",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("foo", "a\0b"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-crlf-in-path",
+        "a :path holding a request line, CRLF and the hidden request",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "/ HTTP/1.1\r\nHost: @AUTHORITY@\r\n\r\nGET @PATH@"),
+        ],
+        None,
+    ),
+    h2(
+        "h2-uppercase-name",
+        "an uppercase field name (Transfer-Encoding: chunked)",
+        &[
+            (":method", "POST"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("Transfer-Encoding", "chunked"),
+        ],
+        H2_TE_BODY,
+    ),
+    h2(
+        "h2-colon-in-name",
+        "a colon inside a field name (host:, naming the upstream)",
+        &[
+            (":method", "GET"),
+            (":scheme", "@SCHEME@"),
+            (":authority", "@AUTHORITY@"),
+            (":path", "@PATH@"),
+            ("x:host", "@OTHER@"),
+        ],
+        None,
+    ),
 ];
 
 #[cfg(test)]
@@ -378,6 +686,48 @@ mod tests {
         assert!(raw.starts_with("POST / HTTP/1.1\r\nHost: h.example:81\r\n"));
         assert!(raw.contains(&format!("Content-Length: {}\r\n", body.len())));
         assert!(raw.ends_with(body));
+    }
+
+    #[test]
+    fn h2_cases_carry_the_token_and_expand_every_marker() {
+        let mut ids: Vec<_> = H2_CORPUS.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), H2_CORPUS.len());
+        let s = H2Smuggle {
+            authority: "t.example:1",
+            other: "u.example:2",
+            scheme: "https",
+            path: "/p?ec=ecm0123456789abcdef",
+        };
+        for c in H2_CORPUS {
+            let r = c.build(&s);
+            let mut all: Vec<u8> = r
+                .fields
+                .iter()
+                .flat_map(|(n, v)| [n.clone(), v.clone()].concat())
+                .collect();
+            all.extend(r.data.clone().unwrap_or_default());
+            assert!(!all.contains(&b'@'), "{}", c.id);
+            assert!(
+                all.windows(19).any(|w| w == b"ecm0123456789abcdef"),
+                "{}",
+                c.id
+            );
+        }
+        let connect = H2_CORPUS
+            .iter()
+            .find(|c| c.id == "h2-connect")
+            .unwrap()
+            .build(&s);
+        assert_eq!(
+            connect.fields[1],
+            (b":authority".to_vec(), b"u.example:2".to_vec())
+        );
+        assert_eq!(
+            connect.data.unwrap(),
+            b"GET /p?ec=ecm0123456789abcdef HTTP/1.1\r\nHost: u.example:2\r\n\r\n"
+        );
     }
 
     #[test]

@@ -316,6 +316,7 @@ mod tests {
             error: None,
             elapsed_ms: 1,
             after: None,
+            h2: None,
         }
     }
 

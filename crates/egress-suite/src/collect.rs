@@ -121,5 +121,6 @@ fn refused_locally(label: &str, url: &Url) -> Exchange {
         )),
         elapsed_ms: 0,
         after: None,
+        h2: None,
     }
 }

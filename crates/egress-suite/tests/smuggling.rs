@@ -294,6 +294,7 @@ fn what_follows_a_refusal_fails_the_case() {
             bytes: WireBytes(after.to_vec()),
             end,
         }),
+        h2: None,
     };
     let rec = ProbeRecord {
         id: "P3.request-smuggling".into(),

@@ -16,9 +16,11 @@
 //! [`BodySink`] (a file), for bodies larger than anyone wants in memory; the
 //! record then keeps only the prefix, as for any exchange.
 
+pub mod h2;
 mod read;
 mod tls;
 
+use egress_model::h2::{H2Request, H2Via};
 use egress_model::{Exchange, Url, WireBytes};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -208,11 +210,13 @@ pub struct Client {
     base: Url,
     limits: Limits,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// The same TLS configuration offering `h2` and `http/1.1` by ALPN.
+    tls_h2: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// A connection to the target, plain or TLS, whose read timeout can change
 /// between the first response and listening after it.
-trait Stream: Read + Write + Send {
+pub(crate) trait Stream: Read + Write + Send {
     fn set_idle(&mut self, idle: Duration);
 }
 
@@ -238,7 +242,17 @@ impl Client {
             }
             egress_model::url::Scheme::Http => None,
         };
-        Ok(Self { base, limits, tls })
+        let tls_h2 = tls.as_ref().map(|c| {
+            let mut c = (**c).clone();
+            c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            Arc::new(c)
+        });
+        Ok(Self {
+            base,
+            limits,
+            tls,
+            tls_h2,
+        })
     }
 
     pub fn base(&self) -> &Url {
@@ -284,6 +298,7 @@ impl Client {
             error: None,
             elapsed_ms: 0,
             after: None,
+            h2: None,
         };
         let deadline = start + self.limits.deadline.min(listen.deadline);
         match self.connect(deadline) {
@@ -327,6 +342,7 @@ impl Client {
             error: None,
             elapsed_ms: 0,
             after: None,
+            h2: None,
         };
         let deadline = start + self.limits.deadline;
         match self.connect(deadline) {
@@ -364,6 +380,7 @@ impl Client {
             error: None,
             elapsed_ms: 0,
             after: None,
+            h2: None,
         };
         let mut stream = match self.connect(deadline) {
             Ok(s) => s,
@@ -393,6 +410,7 @@ impl Client {
             error: None,
             elapsed_ms: 0,
             after: None,
+            h2: None,
         };
         let t2 = Instant::now();
         if let Err(e) = stream.write_all(inner) {
@@ -408,7 +426,70 @@ impl Client {
         vec![first, second]
     }
 
+    /// Speaks HTTP/2 to the target and sends `requests` on streams 1, 3,
+    /// 5…, each once the one before it has ended; records every frame
+    /// ([`Exchange::h2`]; `request` holds every byte sent). Over https it
+    /// offers `h2` and `http/1.1` by ALPN and sends nothing if the server
+    /// chooses anything but `h2`; over http it sends the preface at once
+    /// (h2c prior knowledge), and a server that answers otherwise is
+    /// recorded as it answered ([`egress_model::H2Conversation::stray`]).
+    /// Reading is bounded by `listen` after the first stream ends (see
+    /// [`h2::converse`](crate::h2)) and by the client's limits throughout.
+    pub fn send_h2(&self, label: &str, requests: &[H2Request], listen: &Listen) -> Exchange {
+        let start = Instant::now();
+        let mut ex = Exchange {
+            label: label.to_string(),
+            peer: self.base.authority(),
+            request: WireBytes::default(),
+            response: None,
+            error: None,
+            elapsed_ms: 0,
+            after: None,
+            h2: None,
+        };
+        let deadline = start + self.limits.deadline.min(listen.deadline);
+        let via = if self.tls.is_some() {
+            H2Via::Alpn
+        } else {
+            H2Via::PriorKnowledge
+        };
+        match self.connect_alpn(deadline, true) {
+            Ok((mut stream, alpn)) => {
+                let alpn = alpn.map(|p| String::from_utf8_lossy(&p).into_owned());
+                if via == H2Via::Alpn && alpn.as_deref() != Some("h2") {
+                    ex.h2 = Some(Box::new(egress_model::H2Conversation {
+                        via,
+                        alpn,
+                        frames: Vec::new(),
+                        stray: WireBytes::default(),
+                        end: None,
+                    }));
+                } else {
+                    let (conv, sent, err) =
+                        h2::converse(&mut *stream, via, alpn, requests, listen, deadline);
+                    ex.request = WireBytes(sent);
+                    ex.h2 = Some(Box::new(conv));
+                    ex.error = err;
+                }
+            }
+            Err(e) => ex.error = Some(e.to_string()),
+        }
+        ex.elapsed_ms = start.elapsed().as_millis() as u64;
+        ex
+    }
+
     fn connect(&self, deadline: Instant) -> Result<Box<dyn Stream>, ConnectError> {
+        self.connect_alpn(deadline, false).map(|(s, _)| s)
+    }
+
+    /// Opens TCP (and TLS, offering `h2` by ALPN when `h2` is set); returns
+    /// the stream and the protocol the server chose by ALPN.
+    fn connect_alpn(
+        &self,
+        deadline: Instant,
+        h2: bool,
+    ) -> Result<(Box<dyn Stream>, Alpn), ConnectError> {
+        let tls = if h2 { &self.tls_h2 } else { &self.tls };
         let addrs: Vec<SocketAddr> = (self.base.host_unbracketed(), self.base.port())
             .to_socket_addrs()
             .map_err(|source| ConnectError::Resolve {
@@ -422,10 +503,13 @@ impl Client {
                 Ok(tcp) => {
                     let _ = tcp.set_nodelay(true);
                     let timed = read::Timed::new(tcp, self.limits.idle_timeout, deadline);
-                    return match &self.tls {
-                        None => Ok(Box::new(timed)),
+                    return match tls {
+                        None => Ok((Box::new(timed), None)),
                         Some(cfg) => tls::wrap(cfg.clone(), self.base.host_unbracketed(), timed)
-                            .map(|s| Box::new(s) as Box<dyn Stream>)
+                            .map(|s| {
+                                let alpn = s.conn.alpn_protocol().map(<[u8]>::to_vec);
+                                (Box::new(s) as Box<dyn Stream>, alpn)
+                            })
                             .map_err(ConnectError::from),
                     };
                 }
@@ -435,6 +519,9 @@ impl Client {
         Err(last)
     }
 }
+
+/// The protocol a server chose by ALPN, as it named it.
+type Alpn = Option<Vec<u8>>;
 
 /// Why no stream to the target was opened; recorded as the exchange's error.
 #[derive(Debug, thiserror::Error)]

@@ -363,7 +363,7 @@ pub(crate) fn listen<R: Read + ?Sized>(
     }
 }
 
-fn listen_end(kind: io::ErrorKind, deadline: Instant) -> ListenEnd {
+pub(crate) fn listen_end(kind: io::ErrorKind, deadline: Instant) -> ListenEnd {
     match kind {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut if Instant::now() >= deadline => {
             ListenEnd::Deadline

@@ -2,6 +2,7 @@
 //! packages and facts: a protocol's table names them beside its own.
 
 pub mod build;
+pub mod h2_smuggling;
 pub mod instance;
 pub mod passthrough;
 pub mod replay;

@@ -54,7 +54,7 @@ pub struct Hidden {
 
 impl Hidden {
     /// The path with a fresh marker token in its query.
-    fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         let sep = if self.path.contains('?') { '&' } else { '?' };
         format!("{}{sep}ec={}", self.path, token())
     }

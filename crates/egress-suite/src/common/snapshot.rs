@@ -40,6 +40,7 @@ fn fetch<P>(c: &Collector<P>, label: &str, url: &Url) -> egress_model::Exchange 
             error: Some(e.to_string()),
             elapsed_ms: 0,
             after: None,
+            h2: None,
         },
     }
 }

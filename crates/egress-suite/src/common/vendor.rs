@@ -245,6 +245,7 @@ mod tests {
             error: None,
             elapsed_ms: 0,
             after: None,
+            h2: None,
         }
     }
 

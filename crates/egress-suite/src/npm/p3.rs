@@ -12,7 +12,7 @@ use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::tokens_in;
 use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, same_origin_redirects, traversal_steps};
-use crate::common::{runwide, smuggling};
+use crate::common::{h2_smuggling, runwide, smuggling};
 use crate::facts::success_body;
 use crate::judge::{
     fail, forwarded_fail, inconclusive, pass, refusals, short, skipped, Verdict, PASSTHROUGH,
@@ -345,8 +345,12 @@ pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
 /// `P3.request-smuggling`: the corpus hides a GET of the control packument
 /// (see [`smuggling`]).
 pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
-    let path = c
-        .plan
+    smuggling::collect(c, hidden(c).as_ref())
+}
+
+/// The page every smuggling case hides: the control packument.
+fn hidden(c: &Collector) -> Option<smuggling::Hidden> {
+    c.plan
         .packages
         .present
         .first()
@@ -354,10 +358,19 @@ pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
         .map(|u| smuggling::Hidden {
             path: u.path_and_query().to_string(),
             accept: FULL,
-        });
-    smuggling::collect(c, path.as_ref())
+        })
 }
 
 pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
     smuggling::judge(j, rec, "C.packument")
+}
+
+/// `P3.h2-smuggling`: the HTTP/2 cases, each after a GET of the control
+/// packument on the same connection (see [`h2_smuggling`]).
+pub fn collect_h2_smuggling(c: &Collector, _f: &Facts) -> Evidence {
+    h2_smuggling::collect(c, hidden(c).as_ref())
+}
+
+pub fn judge_h2_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    h2_smuggling::judge(j, rec, "C.packument")
 }

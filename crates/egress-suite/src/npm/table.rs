@@ -335,6 +335,16 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         judge: p3::judge_smuggling,
     },
     SubProbe {
+        id: SubProbeId::new("P3.h2-smuggling"),
+        predicate: Predicate::P3,
+        title: r#"HTTP/2 pseudo-header and field abuses are refused and never passed on"#,
+        doc: r#"as for PyPI, with `GET /<present>?ec={tok}` (the control packument's path, `Accept: application/json`) as the GET before each case"#,
+        phase: Phase::Reads,
+        order: 31,
+        collect: Collect::Plain(p3::collect_h2_smuggling),
+        judge: p3::judge_h2_smuggling,
+    },
+    SubProbe {
         id: SubProbeId::new("P4.tripwire"),
         predicate: Predicate::P4,
         title: r#"a tripwire tarball's lifecycle scripts never run"#,

@@ -9,7 +9,7 @@ use super::plan::Collector;
 use crate::classify::{self, Answer};
 use crate::collect::Evidence;
 use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
-use crate::common::{runwide, smuggling};
+use crate::common::{h2_smuggling, runwide, smuggling};
 use crate::facts::{find, success_body};
 use crate::judge::{
     fail, forwarded_fail, inconclusive, pass, refusals, short, Verdict, PASSTHROUGH,
@@ -242,8 +242,12 @@ pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
 /// `P3.request-smuggling`: the corpus hides a GET of the present project's
 /// page (see [`smuggling`]).
 pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
-    let path = c
-        .plan
+    smuggling::collect(c, hidden(c).as_ref())
+}
+
+/// The page every smuggling case hides: the present project's HTML page.
+fn hidden(c: &Collector) -> Option<smuggling::Hidden> {
+    c.plan
         .packages
         .present
         .first()
@@ -251,10 +255,19 @@ pub fn collect_smuggling(c: &Collector, _f: &Facts) -> Evidence {
         .map(|u| smuggling::Hidden {
             path: u.path_and_query().to_string(),
             accept: HTML_LEGACY,
-        });
-    smuggling::collect(c, path.as_ref())
+        })
 }
 
 pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
     smuggling::judge(j, rec, "C.project-html")
+}
+
+/// `P3.h2-smuggling`: the HTTP/2 cases, each after a GET of the present
+/// project's page on the same connection (see [`h2_smuggling`]).
+pub fn collect_h2_smuggling(c: &Collector, _f: &Facts) -> Evidence {
+    h2_smuggling::collect(c, hidden(c).as_ref())
+}
+
+pub fn judge_h2_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    h2_smuggling::judge(j, rec, "C.project-html")
 }

@@ -318,6 +318,16 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         judge: p3::judge_smuggling,
     },
     SubProbe {
+        id: SubProbeId::new("P3.h2-smuggling"),
+        predicate: Predicate::P3,
+        title: r#"HTTP/2 pseudo-header and field abuses are refused and never passed on"#,
+        doc: r#"first the positive control: one HTTP/2 connection (over https when the target chooses `h2` by ALPN, offered with `http/1.1`; over http with the preface at once, h2c prior knowledge) with two `GET {index}{present}/?ec={tok}` on streams 1 and 3. A target that does not speak HTTP/2 gets nothing more. Then each case of the HTTP/2 corpus on a connection of its own, on stream 3, after the same GET on stream 1 was answered. Every frame sent and received is recorded, until the case's stream ends, a GOAWAY leaves it unanswered, the target closes, falls quiet for 3 s, 10 s have passed or 256 KiB arrived."#,
+        phase: Phase::Reads,
+        order: 31,
+        collect: Collect::Plain(p3::collect_h2_smuggling),
+        judge: p3::judge_h2_smuggling,
+    },
+    SubProbe {
         id: SubProbeId::new("P4.metadata-sdist"),
         predicate: Predicate::P4,
         title: r#"no core metadata is computed for sdists"#,
