@@ -95,6 +95,11 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
             egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
             Box::new(move || c.stop())
         }
+        Protocol::Apt => {
+            return Err(Failure::usage(
+                "canary --protocol apt: the standalone canary does not serve apt yet",
+            ))
+        }
     };
     // The DNS answer: the canary's own address, where it has one.
     let responder = match dns {

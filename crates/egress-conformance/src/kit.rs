@@ -44,6 +44,11 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
             egress_references::npm::kit::files(&canary),
             "snapshot build ... --npm-registry-url URL --npm-dist",
         ),
+        Protocol::Apt => {
+            return Err(Failure::usage(
+                "kit --protocol apt: there is no apt conformance kit yet; run check --protocol apt with --present and --absent",
+            ))
+        }
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),

@@ -299,7 +299,9 @@ fn cleartext_framework_rules() {
     );
     assert_eq!((v.signer, v.created), (k.fingerprint(), T0 + 1));
     // Trailing whitespace and CRLF line ends are not signed.
-    let crlf = signed.replace("\nlast\n", "\nlast  \t\n").replace('\n', "\r\n");
+    let crlf = signed
+        .replace("\nlast\n", "\nlast  \t\n")
+        .replace('\n', "\r\n");
     ring.verify_cleartext_at(crlf.as_bytes(), NOW).unwrap();
 
     let fails = |input: String, what: &str| {
