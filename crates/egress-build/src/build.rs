@@ -80,6 +80,10 @@ pub(crate) trait Part {
     fn read(&mut self, sources: &mut Sources) -> Result<(), BuildError>;
     /// Downloads and verifies everything the locks pin.
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError>;
+    /// Told the snapshot signing key and the build's time (seconds since
+    /// the epoch) before `stage`, for a part that signs what it serves
+    /// (apt's Release); nothing by default.
+    fn signing(&mut self, _key: &SigningKey, _now: u64) {}
     /// Adds what was read and fetched to the builder.
     fn stage(
         self: Box<Self>,
@@ -124,11 +128,15 @@ pub(crate) fn add_source(sources: &mut Sources, kind: &str, path: &Path, d: Sha2
     };
     sources.insert(key, d);
 }
-/// RFC 3339 UTC, seconds precision, from the system clock.
-fn now_rfc3339() -> String {
-    let secs = SystemTime::now()
+/// Seconds since the epoch, from the system clock.
+fn now_secs() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| d.as_secs())
+}
+
+/// RFC 3339 UTC, seconds precision.
+fn rfc3339(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Howard Hinnant's civil_from_days.
@@ -223,6 +231,10 @@ pub(crate) fn run(
     let _ = fs::remove_dir_all(&work);
     fetched?;
 
+    let now = now_secs();
+    for part in &mut parts {
+        part.signing(&key, now);
+    }
     let mut total = Staged::default();
     for part in parts {
         let s = part.stage(&mut builder, out)?;
@@ -236,7 +248,7 @@ pub(crate) fn run(
     }
 
     let snapshot = builder
-        .build(&now_rfc3339(), Some(&key), &principal)
+        .build(&rfc3339(now), Some(&key), &principal)
         .map_err(BuildError::Rejected)?;
     snapshot.write_dir(out).map_err(BuildError::Write)?;
     report(&format!(
@@ -287,7 +299,7 @@ fn work_dir(out: &Path) -> Result<PathBuf, BuildError> {
 mod tests {
     #[test]
     fn clock_format() {
-        let t = super::now_rfc3339();
+        let t = super::rfc3339(super::now_secs());
         assert!(
             egress_snapshot::SnapshotBuilder::is_valid_upload_time(&t),
             "{t}"

@@ -21,6 +21,9 @@ pub enum Kind {
     Internal,
     /// The index does not serve what the locks pin; nothing was written.
     Refused,
+    /// An upstream's signed index does not verify against the keyring
+    /// given (apt's `InRelease` or `Release.gpg`); nothing was written.
+    Unverified,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,9 @@ pub enum BuildError {
     /// The index does not serve what the locks pin.
     #[error("{0}")]
     Refused(String),
+    /// A signed index does not verify against the keyring given.
+    #[error("{0}")]
+    Unverified(String),
 }
 
 impl BuildError {
@@ -91,6 +97,7 @@ impl BuildError {
             }
             Self::Replay(_) | Self::Write(_) | Self::Io { .. } | Self::Fetch(_) => Kind::Internal,
             Self::Refused(_) => Kind::Refused,
+            Self::Unverified(_) => Kind::Unverified,
         }
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! The generic steps (the build itself, fetching with retries and
 //! resumption, progress, writing) know no protocol; each protocol is a
-//! folder ([`pypi`], [`npm`]) with its share of the build, registered in
+//! folder ([`pypi`], [`npm`], [`apt`]) with its share of the build, registered in
 //! [`build`] below.
 
 // Reads indexes, registries and downloads: no indexing or string slicing
@@ -16,6 +16,7 @@
 #![warn(clippy::indexing_slicing, clippy::string_slice)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
 
+pub mod apt;
 mod build;
 mod error;
 mod fetch;
@@ -34,6 +35,7 @@ pub struct BuildOptions {
     pub common: Common,
     pub pypi: pypi::Inputs,
     pub npm: npm::Inputs,
+    pub apt: apt::Inputs,
 }
 
 /// Fetches every file the locks pin, verifies each against its hash, and
@@ -47,6 +49,7 @@ pub fn build(options: BuildOptions, report: impl FnMut(&str)) -> Result<(), Buil
     let parts: Vec<Box<dyn build::Part>> = vec![
         Box::new(pypi::Pypi::new(options.pypi)),
         Box::new(npm::Npm::new(options.npm)),
+        Box::new(apt::Apt::new(options.apt)),
     ];
     build::run(&options.common, parts, report)
 }

@@ -46,6 +46,10 @@ pub mod exit {
     /// the secret, or answered with something else than its documents;
     /// no verdict is given.
     pub const CANARY: u8 = 7;
+    /// `snapshot build --apt-uris`: an upstream's `InRelease` (or `Release`
+    /// and `Release.gpg`) does not verify against `--apt-keyring`; nothing
+    /// is written.
+    pub const UNVERIFIED: u8 = 8;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

@@ -102,6 +102,10 @@ enum SnapshotCommand {
     /// Check a snapshot directory: MANIFEST, SNAPSHOT.json, the signature
     /// and every blob, naming every problem (exit 1).
     Verify(snapshot::VerifyArgs),
+    /// Write the public OpenPGP keyring of the key that signs a snapshot's
+    /// apt indexes (made from the snapshot signing key), for a sandbox's
+    /// apt `signed-by`.
+    AptKeyring(snapshot::AptKeyringArgs),
 }
 
 #[derive(Subcommand)]
@@ -148,6 +152,9 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Verify(args),
         }) => snapshot::verify(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::AptKeyring(args),
+        }) => snapshot::apt_keyring(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
         Some(Command::SandboxScan(args)) => sandbox_scan::main(args),

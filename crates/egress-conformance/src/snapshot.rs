@@ -73,6 +73,37 @@ pub struct BuildArgs {
     /// PEM file of CA certificates to trust for an https index.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// The output of `apt-get install --print-uris -qq PKG...`: every .deb
+    /// it lists is bound to the SHA256 of its archive's signed Packages,
+    /// downloaded, verified, and served in a repository signed by the key
+    /// of --sign-key (see docs/snapshot-format.md, "apt").
+    #[arg(long, value_name = "FILE")]
+    pub apt_uris: Option<PathBuf>,
+    /// 'URL DIST [COMPONENT...]' (default component main), one per
+    /// distribution the --apt-uris URLs come from, e.g.
+    /// 'http://deb.debian.org/debian bookworm main'; repeatable.
+    #[arg(long, value_name = "SOURCE")]
+    pub apt_source: Vec<String>,
+    /// The OpenPGP keyring the archives sign their Release with, e.g.
+    /// /usr/share/keyrings/debian-archive-keyring.gpg.
+    #[arg(long, value_name = "FILE")]
+    pub apt_keyring: Option<PathBuf>,
+    /// The Debian architecture whose Packages are read [default: amd64].
+    #[arg(long, value_name = "ARCH")]
+    pub apt_arch: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct AptKeyringArgs {
+    /// The snapshot signing key (the --sign-key of snapshot build).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    /// Where to write the keyring; an existing file is replaced.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Write it ASCII-armoured (for a .asc file) instead of binary (.gpg).
+    #[arg(long)]
+    pub armor: bool,
 }
 
 pub fn build(args: BuildArgs) -> Result<u8, Failure> {
@@ -96,6 +127,12 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             npm_dist: args.npm_dist,
             npm_registry_url: args.npm_registry_url,
         },
+        apt: egress_build::apt::Inputs {
+            apt_uris: args.apt_uris,
+            apt_sources: args.apt_source,
+            apt_keyring: args.apt_keyring,
+            apt_arch: args.apt_arch,
+        },
     };
     egress_build::build(options, |line| egress_cli::outln!("{line}")).map_err(build_failure)?;
     Ok(exit::PASS)
@@ -107,8 +144,40 @@ fn build_failure(e: BuildError) -> Failure {
         Kind::Input => exit::INPUT,
         Kind::Internal => exit::INTERNAL,
         Kind::Refused => exit::REFUSED,
+        Kind::Unverified => exit::UNVERIFIED,
     };
     Failure::new(code, e.to_string()).because(e)
+}
+
+/// `snapshot apt-keyring`: the public OpenPGP keyring of the key that signs
+/// a snapshot's apt indexes, for a sandbox's apt (`signed-by`). The same
+/// bytes are served at `/apt/keyring.gpg`, but a sandbox must get them
+/// out-of-band, as a verifier gets allowed_signers.
+pub fn apt_keyring(args: AptKeyringArgs) -> Result<u8, Failure> {
+    let fail =
+        |e: &dyn std::fmt::Display| Failure::input(format!("--key {}: {e}", args.key.display()));
+    let text = fs::read_to_string(&args.key).map_err(|e| fail(&e))?;
+    let key = egress_signing::SigningKey::from_openssh(&text).map_err(|e| fail(&e))?;
+    let lab = egress_build::apt::lab_openpgp_key(&key);
+    let bytes = if args.armor {
+        lab.public_keyring_armored().into_bytes()
+    } else {
+        lab.public_keyring()
+    };
+    egress_build::write_atomic(&args.out, &bytes).map_err(|e| {
+        Failure::new(
+            exit::INTERNAL,
+            format!("cannot write {}: {e}", args.out.display()),
+        )
+    })?;
+    egress_cli::outln!(
+        "{}: OpenPGP key {} ({}); point apt at it with [signed-by={}]",
+        args.out.display(),
+        lab.fingerprint(),
+        egress_build::apt::LAB_KEY_USER_ID,
+        args.out.display()
+    );
+    Ok(exit::PASS)
 }
 
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {

@@ -106,6 +106,9 @@ fn parse_line(raw: &str, line: usize) -> Result<AptUri, String> {
         ));
     };
     let Some((url, rest)) = rest.split_once("' ") else {
+        if rest.ends_with('\'') {
+            return Err(format!("{FORMAT}; nothing follows the URL"));
+        }
         return Err(format!("{FORMAT}; the URL's closing quote is missing"));
     };
     let parsed =

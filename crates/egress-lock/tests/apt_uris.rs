@@ -162,6 +162,7 @@ fn lines_that_are_not_package_downloads() {
         (&format!("{deb} hello.deb 1 MD5Sum:{} extra", "a".repeat(32)), "expected 'URL' FILE SIZE HASH"),
         ("'http://deb.debian.org/debian/pool/main/h/hello/hello.deb hello.deb 1", "closing quote"),
         ("http://deb.debian.org/debian/pool/main/h/hello/hello.deb hello.deb 1", "does not start with a quoted URL"),
+        (deb, "nothing follows the URL"),
         // URLs.
         ("'ftp://deb.debian.org/debian/hello.deb' hello.deb 1 ", "http:// or https://"),
         ("'file:/var/cache/apt/archives/hello.deb' hello.deb 1 ", "http:// or https://"),

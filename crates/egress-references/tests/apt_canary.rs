@@ -635,3 +635,48 @@ fn the_signed_chain_reads_back_with_the_project_readers() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].package, apt_canary::UNSIGNED);
 }
+
+/// Without InRelease, apt verifies Release against Release.gpg (gpgv, a
+/// detached signature) and installs the same way.
+#[test]
+fn apt_falls_back_to_release_and_release_gpg() {
+    if !apt_available("apt_falls_back_to_release_and_release_gpg") {
+        return;
+    }
+    let canary = AptCanary::start().unwrap();
+    canary.serve_inrelease(false);
+    let dir = TempDir::new("apt-release-gpg");
+    let apt = apt_for(&canary, &dir.0, apt_canary::DIST);
+    update_ok(&apt);
+    let targets: Vec<String> = canary.requests().into_iter().map(|r| r.target).collect();
+    for t in [
+        "/debian/dists/canary/InRelease",
+        "/debian/dists/canary/Release",
+        "/debian/dists/canary/Release.gpg",
+    ] {
+        assert!(targets.iter().any(|x| x == t), "{t}: {targets:?}");
+    }
+    let out = apt.download(&[apt_canary::PRESENT]).unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let (_, _, sha) = canary.deb(apt_canary::PRESENT, "1.0").unwrap();
+    assert_eq!(
+        sha256_file(&apt.archives_dir().join("ec-present_1.0_amd64.deb")),
+        sha
+    );
+
+    // And a Release.gpg by another key is refused.
+    let other = AptCanary::start().unwrap();
+    other.serve_inrelease(false);
+    let dir = TempDir::new("apt-release-gpg-other");
+    let apt = AptClient::new(&dir.0).unwrap();
+    let keyring = apt.add_keyring("canary", &canary.keyring()).unwrap();
+    apt.add_source(&other.source_line(&keyring, apt_canary::DIST))
+        .unwrap();
+    let out = apt.update().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NO_PUBKEY"),
+        "{}",
+        text(&out)
+    );
+}

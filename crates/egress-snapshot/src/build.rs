@@ -53,6 +53,8 @@ pub struct SnapshotBuilder {
     npm_registry: Option<String>,
     /// The upstream registry's keys document, served at `/-/npm/v1/keys`.
     npm_keys: Option<Sha256Digest>,
+    /// apt files by served path: content type and blob.
+    apt: BTreeMap<String, (String, Sha256Digest)>,
 }
 
 impl SnapshotBuilder {
@@ -68,7 +70,41 @@ impl SnapshotBuilder {
             npm: BTreeMap::new(),
             npm_registry: None,
             npm_keys: None,
+            apt: BTreeMap::new(),
         }
+    }
+
+    /// Serves `bytes` at `path` as `content_type`: an apt file (a signed
+    /// index, a Packages file, a `.deb`, the keyring; see [`crate::apt`]),
+    /// rendered or verified by the caller. The path must pass
+    /// [`crate::apt::is_apt_path`]; adding the same bytes at a path twice
+    /// is harmless, other bytes are an error.
+    pub fn add_apt_file(
+        &mut self,
+        path: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(), SnapshotError> {
+        if !crate::apt::is_apt_path(path) {
+            return Err(SnapshotError::Apt(format!(
+                "{path:?} is not a path this mirror can serve below {}",
+                crate::apt::APT_PREFIX
+            )));
+        }
+        let digest = Sha256Digest::of(&bytes);
+        match self.apt.get(path) {
+            Some((ct, d)) if *d == digest && ct == content_type => return Ok(()),
+            Some(_) => {
+                return Err(SnapshotError::Apt(format!(
+                    "{path}: added twice with different bytes"
+                )))
+            }
+            None => {}
+        }
+        let digest = self.blobs.insert(bytes);
+        self.apt
+            .insert(path.to_string(), (content_type.to_string(), digest));
+        Ok(())
     }
 
     /// The mirror's absolute base URL (`http://host:port/` or with a path
@@ -444,6 +480,9 @@ impl SnapshotBuilder {
         }
         if let Some(keys) = self.npm_keys {
             serve(npm::NPM_KEYS_PATH.to_string(), NPM_JSON, keys);
+        }
+        for (path, (content_type, digest)) in &self.apt {
+            serve(path.clone(), content_type, *digest);
         }
 
         let allowed_signers = key.map(|k| {

@@ -33,6 +33,8 @@ pub enum SnapshotError {
     /// npm content handed to the builder cannot be served safely (bad name
     /// or version, integrity that does not match, no registry URL).
     Npm(String),
+    /// An apt file cannot be served as given.
+    Apt(String),
     /// A filesystem operation failed.
     Io {
         action: &'static str,
@@ -121,6 +123,7 @@ impl fmt::Display for SnapshotError {
                 "wheel {filename:?} has METADATA {field} {found:?}, which does not match its filename; the wheel is mislabelled, drop it"
             ),
             Self::Npm(m) => write!(f, "npm: {m}"),
+            Self::Apt(m) => write!(f, "apt: {m}"),
             Self::IndexPath(p) => write!(
                 f,
                 "index path {p:?} must start and end with '/' and hold only letters, digits, '-', '_' and '.' between them (e.g. \"/simple/\")"

@@ -12,6 +12,7 @@
 //! itself to and loads itself from a directory, verifying every byte;
 //! [`verify`] checks a directory offline and names every problem.
 
+pub mod apt;
 mod blobs;
 mod build;
 mod consistency;

@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Layout, under the one archive root [`ARCHIVE`] (`/debian/`):
-//! - `dists/canary/InRelease` (cleartext-signed), `Release` and
-//!   `Release.gpg` (detached), announcing `Acquire-By-Hash: yes`;
+//! - `dists/canary/InRelease` (cleartext-signed; [`AptCanary::serve_inrelease`]
+//!   can take it away, so that apt falls back to the next two), `Release`
+//!   and `Release.gpg` (detached), announcing `Acquire-By-Hash: yes`;
 //! - `dists/canary/main/binary-amd64/Packages` and `Packages.gz`, both listed
 //!   in the `Release` with their SHA256 and size, served by path and at
 //!   `main/binary-amd64/by-hash/SHA256/<hex>` (every index ever published
@@ -56,7 +57,9 @@
 //! [`AptCanary::resign_release`] (nothing but a new `Date` and signature).
 
 use crate::request_log::{lock, RequestLog};
-use egress_apt::{by_hash_path, IndexEntry, IndexPath, Paragraph, PoolPath, ReleaseFields};
+use egress_apt::{
+    by_hash_path, IndexEntry, IndexPath, PackageEntry, Paragraph, PoolPath, ReleaseFields,
+};
 use egress_artifacts::DebSpec;
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
@@ -178,7 +181,7 @@ impl Deb {
     }
 
     /// Its `Packages` stanza.
-    fn stanza(&self) -> Paragraph {
+    fn stanza(&self) -> PackageEntry {
         let other = format!("not the .deb of {} {}\n", self.name, self.version).into_bytes();
         let (size, md5, sha256) = match self.listed {
             Listed::Served | Listed::Md5Only => (
@@ -202,8 +205,9 @@ impl Deb {
         push("Section", "misc".to_string());
         push("Filename", self.pool_path().as_str().to_string());
         push("Size", size.to_string());
-        push("MD5sum", md5);
-        if self.listed != Listed::Md5Only {
+        push("MD5sum", md5.clone());
+        let sha256 = (self.listed != Listed::Md5Only).then_some(sha256);
+        if let Some(sha256) = &sha256 {
             push("SHA256", sha256.to_hex());
         }
         push("Description", self.description.clone());
@@ -212,7 +216,16 @@ impl Deb {
             p.push(&name, &value)
                 .unwrap_or_else(|e| panic!("the canary's own stanza field {name}: {e}"));
         }
-        p
+        PackageEntry {
+            package: self.name.clone(),
+            version: self.version.clone(),
+            architecture: ARCH.to_string(),
+            filename: self.pool_path(),
+            size: size as u64,
+            sha256,
+            md5: Some(md5),
+            paragraph: p,
+        }
     }
 }
 
@@ -251,6 +264,8 @@ struct Content {
     date: u64,
     /// `.deb`s rebuilt during the run.
     replaced: u32,
+    /// Whether `InRelease` is served (see [`AptCanary::serve_inrelease`]).
+    inrelease: bool,
 }
 
 struct State {
@@ -314,6 +329,7 @@ impl AptCanary {
                 // Behind the clock: a Release dated in the future is refused.
                 date: now.saturating_sub(3_600),
                 replaced: 0,
+                inrelease: true,
             }),
             log: RequestLog::default(),
         });
@@ -418,6 +434,13 @@ impl AptCanary {
     /// The whole request log.
     pub fn requests(&self) -> Vec<UpstreamRequest> {
         self.state.log.since(0)
+    }
+
+    /// Whether the signed dist's `InRelease` is served (it is from the
+    /// start). Without it, apt falls back to `Release` and `Release.gpg`,
+    /// which are always served; nothing else changes.
+    pub fn serve_inrelease(&self, served: bool) {
+        lock(&self.state.content).inrelease = served;
     }
 
     /// Re-signs the signed dist's `Release` with a later `Date`: nothing
@@ -605,12 +628,12 @@ fn initial_debs(origin: &str) -> Vec<Deb> {
 
 /// A dist's `Packages`: its stanzas, in the canary's order.
 fn packages_text(debs: &[Deb], dist: &str) -> String {
-    let stanzas: Vec<String> = debs
+    let stanzas: Vec<PackageEntry> = debs
         .iter()
         .filter(|d| d.dist == dist)
-        .map(|d| d.stanza().render())
+        .map(Deb::stanza)
         .collect();
-    stanzas.join("\n")
+    egress_apt::render_packages(&stanzas.iter().collect::<Vec<_>>())
 }
 
 impl State {
@@ -816,6 +839,9 @@ impl State {
             .and_then(|p| p.strip_prefix('/'))
             .and_then(|p| {
                 let content = lock(&self.content);
+                if !content.inrelease && p.ends_with("/InRelease") {
+                    return None;
+                }
                 content
                     .files
                     .get(p)

@@ -2,7 +2,7 @@
 //! (section 7), read the way apt's `SplitClearSignedFile` and gpgv read
 //! an InRelease file.
 
-use super::OpenPgpError;
+use super::error::OpenPgpError;
 use egress_model::base64;
 
 pub(crate) const SIGNATURE: &str = "SIGNATURE";

@@ -1,6 +1,6 @@
 //! Everything that can go wrong reading keys and checking signatures.
 
-use super::Fingerprint;
+use super::fingerprint::Fingerprint;
 
 /// An OpenPGP failure: one line naming what was wrong (which packet, which
 /// offset or line) and what to do about it.

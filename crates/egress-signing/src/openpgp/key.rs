@@ -1,8 +1,8 @@
 //! Version 4 public key packets (RFC 4880 section 5.5.2) and fingerprints.
 
+use super::error::OpenPgpError;
+use super::fingerprint::Fingerprint;
 use super::packet::{self, Reader};
-use super::OpenPgpError;
-use std::fmt;
 
 pub(crate) const ALGO_RSA: u8 = 1;
 pub(crate) const ALGO_RSA_ENCRYPT: u8 = 2;
@@ -12,52 +12,6 @@ pub(crate) const ALGO_EDDSA: u8 = 22;
 pub(crate) const OID_ED25519: &[u8] = &[0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01];
 /// RSA moduli beyond this are refused as absurd (ring verifies up to 8192).
 const MAX_RSA_BITS: u16 = 16384;
-
-/// A version 4 key fingerprint: SHA-1 over the public key packet.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Fingerprint(pub [u8; 20]);
-
-impl Fingerprint {
-    /// The 64-bit key ID: the low 8 bytes of the fingerprint.
-    pub fn key_id(&self) -> [u8; 8] {
-        let [.., a, b, c, d, e, f, g, h] = self.0;
-        [a, b, c, d, e, f, g, h]
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 20] {
-        &self.0
-    }
-
-    /// Parses 40 hexadecimal digits (either case, spaces allowed), as
-    /// `gpg --fingerprint` prints them.
-    pub fn from_hex(text: &str) -> Option<Self> {
-        let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if digits.len() != 40 {
-            return None;
-        }
-        let mut out = [0u8; 20];
-        for (slot, pair) in out.iter_mut().zip(digits.chunks(2)) {
-            let s = std::str::from_utf8(pair).ok()?;
-            *slot = u8::from_str_radix(s, 16).ok()?;
-        }
-        Some(Self(out))
-    }
-}
-
-impl fmt::Display for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02X}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Fingerprint({self})")
-    }
-}
 
 pub(crate) fn hex_key_id(id: &[u8; 8]) -> String {
     id.iter().map(|b| format!("{b:02X}")).collect()

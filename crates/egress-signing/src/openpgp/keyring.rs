@@ -2,10 +2,11 @@
 //! document signatures against them as gpgv does for apt.
 
 use super::armor;
+use super::error::OpenPgpError;
+use super::fingerprint::Fingerprint;
 use super::key::{self, KeyPacket, Parsed};
 use super::packet::{self, Packet};
 use super::signature::{self, Signature, Use, KEY_FLAG_SIGN};
-use super::{Fingerprint, OpenPgpError};
 
 /// Something in a keyring that was skipped, kept so callers (and tests) can
 /// see what was not used and why.
@@ -106,6 +107,7 @@ pub struct VerifiedText {
 
 /// Packets of one certificate, grouped before validation.
 struct Raw {
+    offset: usize,
     primary: KeyPacket,
     direct: Vec<Signature>,
     user_ids: Vec<(Vec<u8>, Vec<Signature>)>,
@@ -170,6 +172,7 @@ impl Keyring {
                     match key::parse(&p.body, p.offset)? {
                         Parsed::Key(k) => {
                             current = Some(Raw {
+                                offset: p.offset,
                                 primary: k,
                                 direct: Vec::new(),
                                 user_ids: Vec::new(),
@@ -209,6 +212,8 @@ impl Keyring {
                     }
                     slot = Slot::UserId;
                 }
+                // Components of a key that was skipped: part of that skip.
+                packet::TAG_PUBLIC_SUBKEY | packet::TAG_USER_ID => slot = Slot::Ignore,
                 packet::TAG_USER_ATTRIBUTE => slot = Slot::Ignore,
                 packet::TAG_SIGNATURE => {
                     let sig = match signature::parse(&p.body, p.offset) {
@@ -287,8 +292,12 @@ impl Keyring {
         primary.apply(&valid);
         if !primary.bound {
             self.skipped.push(Skipped::Key {
-                offset: 0,
-                detail: format!("key {} has no valid self-signature", pk.fingerprint),
+                offset: raw.offset,
+                detail: format!(
+                    "key {} has no self-signature that verifies (RSA keys need 2048 to 8192 bits, \
+                     digests SHA1 or stronger)",
+                    pk.fingerprint
+                ),
             });
             return;
         }

@@ -13,6 +13,7 @@
 
 mod armor;
 mod error;
+mod fingerprint;
 mod key;
 mod keyring;
 mod packet;
@@ -20,7 +21,7 @@ mod sign;
 mod signature;
 
 pub use error::OpenPgpError;
-pub use key::Fingerprint;
+pub use fingerprint::Fingerprint;
 pub use keyring::{Keyring, Skipped, VerifiedSignature, VerifiedText};
 pub use sign::OpenPgpKey;
 

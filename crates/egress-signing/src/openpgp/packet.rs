@@ -1,7 +1,7 @@
 //! Packet framing (RFC 4880 section 4): old and new packet headers, partial
 //! body lengths, and a bounds-checked cursor over packet bodies.
 
-use super::OpenPgpError;
+use super::error::OpenPgpError;
 
 pub(crate) const TAG_SIGNATURE: u8 = 2;
 pub(crate) const TAG_SECRET_KEY: u8 = 5;

@@ -2,10 +2,10 @@
 //! ed25519 seed, its public keyring, and InRelease / Release.gpg signatures.
 
 use super::armor;
+use super::fingerprint::Fingerprint;
 use super::key;
 use super::packet;
 use super::signature::{self, HASH_SHA256, HASH_SHA512};
-use super::Fingerprint;
 use crate::SigningKey;
 use std::fmt;
 

@@ -1,9 +1,10 @@
 //! Version 4 signature packets (RFC 4880 section 5.2.3): parsing, the hash
 //! they cover, and the RSA / Ed25519 check.
 
+use super::error::OpenPgpError;
+use super::fingerprint::Fingerprint;
 use super::key::{self, Material, ALGO_EDDSA, ALGO_RSA, ALGO_RSA_SIGN};
 use super::packet::{self, Reader};
-use super::{Fingerprint, OpenPgpError};
 use ring::digest;
 
 pub(crate) const TYPE_BINARY: u8 = 0x00;

@@ -1,0 +1,308 @@
+//! The apt part of a build: `--apt-uris FILE`, the output of
+//! `apt-get install --print-uris -qq PKG...`, with `--apt-source 'URL DIST
+//! [COMPONENT...]'` for each archive it names and `--apt-keyring FILE`.
+//!
+//! A print-uris line gives a URL, a file name, a size and at most one hash
+//! (MD5Sum with Debian 12's apt): nothing a snapshot could bind bytes to.
+//! The SHA256 comes from the signed chain only: each source's `InRelease`
+//! (or `Release` and `Release.gpg`) is verified against the keyring
+//! (`upstream.rs`), each component's `Packages` is checked against the
+//! SHA256 the verified Release lists, and each line is matched by its pool
+//! path to the stanza whose `Filename` it is (`pins.rs`); the line's size
+//! and hash must agree with that stanza, and the `.deb` is downloaded and
+//! must match the stanza's SHA256 and size. Any failure refuses the whole
+//! snapshot before anything is written.
+//!
+//! What the snapshot serves (`render.rs`): per archive, a repository
+//! signed by the lab's OpenPGP key (made from the snapshot's signing key,
+//! [`lab_openpgp_key`]) whose Packages list exactly the pinned packages,
+//! their upstream stanzas verbatim, and the `.deb`s at their upstream pool
+//! paths. Why the lab signs rather than replaying the upstream's indexes:
+//! docs/snapshot-format.md, "apt".
+
+mod pins;
+mod render;
+mod source;
+mod upstream;
+
+use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
+use crate::error::BuildError;
+use crate::fetch;
+use egress_lock::AptUri;
+use egress_signing::openpgp::{Keyring, OpenPgpKey};
+use egress_signing::SigningKey;
+use egress_snapshot::SnapshotBuilder;
+use egress_transcript::Client;
+use source::AptSource;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use upstream::Upstream;
+
+/// The creation time of the lab's OpenPGP key (2020-01-01T00:00:00Z): fixed,
+/// so one signing key always gives one OpenPGP key and fingerprint, and a
+/// keyring written once stays valid for every snapshot it signs.
+pub const LAB_KEY_CREATED: u32 = 1_577_836_800;
+/// The user ID of the lab's OpenPGP key.
+pub const LAB_KEY_USER_ID: &str = "egress-mirror snapshot signer";
+/// The architecture read when `--apt-arch` is not given.
+pub const DEFAULT_ARCH: &str = "amd64";
+
+/// The OpenPGP key that signs a snapshot's apt indexes, made from the
+/// snapshot signing key (`snapshot build --sign-key`); its public keyring is
+/// what a sandbox's apt trusts (`signed-by`).
+pub fn lab_openpgp_key(key: &SigningKey) -> OpenPgpKey {
+    OpenPgpKey::from_signing_key(key, LAB_KEY_USER_ID, LAB_KEY_CREATED)
+}
+
+/// The apt inputs of a build.
+#[derive(Default)]
+pub struct Inputs {
+    /// `apt-get install --print-uris -qq ...` output.
+    pub apt_uris: Option<PathBuf>,
+    /// `URL DIST [COMPONENT...]`, one per distribution the URIs come from.
+    pub apt_sources: Vec<String>,
+    /// The keyring the upstream signs its Release with.
+    pub apt_keyring: Option<PathBuf>,
+    /// The architecture whose Packages are read (default [`DEFAULT_ARCH`]).
+    pub apt_arch: Option<String>,
+}
+
+pub(crate) struct Apt {
+    inputs: Inputs,
+    sources: Vec<AptSource>,
+    arch: String,
+    uris_label: String,
+    /// Each line with the index of its archive's first source.
+    uris: Vec<(AptUri, usize)>,
+    keyring: Option<Keyring>,
+    /// Per source, what its signed chain said.
+    upstream: Vec<Upstream>,
+    /// The verified `.deb`s, by archive base and pool path.
+    debs: Vec<pins::Deb>,
+    signing: Option<(OpenPgpKey, u64)>,
+}
+
+impl Apt {
+    pub(crate) fn new(inputs: Inputs) -> Self {
+        Self {
+            inputs,
+            sources: Vec::new(),
+            arch: DEFAULT_ARCH.to_string(),
+            uris_label: String::new(),
+            uris: Vec::new(),
+            keyring: None,
+            upstream: Vec::new(),
+            debs: Vec::new(),
+            signing: None,
+        }
+    }
+}
+
+fn is_arch(a: &str) -> bool {
+    !a.is_empty()
+        && a.len() <= 32
+        && a.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl Part for Apt {
+    fn input_flags(&self) -> &'static [&'static str] {
+        &["--apt-uris"]
+    }
+
+    fn has_inputs(&self) -> bool {
+        self.inputs.apt_uris.is_some()
+    }
+
+    fn check(&mut self, _: &mut SnapshotBuilder) -> Result<(), BuildError> {
+        let i = &self.inputs;
+        if i.apt_uris.is_none() {
+            let given = [
+                (!i.apt_sources.is_empty(), "--apt-source"),
+                (i.apt_keyring.is_some(), "--apt-keyring"),
+                (i.apt_arch.is_some(), "--apt-arch"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+                return Err(BuildError::Usage(format!(
+                    "{flag} is only used with --apt-uris FILE (the output of apt-get install --print-uris -qq PKG...)"
+                )));
+            }
+            return Ok(());
+        }
+        if i.apt_sources.is_empty() {
+            return Err(BuildError::Usage(
+                "--apt-uris needs --apt-source 'URL DIST [COMPONENT...]' for each archive and distribution its URLs come from, e.g. --apt-source 'http://deb.debian.org/debian bookworm main'".into(),
+            ));
+        }
+        if i.apt_keyring.is_none() {
+            return Err(BuildError::Usage(
+                "--apt-uris needs --apt-keyring FILE, the keyring the archives sign their Release with, e.g. /usr/share/keyrings/debian-archive-keyring.gpg".into(),
+            ));
+        }
+        if let Some(arch) = &i.apt_arch {
+            if !is_arch(arch) {
+                return Err(BuildError::Usage(format!(
+                    "--apt-arch {arch:?}: give a Debian architecture such as amd64 or arm64"
+                )));
+            }
+            self.arch = arch.clone();
+        }
+        self.sources = source::parse_all(&i.apt_sources)?;
+        Ok(())
+    }
+
+    fn read(&mut self, sources: &mut Sources) -> Result<(), BuildError> {
+        let Some(path) = &self.inputs.apt_uris else {
+            return Ok(());
+        };
+        let (text, digest) = read_input("--apt-uris", path)?;
+        self.uris_label = path.display().to_string();
+        let uris = egress_lock::parse_print_uris(&text).map_err(|mut e| {
+            e.file = format!("--apt-uris {}", self.uris_label);
+            e
+        })?;
+        add_source(sources, "apt-uris", path, digest);
+        if uris.is_empty() {
+            return Err(BuildError::Conflict(format!(
+                "--apt-uris {}: no package line; write it with apt-get install --print-uris -qq PKG... > FILE",
+                self.uris_label
+            )));
+        }
+        for uri in uris {
+            let Some(at) = self
+                .sources
+                .iter()
+                .position(|s| s.below(&uri.url).is_some())
+            else {
+                let bases: Vec<&str> = self.sources.iter().map(|s| s.base.as_str()).collect();
+                return Err(BuildError::Conflict(format!(
+                    "--apt-uris {} line {}: {} is under no --apt-source ({}); add --apt-source 'ARCHIVE-URL DIST COMPONENT' for the archive it comes from (its URL up to /pool/)",
+                    self.uris_label,
+                    uri.line,
+                    uri.url,
+                    bases.join(", ")
+                )));
+            };
+            self.uris.push((uri, at));
+        }
+
+        if let Some(path) = &self.inputs.apt_keyring {
+            let bytes = fs::read(path).map_err(|cause| BuildError::Read {
+                what: "--apt-keyring",
+                path: path.clone(),
+                cause,
+            })?;
+            let keyring = Keyring::parse(&bytes).map_err(|e| {
+                BuildError::Conflict(format!(
+                    "--apt-keyring {}: {e}; give an OpenPGP keyring (binary .gpg or armoured .asc), e.g. /usr/share/keyrings/debian-archive-keyring.gpg",
+                    path.display()
+                ))
+            })?;
+            add_source(
+                sources,
+                "apt-keyring",
+                path,
+                egress_model::Sha256Digest::of(&bytes),
+            );
+            self.keyring = Some(keyring);
+        }
+        Ok(())
+    }
+
+    fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
+        let Some(keyring) = &self.keyring else {
+            return Ok(());
+        };
+        let keyring_label = self
+            .inputs
+            .apt_keyring
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut clients: HashMap<String, Client> = HashMap::new();
+        for s in &self.sources {
+            if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(s.url.origin()) {
+                slot.insert(Client::new(
+                    s.url.clone(),
+                    fetch::page_limits(),
+                    net.cacert,
+                )?);
+            }
+        }
+        eprintln!(
+            "verifying the signed indexes of {} apt distribution(s)",
+            self.sources.len()
+        );
+        for s in &self.sources {
+            let client = clients
+                .get(&s.url.origin())
+                .ok_or_else(|| BuildError::Fetch(format!("{}: no client", s.base)))?;
+            self.upstream.push(upstream::fetch_upstream(
+                s,
+                &self.arch,
+                client,
+                keyring,
+                &keyring_label,
+            )?);
+        }
+
+        // Every line against the signed stanzas, before any download.
+        let planned = pins::plan(&self.uris, &self.uris_label, &self.sources, &self.upstream)?;
+        self.debs = pins::download(&planned, net)?;
+        Ok(())
+    }
+
+    fn signing(&mut self, key: &SigningKey, now: u64) {
+        if self.has_inputs() {
+            self.signing = Some((lab_openpgp_key(key), now));
+        }
+    }
+
+    fn stage(
+        self: Box<Self>,
+        builder: &mut SnapshotBuilder,
+        _: &Path,
+    ) -> Result<Staged, BuildError> {
+        if !self.has_inputs() {
+            return Ok(Staged::default());
+        }
+        let Some((lab, now)) = &self.signing else {
+            return Err(BuildError::Usage(
+                "apt indexes need the snapshot signing key".into(),
+            ));
+        };
+        render::stage(
+            builder,
+            &render::Repository {
+                sources: &self.sources,
+                upstream: &self.upstream,
+                debs: &self.debs,
+                arch: &self.arch,
+            },
+            lab,
+            *now,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_signing_key_one_openpgp_key() {
+        let key = SigningKey::from_seed([7; 32], "lab");
+        let (a, b) = (lab_openpgp_key(&key), lab_openpgp_key(&key));
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.public_keyring(), b.public_keyring());
+        let other = lab_openpgp_key(&SigningKey::from_seed([8; 32], "lab"));
+        assert_ne!(a.fingerprint(), other.fingerprint());
+        let keyring = Keyring::parse(&a.public_keyring()).expect("a keyring");
+        let signed = a.sign_cleartext("Origin: x\n", LAB_KEY_CREATED + 60);
+        let v = keyring
+            .verify_cleartext(signed.as_bytes())
+            .expect("verifies");
+        assert_eq!(v.signer, a.fingerprint());
+    }
+}
