@@ -179,6 +179,121 @@ fn the_reference_mirror_passes_the_apt_suite() {
         );
     }
     assert_eq!(report.exit_code(), 0, "{}", table(&report));
+
+    // The same through the command line, without a canary: what a lab
+    // runs against its mirror.
+    let lab = dir.join("lab-keyring.gpg");
+    let signers = dir.join("signing-key.allowed_signers");
+    let url = archive.to_string();
+    let o = run(&[
+        "check",
+        &url,
+        "--protocol",
+        "apt",
+        "--dist",
+        "canary",
+        "--keyring",
+        s(&lab),
+        "--allowed-signers",
+        s(&signers),
+        "--absent",
+        apt_canary::UPSTREAM_ONLY,
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json report");
+    let probe = |id: &str| {
+        v["probes"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["id"] == id))
+            .map(|p| p["status"].as_str().unwrap_or_default().to_string())
+    };
+    for id in [
+        "C.release",
+        "C.deb",
+        "P1.release-signed",
+        "P1.deb-digests",
+        "P2.absent-index",
+        "P5.signature",
+    ] {
+        assert_eq!(
+            probe(id).as_deref(),
+            Some("PASS"),
+            "{id}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    assert_eq!(
+        v["plan"]["present"][0],
+        apt_canary::PRESENT,
+        "the control package comes from the index"
+    );
+    assert_ne!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn check_apt_usage_errors_are_one_line() {
+    let dir = tmpdir("egress-apt-suite-usage");
+    let not_a_keyring = dir.join("keyring.gpg");
+    std::fs::write(&not_a_keyring, "not a key\n").expect("write");
+    for (args, code, says) in [
+        (
+            vec!["check", "http://127.0.0.1:1/debian/", "--protocol", "apt"],
+            2,
+            "--dist",
+        ),
+        (
+            vec![
+                "check",
+                "http://127.0.0.1:1/",
+                "--protocol",
+                "apt",
+                "--dist",
+                "../x",
+            ],
+            2,
+            "--dist",
+        ),
+        (
+            vec![
+                "check",
+                "http://127.0.0.1:1/",
+                "--protocol",
+                "apt",
+                "--dist",
+                "x",
+                "--keyring",
+                "/nonexistent/k.gpg",
+            ],
+            4,
+            "--keyring",
+        ),
+        (
+            vec![
+                "check",
+                "http://127.0.0.1:1/",
+                "--protocol",
+                "apt",
+                "--dist",
+                "x",
+                "--keyring",
+                s(&not_a_keyring),
+            ],
+            4,
+            "--keyring",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
 }
 
 /// Passes every request to the canary as it came (apt's paths below the
