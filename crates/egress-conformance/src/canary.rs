@@ -20,7 +20,8 @@ pub struct CanaryArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+        // apt has no kit or standalone canary yet.
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
     )]
     pub protocol: String,
     /// The control secret: read from FILE if it exists, else generated and

@@ -14,7 +14,8 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+        // apt has no kit or standalone canary yet.
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
