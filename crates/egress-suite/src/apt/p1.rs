@@ -50,7 +50,7 @@ pub fn judge_release_signed(j: &Judge, rec: &ProbeRecord) -> Verdict {
                         "dists/{dist}/InRelease verifies, but its signed text is not a Release"
                     ));
                 }
-                verified.push(format!("InRelease (signed by {})", v.signer));
+                verified.push(format!("InRelease (signed by {})", hex(&v.signer)));
             }
             Err(e) => {
                 return fail(format!(
@@ -63,7 +63,10 @@ pub fn judge_release_signed(j: &Judge, rec: &ProbeRecord) -> Verdict {
         let sig = served_whole(rec, label::RELEASE_GPG).and_then(|s| s.full_body());
         match (r.full_body(), sig) {
             (Some(body), Some(sig)) => match keyring.verify_detached(body, sig) {
-                Ok(v) => verified.push(format!("Release with Release.gpg (signed by {})", v.signer)),
+                Ok(v) => verified.push(format!(
+                    "Release with Release.gpg (signed by {})",
+                    hex(&v.signer)
+                )),
                 Err(e) => {
                     return fail(format!(
                         "dists/{dist}/Release is served but its Release.gpg does not verify it against the keyring: {e}"
@@ -88,6 +91,11 @@ pub fn judge_release_signed(j: &Judge, rec: &ProbeRecord) -> Verdict {
         "{} verify against the keyring",
         verified.join(" and ")
     ))
+}
+
+/// A fingerprint in lower-case hex, as the report writes digests.
+fn hex(f: &egress_signing::openpgp::Fingerprint) -> String {
+    f.to_string().to_lowercase()
 }
 
 fn index_label(path: &str) -> String {
