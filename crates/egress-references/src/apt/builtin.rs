@@ -85,7 +85,7 @@ fn print_uris(canary: &AptCanary) -> Result<String, BuiltinError> {
 }
 
 /// A private directory for one build, removed when dropped.
-struct Scratch(PathBuf);
+pub struct Scratch(PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -147,8 +147,25 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
     Ok(out)
 }
 
+/// The reference's snapshot of the canary's snapshot packages, built with
+/// the demonstration key, and the directory it lives in (keep it while the
+/// snapshot is served).
+pub fn demo_apt_snapshot(
+    canary: &AptCanary,
+) -> Result<(egress_snapshot::Snapshot, Scratch), BuiltinError> {
+    let dir = scratch()?;
+    let snapshot = egress_snapshot::Snapshot::load_dir(&build_snapshot(canary, &dir.0)?)?;
+    Ok((snapshot, dir))
+}
+
+/// The keyring the reference's `Release` verifies against: the
+/// demonstration key as the lab's OpenPGP key.
+pub fn lab_keyring() -> Vec<u8> {
+    egress_build::apt::lab_openpgp_key(&demo_key()).public_keyring()
+}
+
 /// The archive root the snapshot serves the canary's repository at.
-fn archive_path(snapshot: &egress_snapshot::Snapshot) -> Option<String> {
+pub fn archive_path(snapshot: &egress_snapshot::Snapshot) -> Option<String> {
     let suffix = format!("dists/{}/InRelease", apt_canary::DIST);
     snapshot
         .doc
@@ -157,7 +174,7 @@ fn archive_path(snapshot: &egress_snapshot::Snapshot) -> Option<String> {
         .find_map(|e| e.path.strip_suffix(&suffix).map(str::to_string))
 }
 
-fn run_against(
+pub fn run_apt_against(
     name: &str,
     archive: &Url,
     canary: &AptCanary,
@@ -181,8 +198,7 @@ pub fn start_apt_canary() -> Result<AptCanary, BuiltinError> {
 
 pub fn run_apt_reference() -> Result<Report, BuiltinError> {
     let canary = start_apt_canary()?;
-    let dir = scratch()?;
-    let snapshot = egress_snapshot::Snapshot::load_dir(&build_snapshot(&canary, &dir.0)?)?;
+    let (snapshot, _dir) = demo_apt_snapshot(&canary)?;
     let id = snapshot.id();
     let archive = archive_path(&snapshot).ok_or_else(|| {
         failed(
@@ -194,8 +210,7 @@ pub fn run_apt_reference() -> Result<Report, BuiltinError> {
     let server = egress_http::Server::bind("127.0.0.1:0", mirror, egress_http::Limits::default())
         .map_err(BuiltinError::start("the apt reference mirror"))?;
     let url = Url::parse(&format!("{}{archive}", server.base_url()))?;
-    let keyring = egress_build::apt::lab_openpgp_key(&demo_key()).public_keyring();
-    let report = run_against(APT_NAME_A, &url, &canary, keyring, Some(id));
+    let report = run_apt_against(APT_NAME_A, &url, &canary, lab_keyring(), Some(id));
     server.stop();
     canary.stop();
     report
@@ -207,7 +222,7 @@ pub fn run_apt_proxy() -> Result<Report, BuiltinError> {
     let proxy = AptCachingProxy::start(&origin.authority())
         .map_err(BuiltinError::start("the apt caching proxy fixture"))?;
     let archive = Url::parse(&format!("{}{}/", proxy.base_url(), apt_canary::ARCHIVE))?;
-    let report = run_against(APT_NAME_B, &archive, &canary, canary.keyring(), None);
+    let report = run_apt_against(APT_NAME_B, &archive, &canary, canary.keyring(), None);
     proxy.stop();
     canary.stop();
     report
