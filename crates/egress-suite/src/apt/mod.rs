@@ -19,6 +19,7 @@ pub mod p4;
 pub mod p5;
 pub mod p6;
 pub mod plan;
+pub mod reads;
 pub mod table;
 
 pub use plan::Packages;

@@ -4,39 +4,14 @@
 //! `.deb` rebuilt at the same pool path, each with the `Release` re-signed)
 //! that never show through.
 
-use super::facts::{label, Facts, Judge};
+use super::facts::{Facts, Judge};
 use super::plan::{archive, at, Collector};
+use super::reads::{self, read_all, WHATS};
 use crate::collect::Evidence;
 use crate::common::snapshot::{self, input, mutation, not_mutated, whole_digest};
 use crate::facts::final_of;
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{ProbeRecord, ProjectName};
-
-/// The resources every P5 and P6 comparison reads: the signed `Release`,
-/// the index, and the control `.deb`.
-pub const WHATS: [&str; 3] = ["InRelease", "Packages index", "control .deb"];
-
-/// Reads each of [`WHATS`] the target serves, labelled `"{when}: {what}"`.
-pub fn read_all(c: &Collector, f: &Facts, ev: &mut Evidence, when: &str) {
-    let Some(a) = archive(c) else { return };
-    let p = &c.plan.packages;
-    let [inrelease, index, deb] = WHATS;
-    c.get_following(
-        ev,
-        &format!("{when}: {inrelease}"),
-        &at(&a, &p.dist_path(label::INRELEASE)),
-        None,
-    );
-    c.get_following(
-        ev,
-        &format!("{when}: {index}"),
-        &at(&a, &p.dist_path(&f.packages_index(p))),
-        None,
-    );
-    if let Some(d) = &f.control_deb {
-        c.get_following(ev, &format!("{when}: {deb}"), &d.url, None);
-    }
-}
 
 pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     snapshot::manifest_verdict(j, rec, "C.release")
@@ -56,9 +31,10 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.deb") {
         return v;
     }
-    if let Some(v) =
-        snapshot::changed_without_cause(j, &[("P6.effect", super::p6::BEFORE, super::p6::AGAIN)])
-    {
+    if let Some(v) = snapshot::changed_without_cause(
+        j,
+        &[("P6.effect", reads::EFFECT_BEFORE, reads::EFFECT_AGAIN)],
+    ) {
         return v;
     }
     let mut same = 0;

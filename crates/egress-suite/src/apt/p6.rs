@@ -4,16 +4,14 @@
 //! `InRelease`, index and `.deb` unchanged by all of them.
 
 use super::facts::{Facts, Judge};
-use super::p5::{read_all, WHATS};
 use super::plan::Collector;
+use super::reads::{
+    read_all, EFFECT_AFTER as AFTER, EFFECT_AGAIN as AGAIN, EFFECT_BEFORE as BEFORE, WHATS,
+};
 use crate::collect::Evidence;
 use crate::common::{runwide, writes};
 use crate::judge::{pass, refusals, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
-
-pub const BEFORE: &str = "before the write attempts";
-pub const AGAIN: &str = "again before the write attempts";
-pub const AFTER: &str = "after the write attempts";
 
 pub fn judge_refused(j: &Judge, rec: &ProbeRecord) -> Verdict {
     refusals(j, rec, "C.release", PASSTHROUGH)
