@@ -114,6 +114,8 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
     let keyring = write("canary-keyring.gpg", &canary.keyring())?;
     let key = write("demo-key", demo_key().to_openssh().as_bytes())?;
     let out = dir.join("snap");
+    // The built-in run's output is its reports: no build progress.
+    egress_build::quiet(true);
     egress_build::build(
         egress_build::BuildOptions {
             common: egress_build::Common {
