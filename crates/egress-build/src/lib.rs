@@ -27,6 +27,7 @@ mod store;
 
 pub use build::{Common, DEFAULT_PRINCIPAL};
 pub use error::{BuildError, Kind};
+pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;
 pub use store::write_atomic;
 

@@ -23,6 +23,20 @@ struct State {
 
 pub(crate) use egress_snapshot::human_size as human;
 
+/// Set by [`quiet`]: no progress lines or notes on standard error.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Silences the progress lines and notes a build writes on standard error,
+/// for a program that builds a snapshot of its own in-process (the
+/// built-in run's apt reference); the command line never calls it.
+pub fn quiet(on: bool) {
+    QUIET.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub(crate) fn is_quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Progress {
     pub(crate) fn new(files: usize, total: u64) -> Self {
         Self {
@@ -44,7 +58,7 @@ impl Progress {
     }
 
     fn draw(&self, s: &mut State, force: bool) {
-        if !self.tty {
+        if !self.tty || is_quiet() {
             return;
         }
         let now = Instant::now();
@@ -74,6 +88,9 @@ impl Progress {
 
     /// A line that must not be overwritten (a retry, a note).
     pub(crate) fn say(&self, line: &str) {
+        if is_quiet() {
+            return;
+        }
         let mut s = self.state();
         if self.tty {
             eprint!("\r\x1b[K");
@@ -102,6 +119,9 @@ impl Progress {
     }
 
     pub(crate) fn done(&self, filename: &str, size: u64, how: &str) {
+        if is_quiet() {
+            return;
+        }
         let mut s = self.state();
         s.done += 1;
         if self.tty {
@@ -117,6 +137,9 @@ impl Progress {
     }
 
     pub(crate) fn finish(&self) {
+        if is_quiet() {
+            return;
+        }
         let s = self.state();
         if self.tty {
             eprint!("\r\x1b[K");

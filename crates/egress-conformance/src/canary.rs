@@ -20,7 +20,8 @@ pub struct CanaryArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+        // apt has no kit or standalone canary yet.
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
     )]
     pub protocol: String,
     /// The control secret: read from FILE if it exists, else generated and
@@ -94,6 +95,11 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
             egress_cli::outln!("tarball origin: {}", c.offsite_origin());
             egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
             Box::new(move || c.stop())
+        }
+        Protocol::Apt => {
+            return Err(Failure::usage(
+                "canary --protocol apt: the standalone canary does not serve apt yet",
+            ))
         }
     };
     // The DNS answer: the canary's own address, where it has one.

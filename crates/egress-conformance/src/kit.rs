@@ -14,7 +14,8 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
+        // apt has no kit or standalone canary yet.
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
@@ -44,6 +45,11 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
             egress_references::npm::kit::files(&canary),
             "snapshot build ... --npm-registry-url URL --npm-dist",
         ),
+        Protocol::Apt => {
+            return Err(Failure::usage(
+                "kit --protocol apt: there is no apt conformance kit yet; run check --protocol apt with --present and --absent",
+            ))
+        }
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),

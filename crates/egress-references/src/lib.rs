@@ -50,7 +50,7 @@ pub use template::render_template;
 
 /// Every protocol's built-in pair, in the order they are reported: the one
 /// place a protocol is registered.
-pub const BUILTIN: [builtin::Protocol; 2] = [
+pub const BUILTIN: [builtin::Protocol; 3] = [
     builtin::Protocol {
         title: "PyPI",
         run: pypi::builtin::run_both,
@@ -58,5 +58,9 @@ pub const BUILTIN: [builtin::Protocol; 2] = [
     builtin::Protocol {
         title: "npm",
         run: npm::builtin::run_npm_both,
+    },
+    builtin::Protocol {
+        title: "apt",
+        run: apt::builtin::run_apt_both,
     },
 ];

@@ -13,6 +13,7 @@
 #![warn(clippy::indexing_slicing, clippy::string_slice)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
 
+pub mod apt;
 pub mod classify;
 pub mod collect;
 pub mod common;

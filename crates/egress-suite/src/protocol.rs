@@ -73,6 +73,7 @@ macro_rules! protocols {
 protocols! {
     Pypi: crate::pypi::Pypi = "pypi";
     Npm: crate::npm::Npm = "npm";
+    Apt: crate::apt::Apt = "apt";
 }
 
 impl std::fmt::Display for Protocol {

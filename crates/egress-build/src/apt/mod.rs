@@ -230,10 +230,12 @@ impl Part for Apt {
                 )?);
             }
         }
-        eprintln!(
-            "verifying the signed indexes of {} apt distribution(s)",
-            self.sources.len()
-        );
+        if !crate::progress::is_quiet() {
+            eprintln!(
+                "verifying the signed indexes of {} apt distribution(s)",
+                self.sources.len()
+            );
+        }
         for s in &self.sources {
             let client = clients
                 .get(&s.url.origin())

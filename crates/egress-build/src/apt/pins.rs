@@ -164,7 +164,7 @@ pub(crate) fn download(planned: &[Planned], net: &Net) -> Result<Vec<Deb>, Build
         }
     }
     let total: u64 = planned.iter().map(|p| p.stanza.size).sum();
-    if !planned.is_empty() {
+    if !planned.is_empty() && !crate::progress::is_quiet() {
         eprintln!(
             "fetching {} .deb files pinned by signed indexes",
             planned.len()

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct CheckArgs {
     /// The mirror's index URL, e.g. http://127.0.0.1:8080/simple/ (a bare origin
-    /// means /simple/); with --protocol npm, its registry URL (a bare origin means /).
+    /// means /simple/); with --protocol npm, its registry URL (a bare origin means /);
+    /// with --protocol apt, the archive root of a `deb` source line.
     pub url: String,
     /// Registry protocol the mirror speaks.
     #[arg(
@@ -49,6 +50,19 @@ pub struct CheckArgs {
     /// The canary's secret file (as written by `canary --secret-file`).
     #[arg(long, value_name = "FILE", requires = "canary")]
     pub canary_secret: Option<PathBuf>,
+    /// With --protocol apt: the dist (suite or codename) under `dists/`.
+    #[arg(long, value_name = "NAME")]
+    pub dist: Option<String>,
+    /// With --protocol apt: the component to probe.
+    #[arg(long, value_name = "NAME", default_value = "main")]
+    pub component: String,
+    /// With --protocol apt: the architecture to probe.
+    #[arg(long, value_name = "ARCH", default_value = "amd64")]
+    pub arch: String,
+    /// With --protocol apt: the OpenPGP keyring (binary or armored) the
+    /// dist's Release must verify against, as a source's `signed-by` names.
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
     /// Longest time, in seconds, for any single exchange.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,

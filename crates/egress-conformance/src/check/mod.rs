@@ -2,6 +2,7 @@
 //! or the npm registry protocol (`--protocol npm`). What is common to every
 //! protocol lives here and in [`args`]; each protocol's plan in its own file.
 
+pub mod apt;
 mod args;
 pub mod npm;
 pub mod pypi;
@@ -23,6 +24,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     let index = match protocol {
         Protocol::Pypi => pypi::index_url(&args.url)?,
         Protocol::Npm => npm::registry_url(&args.url)?,
+        Protocol::Apt => apt::archive_url(&args.url)?,
     };
     // The scan's flags are checked before anything is sent.
     let scan_plan = if args.from_sandbox {
@@ -83,6 +85,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     let mut plan = match protocol {
         Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
         Protocol::Npm => npm::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
+        Protocol::Apt => apt::plan(&args, &index, &client, manifest, signed)?,
     };
     if let Some(c) = &canary {
         with_canary(&mut plan, c.plan(), args.absent.is_empty())?;
@@ -127,6 +130,9 @@ fn connect_canary(args: &CheckArgs, protocol: Protocol) -> Result<Option<RemoteC
     let (Some(raw), Some(file)) = (&args.canary, &args.canary_secret) else {
         return Ok(None);
     };
+    if protocol == Protocol::Apt {
+        return Err(apt::no_canary());
+    }
     let url = Url::parse(raw).map_err(|e| Failure::usage(format!("--canary: {e}")))?;
     let shown = file.display();
     let text = std::fs::read_to_string(file)
@@ -179,6 +185,13 @@ fn with_canary(
                     .chain(&up.offsite)
                     .map(npm)
                     .collect::<Result<_, _>>()?;
+            }
+        }
+        Packages::Apt(p) => {
+            p.tripwire.get_or_insert_with(|| up.tripwire.to_string());
+            p.template.get_or_insert_with(|| up.template.to_string());
+            if default_absent {
+                p.absent = vec![up.upstream_only.to_string()];
             }
         }
     }

@@ -1,5 +1,7 @@
-//! apt: the canary upstream (a signed Debian repository) and an isolated
-//! apt-get for the tests.
+//! apt: the canary upstream (a signed Debian repository), an isolated
+//! apt-get for the tests, the caching proxy (B) and the built-in run.
 
+pub mod builtin;
 pub mod canary;
 pub mod client;
+pub mod proxy;

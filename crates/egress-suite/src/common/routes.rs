@@ -22,7 +22,8 @@ pub const SOURCE: &str = include_str!("../../data/control-routes.toml");
 pub enum RouteProtocol {
     Pypi,
     Npm,
-    /// Both: the route does not depend on the protocol the mirror serves.
+    Apt,
+    /// Every protocol: the route does not depend on the protocol the mirror serves.
     Any,
 }
 
@@ -33,6 +34,7 @@ impl RouteProtocol {
             RouteProtocol::Any => true,
             RouteProtocol::Pypi => protocol == "pypi",
             RouteProtocol::Npm => protocol == "npm",
+            RouteProtocol::Apt => protocol == "apt",
         }
     }
 }

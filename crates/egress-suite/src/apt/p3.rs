@@ -1,0 +1,154 @@
+//! P3 no path passthrough, in apt's terms: besides the shared probes
+//! (absolute-form, CONNECT, `//host/`, smuggling), proxy-style requests in
+//! apt's shapes, apt-cacher-ng's remapped paths (`/host/path`,
+//! `/HTTPS///host/path`), traversal in every encoding from inside the
+//! archive, and paths under the archive that the snapshot does not hold.
+
+use super::facts::{Facts, Judge};
+use super::plan::{archive, Collector};
+use crate::common::passthrough::{elsewhere, raw_get, traversal_steps, NOWHERE};
+use crate::common::{runwide, smuggling};
+use crate::judge::{refusals, Verdict, PASSTHROUGH};
+use egress_model::ProbeRecord;
+
+pub fn judge_passthrough(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    refusals(j, rec, "C.release", PASSTHROUGH)
+}
+
+fn send_all(c: &Collector, ev: &mut crate::collect::Evidence, label: &str, targets: Vec<String>) {
+    for t in targets {
+        ev.push(c.send_raw(label, &raw_get(c, &t)));
+    }
+}
+
+pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    let mut ev = crate::collect::Evidence::default();
+    let other = elsewhere(c);
+    let dist = c.plan.packages.dist.clone();
+    c.window("P3.proxy-style", &mut ev, |ev| {
+        let targets = vec![
+            format!(
+                "http://{other}/debian/dists/{dist}/InRelease?ec={}",
+                c.token()
+            ),
+            format!(
+                "http://{other}/debian/pool/main/e/{0}/{0}_1.0_all.deb",
+                c.token()
+            ),
+            format!(
+                "http://{NOWHERE}/debian/dists/{dist}/Release?ec={}",
+                c.token()
+            ),
+            format!(
+                "https://{other}/debian/dists/{dist}/InRelease?ec={}",
+                c.token()
+            ),
+        ];
+        send_all(c, ev, "proxy-style request for another host", targets);
+    });
+    ev
+}
+
+pub fn collect_remapped(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    let mut ev = crate::collect::Evidence::default();
+    let other = elsewhere(c);
+    let dist = c.plan.packages.dist.clone();
+    c.window("P3.remapped-paths", &mut ev, |ev| {
+        let targets = vec![
+            format!("/{other}/debian/dists/{dist}/InRelease?ec={}", c.token()),
+            format!(
+                "/deb.debian.org/debian/dists/{dist}/InRelease?ec={}",
+                c.token()
+            ),
+            format!(
+                "/HTTPS///{other}/debian/dists/{dist}/InRelease?ec={}",
+                c.token()
+            ),
+            format!(
+                "/HTTPS///deb.debian.org/debian/dists/{dist}/Release?ec={}",
+                c.token()
+            ),
+            format!("/debrep/dists/{dist}/InRelease?ec={}", c.token()),
+            format!(
+                "/security.debian.org/debian-security/dists/{dist}/InRelease?ec={}",
+                c.token()
+            ),
+        ];
+        send_all(c, ev, "apt-cacher-ng remapped path", targets);
+    });
+    ev
+}
+
+pub fn collect_traversal(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    let mut ev = crate::collect::Evidence::default();
+    let Some(a) = archive(c) else { return ev };
+    let p = &c.plan.packages;
+    let root = a.path().to_string();
+    let starts = [
+        format!("{root}dists/{}/", p.dist),
+        format!("{root}pool/{}/", p.component),
+    ];
+    let mut targets = Vec::new();
+    for class in ["raw", "percent", "double", "backslash", "overlong"] {
+        for step in traversal_steps(class) {
+            for start in &starts {
+                targets.push(format!("{start}{}etc/passwd", step.repeat(8)));
+            }
+        }
+    }
+    c.window("P3.traversal", &mut ev, |ev| {
+        send_all(c, ev, "traversal out of the archive", targets);
+    });
+    ev
+}
+
+pub fn collect_unknown(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    let mut ev = crate::collect::Evidence::default();
+    let Some(a) = archive(c) else { return ev };
+    let p = &c.plan.packages;
+    let root = a.path().to_string();
+    let t = c.token();
+    let zeros = "0".repeat(64);
+    let targets = vec![
+        format!("{root}dists/{}/{t}", p.dist),
+        format!("{root}dists/{t}/InRelease"),
+        format!(
+            "{root}dists/{}/{}/binary-{}/{t}",
+            p.dist, p.component, p.arch
+        ),
+        format!(
+            "{root}dists/{}/{}/binary-{}/by-hash/SHA256/{zeros}?ec={t}",
+            p.dist, p.component, p.arch
+        ),
+        format!("{root}{}", p.pool_path(&t, "1.0")),
+        format!("{root}{t}"),
+    ];
+    c.window("P3.unknown-paths", &mut ev, |ev| {
+        send_all(
+            c,
+            ev,
+            "path under the archive the snapshot does not hold",
+            targets,
+        );
+    });
+    ev
+}
+
+/// `P3.request-smuggling`: the corpus hides a GET of the dist's `InRelease`.
+pub fn collect_smuggling(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    let hidden = archive(c).map(|a| smuggling::Hidden {
+        path: super::plan::at(&a, &c.plan.packages.dist_path("InRelease"))
+            .path_and_query()
+            .to_string(),
+        accept: "*/*",
+    });
+    smuggling::collect(c, hidden.as_ref())
+}
+
+pub fn judge_smuggling(j: &Judge, rec: &ProbeRecord) -> Verdict {
+    smuggling::judge(j, rec, "C.release")
+}
+
+pub fn judge_run_wide_offsite(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    runwide::judge_offsite(j, "C.release", super::doc::listings)
+}
