@@ -14,9 +14,10 @@ mod common;
 
 use common::{ok, run, s, tmpdir, MirrorProcess};
 use egress_http::{Reply, Request, Response, Server};
-use egress_model::{Status, Upstream, Url, WireBytes};
+use egress_model::{Status, Upstream, Url};
+use egress_references::apt::builtin::apt_plan_for;
 use egress_references::apt::canary::{self as apt_canary, AptCanary};
-use egress_suite::{apt, ManifestSource, Packages, Plan, Report, Target};
+use egress_suite::{Packages, Plan, Report, Target};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -111,23 +112,8 @@ fn archive_path(snap: &Path) -> String {
 
 fn plan(archive: &Url, canary: &AptCanary, keyring: Vec<u8>) -> Plan<Packages> {
     Plan {
-        index_url: archive.to_string(),
         present_source: "test".into(),
-        upstream: Some(canary.plan()),
-        manifest: ManifestSource::WellKnown,
-        allowed_signers: true,
-        destructive: true,
-        expect: Default::default(),
-        packages: Packages::Apt(apt::Packages {
-            dist: apt_canary::DIST.into(),
-            component: apt_canary::COMPONENT.into(),
-            arch: apt_canary::ARCH.into(),
-            keyring: Some(WireBytes(keyring)),
-            present: vec![apt_canary::PRESENT.into(), apt_canary::DEP.into()],
-            absent: vec![apt_canary::UPSTREAM_ONLY.into()],
-            tripwire: Some(apt_canary::TRIPWIRE.into()),
-            template: Some(apt_canary::TEMPLATE.into()),
-        }),
+        ..apt_plan_for(archive, canary, keyring)
     }
 }
 

@@ -17,6 +17,7 @@
 
 use crate::classify;
 use crate::collect::{Collector, Evidence};
+use crate::common::parallel;
 use crate::common::passthrough::elsewhere;
 use crate::common::smuggling::Hidden;
 use crate::facts::{find, ControlFacts};
@@ -29,9 +30,6 @@ use egress_transcript::Listen;
 
 /// The label of the positive control's exchange.
 pub const CONTROL: &str = "positive control: two GETs of the hidden page on one HTTP/2 connection";
-
-/// How many cases are under way at once (each on its own connection).
-const WORKERS: usize = 4;
 
 /// The label of a case's exchange.
 pub fn case_label(case: &H2Case) -> String {
@@ -92,28 +90,7 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
             })
             .collect();
         let client = c.client;
-        let mut done: Vec<(usize, Exchange)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..WORKERS)
-                .map(|w| {
-                    let sends = &sends;
-                    s.spawn(move || {
-                        sends
-                            .iter()
-                            .enumerate()
-                            .skip(w)
-                            .step_by(WORKERS)
-                            .map(|(i, (label, reqs))| (i, client.send_h2(label, reqs, &listen)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_default())
-                .collect()
-        });
-        done.sort_by_key(|(i, _)| *i);
-        for (_, ex) in done {
+        for ex in parallel::in_order(&sends, |(label, reqs)| client.send_h2(label, reqs, &listen)) {
             ev.push(ex);
         }
     });

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod h2_smuggling;
 pub mod instance;
+pub mod parallel;
 pub mod passthrough;
 pub mod replay;
 pub mod routes;

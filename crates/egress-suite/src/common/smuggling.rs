@@ -25,6 +25,7 @@
 
 use crate::classify;
 use crate::collect::{token, Collector, Evidence};
+use crate::common::parallel;
 use crate::common::passthrough::NOWHERE;
 use crate::facts::{find, ControlFacts};
 use crate::judge::{fail, inconclusive, pass, short, tally, Judge, Verdict};
@@ -34,9 +35,6 @@ use egress_transcript::Listen;
 
 /// The label of the positive control's exchange.
 pub const CONTROL: &str = "positive control: the hidden request pipelined three times";
-
-/// How many cases are under way at once (each on its own connection).
-const WORKERS: usize = 4;
 
 /// The label of a case's exchange.
 pub fn case_label(case: &SmugglingCase) -> String {
@@ -126,30 +124,9 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
             })
             .collect();
         let client = c.client;
-        let mut done: Vec<(usize, Exchange)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..WORKERS)
-                .map(|w| {
-                    let payloads = &payloads;
-                    s.spawn(move || {
-                        payloads
-                            .iter()
-                            .enumerate()
-                            .skip(w)
-                            .step_by(WORKERS)
-                            .map(|(i, (label, raw))| {
-                                (i, client.send_raw_listening(label, raw, &listen))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_default())
-                .collect()
-        });
-        done.sort_by_key(|(i, _)| *i);
-        for (_, ex) in done {
+        for ex in parallel::in_order(&payloads, |(label, raw)| {
+            client.send_raw_listening(label, raw, &listen)
+        }) {
             ev.push(ex);
         }
     });
