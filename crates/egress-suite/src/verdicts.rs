@@ -105,7 +105,7 @@ pub fn aggregate(records: &[ProbeRecord]) -> (Vec<PredicateVerdict>, Status) {
                 (
                     Status::Pass,
                     format!(
-                        "{passed} sub-probes pass ({skipped} skipped: need inputs this run lacks)"
+                        "{passed} sub-probes pass ({skipped} skipped, each with its reason)"
                     ),
                 )
             } else {
