@@ -104,9 +104,7 @@ pub fn aggregate(records: &[ProbeRecord]) -> (Vec<PredicateVerdict>, Status) {
             } else if skipped > 0 {
                 (
                     Status::Pass,
-                    format!(
-                        "{passed} sub-probes pass ({skipped} skipped, each with its reason)"
-                    ),
+                    format!("{passed} sub-probes pass ({skipped} skipped, each with its reason)"),
                 )
             } else {
                 (Status::Pass, format!("all {passed} sub-probes pass"))
