@@ -43,7 +43,7 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The variants that serve the lab's projects from a cache or a directory.
-const DEFAULT_PEERS: [&str; 8] = [
+const DEFAULT_PEERS: [&str; 9] = [
     REFERENCE,
     "devpi",
     "proxpi",
@@ -52,6 +52,7 @@ const DEFAULT_PEERS: [&str; 8] = [
     "verdaccio",
     APT_REFERENCE,
     "apt-cacher-ng",
+    "approx",
 ];
 /// What npm sends when it asks for a packument to install from.
 const NPM_ACCEPT: &str = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
@@ -62,7 +63,7 @@ const CONNECTIONS: u32 = 16;
 const WARM_WITHIN: Duration = Duration::from_secs(20);
 
 const USAGE: &str =
-    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio reference-apt apt-cacher-ng)";
+    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio reference-apt apt-cacher-ng approx)";
 
 #[derive(clap::Parser)]
 #[command(
@@ -76,7 +77,7 @@ struct Args {
     duration: u64,
     /// A peer to measure; repeat for several [default: reference devpi
     /// proxpi pypiserver-no-fallback reference-npm verdaccio reference-apt
-    /// apt-cacher-ng].
+    /// apt-cacher-ng approx].
     #[arg(long = "peer", value_name = "NAME")]
     peers: Vec<String>,
     /// Where to write the Markdown table.
