@@ -1,11 +1,14 @@
 //! The apt suite against approx, aptly and reprepro (Debian's packages,
 //! installed by scripts/setup-peers, which scripts/test runs first), each in
 //! front of its own apt canary, beside the apt reference: the verdicts
-//! below are the ones docs/results.md explains. A peer that is not
-//! installed is named, with the setup-peers command that installs it.
+//! below are the ones docs/results.md explains. Real apt-get installs the
+//! lab's packages from each; approx's dot segments are shown directly. A
+//! peer that is not installed is named, with the setup-peers command that
+//! installs it.
 
 use egress_model::Status;
 use egress_references::apt::canary::AptCanary;
+use egress_references::apt::client::AptClient;
 use egress_suite::Report;
 use egress_testbed::suite::{self as testbed, Outcome, Paths, Variant, APT_REFERENCE};
 use egress_testbed::PeerConfig;
@@ -18,6 +21,15 @@ mod common;
 use common::tmpdir;
 
 const PEERS: [&str; 3] = ["approx", "aptly", "reprepro"];
+
+/// The tests that start peers run one at a time: two cores, and the
+/// suite's timing-sensitive sub-probes (the smuggling corpus waits for
+/// quiet connections) must not measure a peer under another's load.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn status(r: &Report, id: &str) -> Status {
     r.probe(id)
@@ -44,6 +56,7 @@ fn statuses(out: &Outcome) -> Vec<(String, Vec<Status>)> {
 
 #[test]
 fn approx_aptly_and_reprepro_under_the_apt_suite() {
+    let _one = serial();
     let vs = only(&[APT_REFERENCE, "approx", "aptly", "reprepro"]);
     let out = testbed::run(&vs, &Paths::find().peers, |_| {});
     // "not run: approx: not installed in ...: run scripts/setup-peers approx".
@@ -178,22 +191,9 @@ fn raw_get(base: &str, target: &str) -> (u16, Vec<u8>) {
 /// the upstream, and writes what the upstream sends outside its cache.
 #[test]
 fn approx_reads_and_writes_outside_its_cache_through_dot_segments() {
-    let configs = Paths::find().configs;
-    let cfg = PeerConfig::load(&configs.join("approx.conf")).expect("approx.conf");
+    let _one = serial();
     let canary = AptCanary::start().expect("apt canary");
-    let (packages, paths, placeholders) = testbed::apt_lab(&canary);
-    let keyring = canary.keyring();
-    let peers = Paths::find().peers;
-    let ctx = egress_testbed::Context {
-        peers_dir: &peers,
-        canary_index: &format!("{}/", canary.archive_url()),
-        canary_url: &canary.base_url(),
-        packages: &packages,
-        projects: &paths,
-        placeholders: &placeholders,
-        keyring: Some(&keyring),
-    };
-    let peer = egress_testbed::start(&cfg, &ctx).unwrap_or_else(|e| panic!("approx: {e}"));
+    let peer = start_peer("approx", &canary);
     let base = peer.index_url.origin();
     let work = peer.workdir().to_path_buf();
     // The cache is {workdir}/cache; the repository's files are in
@@ -233,6 +233,105 @@ fn approx_reads_and_writes_outside_its_cache_through_dot_segments() {
     assert!(canary.requests().len() > mark, "fetched from the canary");
     peer.stop();
     canary.stop();
+}
+
+/// Starts the peer `name` in front of `canary`, as the testbed does.
+fn start_peer(name: &str, canary: &AptCanary) -> egress_testbed::Running {
+    let cfg = PeerConfig::load(&Paths::find().configs.join(format!("{name}.conf")))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (packages, paths, placeholders) = testbed::apt_lab(canary);
+    let keyring = canary.keyring();
+    let peers = Paths::find().peers;
+    let ctx = egress_testbed::Context {
+        peers_dir: &peers,
+        canary_index: &format!("{}/", canary.archive_url()),
+        canary_url: &canary.base_url(),
+        packages: &packages,
+        projects: &paths,
+        placeholders: &placeholders,
+        keyring: Some(&keyring),
+    };
+    egress_testbed::start(&cfg, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn output(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The set-ups are what a lab's clients use: real apt-get (isolated, its
+/// signature checking on) trusts the key the peer's config names (the
+/// lab's own for aptly and reprepro, the canary's behind approx), updates
+/// and downloads the lab's packages, and gets the canary's bytes. aptly
+/// and reprepro answer without the canary (their upstream work was done
+/// before they served); a client that trusts the canary's key instead of
+/// the lab's is refused by apt itself.
+#[test]
+fn real_apt_installs_the_lab_packages_from_each_peer() {
+    let _one = serial();
+    if !AptClient::available() {
+        eprintln!("skipped: apt-get is not installed (Debian: it is part of the base system)");
+        return;
+    }
+    for name in PEERS {
+        let canary = AptCanary::start().expect("apt canary");
+        let peer = start_peer(name, &canary);
+        let dir = tmpdir(&format!("egress-testbed-test-apt-{name}"));
+        let apt = AptClient::new(&dir.join("apt")).expect("apt tree");
+        let keyring = peer.keyring.clone().expect("an apt peer has a keyring");
+        let key = apt.add_keyring("lab", &keyring).expect("keyring");
+        let source = format!(
+            "deb [signed-by={}] {} {} main",
+            key.display(),
+            peer.index_url,
+            canary.dist()
+        );
+        apt.add_source(&source).expect("source");
+        let mark = canary.requests().len();
+        let o = apt.update().expect("apt-get update");
+        assert!(o.status.success(), "{name}: {}", output(&o));
+        let names = canary.snapshot_names();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let o = apt
+            .download(&names)
+            .expect("apt-get install --download-only");
+        assert!(o.status.success(), "{name}: {}", output(&o));
+        for (package, version) in canary.snapshot_packages(false) {
+            let (pool, bytes, _) = canary.deb(&package, &version).expect("a lab .deb");
+            let got = std::fs::read(apt.archives_dir().join(pool.file_name()));
+            assert_eq!(got.ok(), Some(bytes), "{name}: {}", pool.as_str());
+        }
+        let asked = canary.requests().len() - mark;
+        if name == "approx" {
+            assert!(
+                asked > 0,
+                "approx fetches what apt asks for from the canary"
+            );
+        } else {
+            assert_eq!(asked, 0, "{name}: the canary was asked during apt's run");
+            let other = AptClient::new(&dir.join("apt-canary-key")).expect("apt tree");
+            let wrong = other
+                .add_keyring("canary", &canary.keyring())
+                .expect("keyring");
+            other
+                .add_source(
+                    &source.replace(&key.display().to_string(), &wrong.display().to_string()),
+                )
+                .expect("source");
+            let o = other.update().expect("apt-get update");
+            let text = output(&o);
+            assert!(
+                !o.status.success() && text.contains("NO_PUBKEY"),
+                "{name}: {text}"
+            );
+        }
+        peer.stop();
+        canary.stop();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// The lab's packages aptly's filter and reprepro's FilterList name are the
