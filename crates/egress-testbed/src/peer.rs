@@ -177,6 +177,18 @@ impl Running {
         &self.workdir.0
     }
 
+    /// If its process has ended (a crash, say): how, as `ExitStatus`
+    /// shows it (`signal: 11 (SIGSEGV)`), and the last line it wrote.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.proc.0.try_wait() {
+            Ok(Some(status)) => Some(format!(
+                "{status}; its last line: {}",
+                last_log_line(&self.workdir.0)
+            )),
+            _ => None,
+        }
+    }
+
     /// Stops the peer by its process group and removes its working directory.
     pub fn stop(self) {}
 }

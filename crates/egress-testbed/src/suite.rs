@@ -280,22 +280,31 @@ pub fn start_apt_reference(
 }
 
 /// What an apt peer is given: the lab's `.deb`s `(file name, bytes)`, the
-/// paths below the archive root a warm-up fetches (the dist's `InRelease`,
-/// its `Packages` and `Packages.gz`, every lab `.deb`), and the apt
-/// placeholders `{dist}`, `{component}` and `{arch}`.
+/// paths below the archive root a warm-up fetches (what `apt-get update`
+/// and `apt-get install --download-only` of the lab's packages fetch: the
+/// dist's `InRelease`, its `Packages` and `Packages.gz` by path and by hash,
+/// as the `Release` announces `Acquire-By-Hash`, and every lab `.deb`), and
+/// the apt placeholders `{dist}`, `{component}` and `{arch}`.
 #[allow(clippy::type_complexity)]
 pub fn apt_lab(canary: &AptCanary) -> (Vec<(String, Vec<u8>)>, Vec<String>, Vec<(String, String)>) {
     let dist = canary.dist();
-    let index = format!(
-        "dists/{dist}/{}/binary-{}/Packages",
-        apt_canary::COMPONENT,
-        apt_canary::ARCH
-    );
-    let mut paths = vec![
-        format!("dists/{dist}/InRelease"),
-        index.clone(),
-        format!("{index}.gz"),
-    ];
+    let mut paths = vec![format!("dists/{dist}/InRelease")];
+    for name in ["Packages", "Packages.gz"] {
+        let rel = format!(
+            "{}/binary-{}/{name}",
+            apt_canary::COMPONENT,
+            apt_canary::ARCH
+        );
+        paths.push(format!("dists/{dist}/{rel}"));
+        let by_hash = egress_apt::IndexPath::new(&rel).ok().and_then(|index| {
+            canary.file(&format!("dists/{dist}/{rel}")).map(|bytes| {
+                egress_apt::by_hash_path(&index, &egress_model::Sha256Digest::of(&bytes))
+            })
+        });
+        if let Some(h) = by_hash {
+            paths.push(format!("dists/{dist}/{h}"));
+        }
+    }
     let mut packages = Vec::new();
     for (name, version) in canary.snapshot_packages(false) {
         if let Some((pool, bytes, _)) = canary.deb(&name, &version) {
@@ -314,10 +323,11 @@ pub fn apt_lab(canary: &AptCanary) -> (Vec<(String, Vec<u8>)>, Vec<String>, Vec<
 /// [`run_variant`] for an apt variant: a fresh apt canary, the apt suite
 /// (the built-in run's apt plan, upstream-observing sub-probes on) against
 /// the archive root, verifying `Release` against the variant's keyring.
-fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     let canary = apt_builtin::start_apt_canary()?;
     let started = Instant::now();
     let ready;
+    let mut exited = None;
     let name = v.name();
     let report = match v {
         Variant::Peer(cfg) => {
@@ -332,10 +342,11 @@ fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), 
                 placeholders: &placeholders,
                 keyring: Some(&keyring),
             };
-            let peer = crate::start(cfg, &ctx)?;
+            let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let keyring = peer.keyring.clone().unwrap_or(keyring);
             let r = apt_builtin::run_apt_against(name, &peer.index_url, &canary, keyring, None);
+            exited = peer.exited();
             peer.stop();
             r?
         }
@@ -356,7 +367,11 @@ fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), 
         }
     };
     canary.stop();
-    Ok((report, ready))
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
 }
 
 /// [`run_variant`] for an npm variant, the reference when `cfg` is `None`:
@@ -365,10 +380,11 @@ fn run_npm_variant(
     name: &str,
     cfg: Option<&PeerConfig>,
     peers_dir: &Path,
-) -> Result<(Report, Duration), VariantError> {
+) -> Result<Ran, VariantError> {
     let canary = npm_builtin::start_npm_canary()?;
     let started = Instant::now();
     let ready;
+    let mut exited = None;
     let report = match cfg {
         Some(cfg) => {
             let (packages, names) = npm_lab(&canary);
@@ -381,9 +397,10 @@ fn run_npm_variant(
                 placeholders: &[],
                 keyring: None,
             };
-            let peer = crate::start(cfg, &ctx)?;
+            let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = npm_builtin::run_npm_against(name, &peer.index_url, &canary);
+            exited = peer.exited();
             peer.stop();
             r?
         }
@@ -397,7 +414,11 @@ fn run_npm_variant(
         }
     };
     canary.stop();
-    Ok((report, ready))
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
 }
 
 /// Runs the suite against one variant in front of its own fresh canary and
@@ -405,6 +426,22 @@ fn run_npm_variant(
 /// to start (set-up steps, a sync or a warm-up included). `Err` names why
 /// the variant could not run.
 pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+    run_variant_ran(v, peers_dir).map(|r| (r.report, r.ready))
+}
+
+/// What one variant's run gave.
+pub struct Ran {
+    pub report: Report,
+    /// How long the variant took to start serving.
+    pub ready: Duration,
+    /// If the peer's process was no longer running when the suite ended:
+    /// how it had ended (`signal: 11 (SIGSEGV)`). The sub-probes after
+    /// that met a closed port.
+    pub exited: Option<String>,
+}
+
+/// [`run_variant`], and whether the peer was still running at the end.
+pub fn run_variant_ran(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     match v {
         Variant::NpmReference => run_npm_variant(v.name(), None, peers_dir),
         Variant::Peer(cfg) if cfg.protocol == Protocol::Npm => {
@@ -418,11 +455,12 @@ pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), 
 
 /// [`run_variant`] for a PyPI variant: a fresh canary (one file slow), the
 /// PyPI suite.
-fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     let canary = builtin::start_canary()?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
     let started = Instant::now();
     let ready;
+    let mut exited = None;
     let report = match v {
         // The PyPI reference (run_variant sends the npm and apt ones elsewhere).
         Variant::Reference
@@ -459,21 +497,30 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
                 placeholders: &[],
                 keyring: None,
             };
-            let peer = crate::start(cfg, &ctx)?;
+            let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
+            exited = peer.exited();
             peer.stop();
             r?
         }
     };
     canary.stop();
-    Ok((report, ready))
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
 }
 
 /// The reports of the variants that ran, and why the others did not.
 pub struct Outcome {
     pub reports: Vec<Report>,
     pub not_run: Vec<(String, String)>,
+    /// Peers whose process ended during the suite's run, and how: their
+    /// columns are what the suite measured, the later sub-probes against a
+    /// closed port.
+    pub exited: Vec<(String, String)>,
 }
 
 impl Outcome {
@@ -495,12 +542,18 @@ impl Outcome {
         reference_passes && self.not_run.is_empty()
     }
 
-    /// One line per variant that did not run.
+    /// One line per variant that did not run, or whose process ended
+    /// during the run.
     pub fn notes(&self) -> String {
-        self.not_run
+        let not_run = self
+            .not_run
             .iter()
-            .map(|(n, e)| format!("not run: {n}: {e}\n"))
-            .collect()
+            .map(|(n, e)| format!("not run: {n}: {e}\n"));
+        let exited = self
+            .exited
+            .iter()
+            .map(|(n, s)| format!("exited during the run: {n}: {s}\n"));
+        not_run.chain(exited).collect()
     }
 }
 
@@ -509,18 +562,30 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
     let mut out = Outcome {
         reports: Vec::new(),
         not_run: Vec::new(),
+        exited: Vec::new(),
     };
     for v in variants {
         let started = Instant::now();
-        match run_variant(v, peers_dir) {
-            Ok((r, ready)) => {
+        match run_variant_ran(v, peers_dir) {
+            Ok(Ran {
+                report: r,
+                ready,
+                exited,
+            }) => {
                 progress(&format!(
-                    "{}: {} in {:.1} s (serving after {:.1} s)",
+                    "{}: {} in {:.1} s (serving after {:.1} s){}",
                     v.name(),
                     r.outcome,
                     started.elapsed().as_secs_f64(),
-                    ready.as_secs_f64()
+                    ready.as_secs_f64(),
+                    exited
+                        .as_ref()
+                        .map(|s| format!("; the peer exited during the run ({s})"))
+                        .unwrap_or_default()
                 ));
+                if let Some(s) = exited {
+                    out.exited.push((v.name().to_string(), s));
+                }
                 out.reports.push(r);
             }
             Err(e) => {
@@ -581,6 +646,11 @@ pub fn matrix_markdown(variants: &[Variant], out: &Outcome) -> String {
         md.push_str(&format!(
             "\n**not run**: `{n}`: {}\n",
             e.replace('|', "\\|")
+        ));
+    }
+    for (n, s) in &out.exited {
+        md.push_str(&format!(
+            "\n**exited during the run**: `{n}`: {s}; the sub-probes after that met a closed port\n"
         ));
     }
     md

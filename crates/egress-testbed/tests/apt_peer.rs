@@ -61,6 +61,11 @@ fn peers_dir(label: &str) -> PathBuf {
 }
 
 fn config(peers: &Path, keyring: Option<&str>) -> PeerConfig {
+    config_with(peers, keyring, "")
+}
+
+/// [`config`] with more lines.
+fn config_with(peers: &Path, keyring: Option<&str>, more: &str) -> PeerConfig {
     let py = python();
     let py = py.display();
     let mut text = format!(
@@ -73,6 +78,7 @@ fn config(peers: &Path, keyring: Option<&str>) -> PeerConfig {
     if let Some(k) = keyring {
         text.push_str(&format!("keyring = {k}\n"));
     }
+    text.push_str(&more.replace("{py}", &py.to_string()));
     PeerConfig::parse("static-apt", &text)
         .map(|c| PeerConfig {
             dir: peers.to_path_buf(),
@@ -158,4 +164,32 @@ fn variants_put_apt_after_npm() {
         "{names:?}"
     );
     assert!(Variant::is_reference(suite::APT_REFERENCE));
+}
+
+/// `warm-then-run`: everything apt fetches for the lab's packages is
+/// fetched through the first server (a .deb must be the canary's bytes),
+/// then the second serves.
+#[test]
+fn warm_then_run_fetches_what_apt_fetches_and_checks_the_debs() {
+    let peers = peers_dir("warm");
+    let serve =
+        "warm-then-run = {py} -m http.server --bind 127.0.0.1 --directory {workdir}/www {port}\n";
+    let cfg = config_with(&peers, None, serve);
+    let (report, _) =
+        suite::run_variant(&Variant::Peer(Box::new(cfg)), &peers).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status(&report, "C.deb"), Status::Pass);
+    // The same, with the lab's .deb replaced by other bytes in the copy:
+    // the warm-up refuses it, naming the file.
+    let tamper = format!(
+        "init = {} -c open('{{workdir}}/www/debian/pool/main/e/ec-present/ec-present_1.0_amd64.deb','ab').write(b'x')\n{serve}",
+        python().display()
+    );
+    let cfg = config_with(&peers, None, &tamper);
+    let e = suite::run_variant(&Variant::Peer(Box::new(cfg)), &peers).expect_err("refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("warming") && msg.contains("ec-present_1.0_amd64.deb"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(&peers);
 }
