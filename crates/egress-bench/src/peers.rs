@@ -1226,7 +1226,7 @@ Transfer/sec:      1.50GB
         assert_eq!(ratio(0.876), "0.88");
         assert_eq!(ratio(107.6), "108");
         let a = parse_args(&["--duration".into(), "5".into()]).expect("parses");
-        assert_eq!((a.duration, a.peers.len()), (5, 8));
+        assert_eq!((a.duration, a.peers.len()), (5, 9));
         assert!(parse_args(&["--duration".into(), "0".into()]).is_err());
         assert!(parse_args(&["--bogus".into()]).is_err());
         assert_eq!(today().len(), 10);
