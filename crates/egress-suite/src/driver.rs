@@ -66,6 +66,8 @@ pub fn collect<S: Suite>(
         return finish::<S>(plan, records);
     }
     let c = collector(wire, &plan, &fresh);
+    let alive = alive_target::<S>(&records);
+    let prove = |ev: &mut Evidence| prove_alive(&c, alive.as_deref(), ev);
     for &p in S::PHASES.iter().filter(|p| **p != Phase::Controls) {
         let entries = phase::<S>(p);
         let mut brackets = Vec::new();
@@ -90,14 +92,42 @@ pub fn collect<S: Suite>(
                     ev
                 }
             };
+            let mut ev = ev;
+            prove(&mut ev);
             records.push(record(sp.id, ev));
         }
         for (id, mut ev, after) in brackets {
             after(&c, &f, &mut ev);
+            prove(&mut ev);
             records.push(record(id, ev));
         }
     }
     finish::<S>(plan, records)
+}
+
+/// The request of the first serving control that was answered 200: what
+/// [`prove_alive`] asks for again.
+fn alive_target<S: Suite>(records: &[ProbeRecord]) -> Option<String> {
+    S::SERVING
+        .iter()
+        .filter_map(|id| records.iter().find(|r| r.id == id.as_str()))
+        .flat_map(|r| &r.exchanges)
+        .find(|ex| ex.status() == Some(200) && ex.request_method() == "GET")
+        .map(egress_model::Exchange::request_target)
+}
+
+/// When a request of `ev` got no answer, asks for the control page again
+/// and records it ([`Observation::Alive`]): judges count that silence as a
+/// refusal only if the target still served then.
+fn prove_alive<P>(c: &Collector<P>, target: Option<&str>, ev: &mut Evidence) {
+    let Some(target) = target else { return };
+    if ev.exchanges.iter().all(|ex| ex.status().is_some()) {
+        return;
+    }
+    let exchange = c
+        .client
+        .get("alive after the requests left unanswered", target, None);
+    ev.observations.push(Observation::Alive { exchange });
 }
 
 fn collector<'a, P>(wire: &'a Wire, plan: &'a Plan<P>, fresh: &'a str) -> Collector<'a, P> {

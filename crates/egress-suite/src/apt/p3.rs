@@ -21,6 +21,18 @@ fn send_all(c: &Collector, ev: &mut crate::collect::Evidence, label: &str, targe
     }
 }
 
+/// Each target, then the same without its `?ec=` marker. A target that
+/// refuses every URL with a query (apt-cacher-ng answers 403) would refuse
+/// the marked one for that alone, never for its route, and the control was
+/// not asked with a query; the bare path shows what the route does.
+pub fn and_unmarked(targets: Vec<String>) -> Vec<String> {
+    let bare: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t.split_once("?ec=").map(|(path, _)| path.to_string()))
+        .collect();
+    targets.into_iter().chain(bare).collect()
+}
+
 pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
     let mut ev = crate::collect::Evidence::default();
     let other = elsewhere(c);
@@ -44,7 +56,12 @@ pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidenc
                 c.token()
             ),
         ];
-        send_all(c, ev, "proxy-style request for another host", targets);
+        send_all(
+            c,
+            ev,
+            "proxy-style request for another host",
+            and_unmarked(targets),
+        );
     });
     ev
 }
@@ -74,7 +91,7 @@ pub fn collect_remapped(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
                 c.token()
             ),
         ];
-        send_all(c, ev, "apt-cacher-ng remapped path", targets);
+        send_all(c, ev, "apt-cacher-ng remapped path", and_unmarked(targets));
     });
     ev
 }
@@ -123,6 +140,7 @@ pub fn collect_unknown(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
         format!("{root}{}", p.pool_path(&t, "1.0")),
         format!("{root}{t}"),
     ];
+    let targets = and_unmarked(targets);
     c.window("P3.unknown-paths", &mut ev, |ev| {
         send_all(
             c,
