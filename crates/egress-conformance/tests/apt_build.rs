@@ -1,0 +1,170 @@
+//! `snapshot build --apt-uris` against the apt canary: a `Release` whose
+//! `Valid-Until` has passed is refused as an unverified one is, and more
+//! than one `--apt-arch` is read, each line bound through whichever
+//! architecture's signed index lists it. No apt-get needed: the print-uris
+//! lines are written from the canary's signed `Packages` as Debian 12's
+//! apt writes them.
+
+mod common;
+
+use common::{ok, run, s, tmpdir, MirrorProcess};
+use egress_references::apt::canary::{self as apt_canary, AptCanary};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A print-uris line for `name`, from the canary's `arch` index.
+fn line(canary: &AptCanary, name: &str, arch: &str) -> String {
+    let text = canary
+        .file(&format!("dists/canary/main/binary-{arch}/Packages"))
+        .expect("Packages");
+    let e = egress_apt::parse_packages(&String::from_utf8(text).expect("utf-8"))
+        .expect("parse")
+        .into_iter()
+        .find(|e| e.package == name)
+        .unwrap_or_else(|| panic!("{name} in the {arch} index"));
+    format!(
+        "'{}/{}' {} {} MD5Sum:{}\n",
+        canary.archive_url(),
+        e.filename,
+        e.filename.file_name(),
+        e.size,
+        e.md5.unwrap_or_default()
+    )
+}
+
+/// `snapshot build` of `uris` from the canary with `extra` flags.
+fn build(dir: &Path, canary: &AptCanary, uris: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let key = dir.join("key");
+    if !key.exists() {
+        ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    }
+    let file = dir.join("uris.txt");
+    std::fs::write(&file, uris).unwrap();
+    let keyring = dir.join("canary.gpg");
+    std::fs::write(&keyring, canary.keyring()).unwrap();
+    let out = dir.join("snap");
+    let _ = std::fs::remove_dir_all(&out);
+    let source = format!("{} canary main", canary.archive_url());
+    let mut args = vec![
+        "snapshot",
+        "build",
+        "--apt-uris",
+        s(&file),
+        "--apt-source",
+        &source,
+        "--apt-keyring",
+        s(&keyring),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&out),
+    ];
+    args.extend_from_slice(extra);
+    (run(&args), out)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn an_expired_release_is_refused_with_exit_8() {
+    let dir = tmpdir("apt-build-valid-until");
+    let canary = AptCanary::start().expect("apt canary");
+    let good = line(&canary, apt_canary::PRESENT, "amd64");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Valid for another day: built.
+    canary.set_valid_until(Some(now + 86_400));
+    let (o, out) = build(&dir, &canary, &good, &[]);
+    ok(&o, "a Release valid for another day");
+    assert!(out.join("MANIFEST").exists());
+    // Expired an hour ago: refused, one line, nothing written.
+    canary.set_valid_until(Some(now - 3_600));
+    let (o, out) = build(&dir, &canary, &good, &[]);
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    let err = stderr(&o);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("egress-conformance: "), "{err}");
+    let date = egress_apt::rfc2822_utc(now - 3_600);
+    assert!(
+        last.contains(&format!("{} canary", canary.archive_url())),
+        "{last}"
+    );
+    assert!(last.contains(&format!("expired at {date}")), "{last}");
+    assert!(
+        last.contains("print") || last.contains("--apt-uris"),
+        "{last}"
+    );
+    assert!(last.contains("clock"), "{last}");
+    assert!(!out.exists(), "nothing is written");
+    canary.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn more_than_one_arch_is_read_and_served() {
+    let dir = tmpdir("apt-build-archs");
+    let canary = AptCanary::start().expect("apt canary");
+    let other = canary.add_arch("arm64");
+    let uris = format!(
+        "{}{}",
+        line(&canary, apt_canary::PRESENT, "amd64"),
+        line(&canary, &other, "arm64")
+    );
+    // One architecture: the arm64 line has no signed SHA256 to bind to.
+    let (o, out) = build(&dir, &canary, &uris, &[]);
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no SHA256 in any signed index"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    // Both: each line binds through its own architecture's index.
+    let (o, snap) = build(
+        &dir,
+        &canary,
+        &uris,
+        &["--apt-arch", "amd64", "--apt-arch", "arm64"],
+    );
+    ok(&o, "snapshot build with two --apt-arch");
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let c = egress_transcript::Client::new(
+        egress_model::Url::parse(&mirror.base).unwrap(),
+        Default::default(),
+        None,
+    )
+    .unwrap();
+    let body = |path: &str| {
+        let ex = c.get("get", path, None);
+        let r = ex.response.expect("an answer");
+        assert_eq!(r.status, Some(200), "{path}");
+        String::from_utf8(r.full_body().unwrap().to_vec()).unwrap()
+    };
+    let root = "/apt/debian/dists/canary/";
+    let listed = |arch: &str| -> Vec<String> {
+        egress_apt::parse_packages(&body(&format!("{root}main/binary-{arch}/Packages")))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.package)
+            .collect()
+    };
+    assert_eq!(listed("amd64"), [apt_canary::PRESENT]);
+    assert_eq!(listed("arm64"), [other.as_str()]);
+    let release = egress_apt::Release::parse(&body(&format!("{root}Release"))).unwrap();
+    assert_eq!(release.architectures, ["amd64", "arm64"]);
+    for arch in ["amd64", "arm64"] {
+        assert!(release
+            .find(&format!("main/binary-{arch}/Packages.gz"))
+            .is_some());
+    }
+    let (pool, bytes, _) = canary.deb(&other, apt_canary::FIRST_VERSION).unwrap();
+    let ex = c.get("deb", &format!("/apt/debian/{pool}"), None);
+    assert_eq!(ex.response.unwrap().full_body().unwrap(), &bytes[..]);
+    drop(mirror);
+    canary.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
