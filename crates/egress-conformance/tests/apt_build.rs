@@ -168,3 +168,121 @@ fn more_than_one_arch_is_read_and_served() {
     canary.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Real apt with two architectures: its own `--print-uris` against the
+/// canary (amd64 and arm64), the build with both `--apt-arch`, then a
+/// fresh apt that trusts only the lab key runs `update` and downloads the
+/// arm64 package from the mirror; its bytes are the canary's.
+#[test]
+fn real_apt_reads_two_architectures_through_the_mirror() {
+    use egress_references::apt::client::AptClient;
+    if !AptClient::available() {
+        eprintln!("skipped: apt-get is not installed");
+        return;
+    }
+    let dir = tmpdir("apt-build-archs-real");
+    let canary = AptCanary::start().expect("apt canary");
+    let other = canary.add_arch("arm64");
+    let two = ["-o", "APT::Architectures=amd64,arm64"];
+    let lab_apt = AptClient::new(&dir.join("lab-apt")).expect("apt tree");
+    let keyring = lab_apt.add_keyring("canary", &canary.keyring()).unwrap();
+    lab_apt
+        .add_source(&canary.source_line(&keyring, apt_canary::DIST))
+        .unwrap();
+    ok(
+        &lab_apt.command().args(two).arg("update").output().unwrap(),
+        "apt-get update (canary)",
+    );
+    let foreign = format!("{other}:arm64");
+    let lists: Vec<_> = std::fs::read_dir(lab_apt.lists_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let dump = lab_apt
+        .tool("apt-config")
+        .args(two)
+        .args(["dump", "APT::Architectures"])
+        .output()
+        .unwrap();
+    eprintln!(
+        "DEBUG lists {lists:?}\n{}",
+        String::from_utf8_lossy(&dump.stdout)
+    );
+    let o = lab_apt
+        .command()
+        .args(two)
+        .args([
+            "install",
+            "--print-uris",
+            "-qq",
+            apt_canary::PRESENT,
+            &foreign,
+        ])
+        .output()
+        .unwrap();
+    ok(&o, "apt-get install --print-uris");
+    let uris = String::from_utf8(o.stdout).unwrap();
+    assert!(uris.contains("_arm64.deb"), "{uris}");
+    let (o, snap) = build(
+        &dir,
+        &canary,
+        &uris,
+        &["--apt-arch", "amd64", "--apt-arch", "arm64"],
+    );
+    ok(&o, "snapshot build with two --apt-arch");
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let lab = dir.join("lab.gpg");
+    ok(
+        &run(&[
+            "snapshot",
+            "apt-keyring",
+            "--key",
+            s(&dir.join("key")),
+            "--out",
+            s(&lab),
+        ]),
+        "snapshot apt-keyring",
+    );
+    let sandbox = AptClient::new(&dir.join("sandbox-apt")).expect("apt tree");
+    let trusted = sandbox
+        .add_keyring("lab", &std::fs::read(&lab).unwrap())
+        .unwrap();
+    sandbox
+        .add_source(&format!(
+            "deb [signed-by={}] {}/apt/debian {} {}",
+            trusted.display(),
+            mirror.base.trim_end_matches('/'),
+            apt_canary::DIST,
+            apt_canary::COMPONENT
+        ))
+        .unwrap();
+    let before = canary.requests().len();
+    ok(
+        &sandbox.command().args(two).arg("update").output().unwrap(),
+        "apt-get update (mirror)",
+    );
+    let o = sandbox
+        .command()
+        .args(two)
+        .args(["install", "--download-only", "-y", &foreign])
+        .output()
+        .unwrap();
+    ok(
+        &o,
+        "apt-get install --download-only (arm64, from the mirror)",
+    );
+    let (pool, bytes, _) = canary.deb(&other, apt_canary::FIRST_VERSION).unwrap();
+    let got = std::fs::read(sandbox.archives_dir().join(pool.file_name())).expect("downloaded");
+    assert!(
+        got == bytes,
+        "the arm64 .deb apt fetched from the mirror is the canary's"
+    );
+    assert_eq!(
+        canary.requests().len(),
+        before,
+        "the mirror never contacts the canary"
+    );
+    drop(mirror);
+    canary.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
