@@ -273,3 +273,63 @@ fn real_apt_reads_two_architectures_through_the_mirror() {
     canary.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--apt-debs` input that cannot be used: one line, its exit code, nothing
+/// written.
+#[test]
+fn bad_apt_debs_each_get_one_line_and_their_exit_code() {
+    let dir = tmpdir("apt-build-debs");
+    let canary = AptCanary::start().expect("apt canary");
+    let good = line(&canary, apt_canary::PRESENT, "amd64");
+    let debs = dir.join("debs");
+    std::fs::create_dir_all(&debs).unwrap();
+    let cases: [(&str, Vec<u8>, i32, &str); 2] = [
+        (
+            "broken.deb",
+            b"not a deb".to_vec(),
+            4,
+            "not a readable .deb",
+        ),
+        (
+            "other-arch.deb",
+            egress_artifacts::build_deb(&egress_artifacts::DebSpec {
+                package: "egress-kit-other".into(),
+                version: "1.0".into(),
+                architecture: "riscv64".into(),
+                maintainer: "m <m@example.invalid>".into(),
+                description: "Built for an architecture the build does not read".into(),
+                depends: None,
+                scripts: Vec::new(),
+                files: Vec::new(),
+            }),
+            4,
+            "add --apt-arch riscv64",
+        ),
+    ];
+    for (name, bytes, code, needle) in cases {
+        let file = debs.join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let (o, out) = build(&dir, &canary, &good, &["--apt-debs", s(&debs)]);
+        assert_eq!(o.status.code(), Some(code), "{name}: {}", stderr(&o));
+        let err = stderr(&o);
+        let last = err.trim_end().lines().last().unwrap_or_default();
+        assert!(last.contains(needle), "{name}: {last}");
+        assert!(last.contains("--apt-debs"), "{name}: {last}");
+        assert!(!out.exists(), "{name}: nothing is written");
+        std::fs::remove_file(&file).unwrap();
+    }
+    // Without --apt-uris it is a usage error.
+    let o = run(&[
+        "snapshot",
+        "build",
+        "--apt-debs",
+        s(&debs),
+        "--sign-key",
+        s(&dir.join("key")),
+        "--out",
+        s(&dir.join("snap")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    canary.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -267,6 +267,16 @@ fn the_apt_canary_key_follows_its_secret() {
     let keyring = PathBuf::from(first.get("keyring"));
     assert_eq!(keyring, dir.join("secret.apt-keyring.gpg"));
     let a = std::fs::read(&keyring).unwrap();
+    // Without the secret, the control API is a route the canary does not
+    // serve: the same answer, byte for byte.
+    let c = client(&first.origin());
+    let plan = c.get("plan", "/_egress-canary/plan", None);
+    let unknown = c.get("unknown", "/_egress-canary/nothing-here", None);
+    assert_eq!(plan.status(), Some(404));
+    assert_eq!(
+        plan.response.as_ref().unwrap().body_sha256,
+        unknown.response.as_ref().unwrap().body_sha256
+    );
     assert!(first.stop().success());
     let again = CanaryProcess::start("apt", &secret);
     assert_eq!(std::fs::read(&keyring).unwrap(), a);

@@ -1,7 +1,9 @@
 //! The apt canary upstream: a small signed Debian repository the suite
 //! controls, the apt counterpart of the PyPI and npm canaries.
 //!
-//! **Test fixture.** It binds to 127.0.0.1 only and never connects anywhere.
+//! **Test fixture.** In-process it binds to 127.0.0.1 only; the standalone
+//! canary binds where it is told (`ServeOptions`). It never connects
+//! anywhere.
 //!
 //! Everything it serves is built by the project's own code: the `.deb`s by
 //! `egress_artifacts::deb::build_deb` (`ar`, control and data tarballs),
