@@ -138,6 +138,9 @@ mod tests {
                 "egress-kit-template_1.0_all.deb"
             ]
         );
+        for name in [PRESENT, TRIPWIRE, TEMPLATE] {
+            assert!(name.starts_with(crate::kit::PREFIX), "{name}");
+        }
         for f in &a {
             let control = egress_artifacts::deb_control_paragraph(&f.bytes).expect("control");
             assert_eq!(control.get("Architecture"), Some(ARCH));
