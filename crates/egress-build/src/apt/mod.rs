@@ -92,6 +92,8 @@ pub(crate) struct Apt {
     debs: Vec<pins::Deb>,
     /// The `.deb`s of `--apt-debs`.
     local: Vec<local::LocalDeb>,
+    /// How many of `debs` came from `--apt-debs`.
+    local_added: usize,
     signing: Option<(OpenPgpKey, u64)>,
 }
 
@@ -107,6 +109,7 @@ impl Apt {
             upstream: Vec::new(),
             debs: Vec::new(),
             local: Vec::new(),
+            local_added: 0,
             signing: None,
         }
     }
@@ -151,7 +154,7 @@ impl Apt {
                     Some(u) if u.sha256 == e.sha256 => {}
                     Some(_) => {
                         return Err(BuildError::Refused(format!(
-                            "--apt-debs {shown}: {} is listed by the signed index of {} with other bytes; leave the file out or rename the package",
+                            "--apt-debs {shown}: {} is listed by the signed index of {} with other bytes; leave the file out or rename the package (from the standalone canary, make the kit with kit --canary and that canary's URL)",
                             e.filename,
                             source.label()
                         )))
@@ -164,6 +167,7 @@ impl Apt {
                 .iter()
                 .any(|p| p.base == source.base && p.stanza.filename == e.filename);
             if !pinned {
+                self.local_added += 1;
                 self.debs.push(pins::Deb {
                     base: source.base.clone(),
                     stanza: e.clone(),
@@ -363,7 +367,7 @@ impl Part for Apt {
                 "apt indexes need the snapshot signing key".into(),
             ));
         };
-        render::stage(
+        let mut staged = render::stage(
             builder,
             &render::Repository {
                 sources: &self.sources,
@@ -373,7 +377,10 @@ impl Part for Apt {
             },
             lab,
             *now,
-        )
+        )?;
+        // The --apt-debs files were read, not downloaded.
+        staged.downloaded = staged.downloaded.saturating_sub(self.local_added);
+        Ok(staged)
     }
 }
 
