@@ -140,7 +140,8 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                     apt_canary::COMPONENT
                 )],
                 apt_keyring: Some(keyring),
-                apt_arch: None,
+                apt_arch: Vec::new(),
+                apt_debs: Vec::new(),
             },
         },
         |_| {},
