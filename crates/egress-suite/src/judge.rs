@@ -125,11 +125,16 @@ pub fn refusals<P, F: ControlFacts>(
 }
 
 /// Whether the control page was served right after this record's requests
-/// ([`Observation::Alive`], recorded when one of them got no answer).
+/// (the first [`Observation::Alive`], recorded when one of them got no
+/// answer; a later one shows the target back after a stop).
 pub fn alive_after(rec: &ProbeRecord) -> bool {
-    rec.observations.iter().any(|o| match o {
-        Observation::Alive { exchange } => exchange.status() == Some(200),
-        _ => false,
+    first_alive(rec).is_some_and(|ex| ex.status() == Some(200))
+}
+
+fn first_alive(rec: &ProbeRecord) -> Option<&egress_model::Exchange> {
+    rec.observations.iter().find_map(|o| match o {
+        Observation::Alive { exchange } => Some(exchange),
+        _ => None,
     })
 }
 
@@ -146,12 +151,19 @@ pub fn silence_unproven(rec: &ProbeRecord) -> Option<Verdict> {
     if silent == 0 || alive_after(rec) {
         return None;
     }
-    let after = rec.observations.iter().find_map(|o| match o {
-        Observation::Alive { exchange } => Some(exchange.summary()),
-        _ => None,
-    });
+    let after = first_alive(rec).map(egress_model::Exchange::summary);
+    let back = rec
+        .observations
+        .iter()
+        .find_map(|o| match o {
+            Observation::Alive { exchange } if exchange.status() == Some(200) => {
+                Some(format!("; it served again later ({})", exchange.label))
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
     Some(inconclusive(format!(
-        "{silent} of {} requests got no answer, and the control page was not served right after them ({}): a target that stopped answering shows no refusal",
+        "{silent} of {} requests got no answer, and the control page was not served right after them ({}): a target that stopped answering shows no refusal{back}",
         rec.exchanges.len(),
         after.unwrap_or_else(|| "not asked: no control page was served".into())
     )))
