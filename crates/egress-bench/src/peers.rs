@@ -1,7 +1,8 @@
 //! `egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]`:
 //! the testbed's peers against the reference mirror, in one run on this
-//! machine, serving a cached project page and a cached file (PyPI), or a
-//! cached packument and a cached tarball (npm).
+//! machine, serving a cached project page and a cached file (PyPI), a
+//! cached packument and a cached tarball (npm), or a `Packages` index and a
+//! cached `.deb` (apt).
 //!
 //! One canary upstream per protocol is started in-process. Then, one
 //! variant at a time (so that no peer's numbers depend on another's
@@ -9,7 +10,8 @@
 //! canary (the reference mirror exactly as `egress-conformance testbed`
 //! starts it, a peer from `testbed/peers/NAME.conf` through
 //! `egress-testbed`), its cache is warmed by fetching the present project's
-//! page or packument and one of its files through it (the file is checked
+//! page or packument and one of its files through it (apt: the dist's
+//! `Packages` and the present package's `.deb`; the file is checked
 //! against the canary's bytes), `wrk` measures the page and then the file,
 //! and the variant is stopped again. A variant that does not start, or does
 //! not serve the page or the file, is skipped with one line naming it; the
@@ -25,10 +27,12 @@
 use egress_artifacts::{BuiltDist, NpmTarball};
 use egress_model::url::InvalidUrl;
 use egress_model::{Upstream, Url};
+use egress_references::apt::canary::{self as apt_canary, AptCanary};
 use egress_references::npm::canary::{self as npm_canary, NpmCanary};
 use egress_references::pypi::canary::{Canary, PRESENT};
 use egress_testbed::suite::{
-    npm_lab, start_npm_reference, start_reference, Paths, Variant, NPM_REFERENCE, REFERENCE,
+    apt_lab, npm_lab, start_apt_reference, start_npm_reference, start_reference, Paths, Variant,
+    APT_REFERENCE, NPM_REFERENCE, REFERENCE,
 };
 use egress_testbed::{ConfigError, PeerConfig, PeerError, Protocol};
 use egress_transcript::{Client, ClientError, Limits, Request};
@@ -39,13 +43,15 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The variants that serve the lab's projects from a cache or a directory.
-const DEFAULT_PEERS: [&str; 6] = [
+const DEFAULT_PEERS: [&str; 8] = [
     REFERENCE,
     "devpi",
     "proxpi",
     "pypiserver-no-fallback",
     NPM_REFERENCE,
     "verdaccio",
+    APT_REFERENCE,
+    "apt-cacher-ng",
 ];
 /// What npm sends when it asks for a packument to install from.
 const NPM_ACCEPT: &str = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
@@ -56,12 +62,12 @@ const CONNECTIONS: u32 = 16;
 const WARM_WITHIN: Duration = Duration::from_secs(20);
 
 const USAGE: &str =
-    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio)";
+    "usage: egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]   (default peers: reference devpi proxpi pypiserver-no-fallback reference-npm verdaccio reference-apt apt-cacher-ng)";
 
 #[derive(clap::Parser)]
 #[command(
     name = "egress-bench-peers",
-    about = "Measures the testbed's PyPI and npm peers against the reference mirror with wrk and writes a Markdown table.",
+    about = "Measures the testbed's PyPI, npm and apt peers against the reference mirror with wrk and writes a Markdown table.",
     override_usage = "egress-bench-peers [--duration SECS] [--peer NAME]... [--out FILE]"
 )]
 struct Args {
@@ -69,7 +75,8 @@ struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     duration: u64,
     /// A peer to measure; repeat for several [default: reference devpi
-    /// proxpi pypiserver-no-fallback reference-npm verdaccio].
+    /// proxpi pypiserver-no-fallback reference-npm verdaccio reference-apt
+    /// apt-cacher-ng].
     #[arg(long = "peer", value_name = "NAME")]
     peers: Vec<String>,
     /// Where to write the Markdown table.
@@ -112,6 +119,8 @@ enum PeersError {
     NoWheel { project: &'static str },
     #[error("the npm canary serves no {package}")]
     NoPackage { package: &'static str },
+    #[error("the apt canary serves no .deb of {package}")]
+    NoDeb { package: &'static str },
     /// `wrk` is not installed or cannot be run.
     #[error("cannot run wrk: {error} (Debian: apt-get install wrk)")]
     WrkMissing { error: io::Error },
@@ -546,6 +555,68 @@ fn warm_npm(registry: &Url, version: &str, want: &NpmTarball) -> Result<(Url, Ur
     Ok((doc_url, file_url))
 }
 
+/// [`warm`] for an apt archive: the dist's `Packages` index and the
+/// present package's `.deb`, until the `.deb` comes back from the peer
+/// itself with the canary's bytes; returns both URLs.
+fn warm_apt(archive: &Url, deb: &AptDeb) -> Result<(Url, Url), PeersError> {
+    let c = client(archive)?;
+    let index_url = archive.join(&format!(
+        "dists/{}/{}/binary-{}/Packages",
+        apt_canary::DIST,
+        apt_canary::COMPONENT,
+        apt_canary::ARCH
+    ))?;
+    let file_url = archive.join(&deb.path)?;
+    let get = |what: &str, url: &Url| {
+        c.send(
+            what,
+            &Request::get(url.path_and_query()).header("Accept", "*/*"),
+        )
+    };
+    let ex = get("Packages", &index_url);
+    if ex.status() != Some(200) {
+        return Err(PeersError::Answered {
+            url: index_url,
+            answer: answer(&ex),
+        });
+    }
+    let right = |ex: &egress_model::Exchange| {
+        ex.response
+            .as_ref()
+            .is_some_and(|r| r.status == Some(200) && r.body_sha256 == deb.sha256)
+    };
+    let started = Instant::now();
+    loop {
+        let ex = get(".deb", &file_url);
+        if right(&ex) {
+            break;
+        }
+        if started.elapsed() > WARM_WITHIN || signals::stopping() {
+            return Err(PeersError::NeverServed {
+                url: file_url,
+                filename: deb.filename.clone(),
+                last: answer(&ex),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let ex = get("Packages again", &index_url);
+    if ex.status() != Some(200) {
+        return Err(PeersError::NotWarm {
+            url: index_url,
+            answer: answer(&ex),
+        });
+    }
+    let ex = get(".deb again", &file_url);
+    if !right(&ex) {
+        return Err(PeersError::NotWarm {
+            url: file_url,
+            answer: answer(&ex),
+        });
+    }
+    Ok((index_url, file_url))
+}
+
 struct Measured {
     protocol: Protocol,
     name: String,
@@ -565,7 +636,57 @@ struct Lab {
     /// The file measured: the present project's first wheel.
     file: BuiltDist,
     npm: NpmLab,
+    apt: AptLab,
     paths: Paths,
+}
+
+/// The `.deb` measured: the present package's.
+struct AptDeb {
+    /// Below the archive root: `pool/main/e/ec-present/...`.
+    path: String,
+    filename: String,
+    size: usize,
+    sha256: egress_model::Sha256Digest,
+}
+
+/// The apt third: the apt canary and what an apt peer is given.
+struct AptLab {
+    canary: AptCanary,
+    packages: Vec<(String, Vec<u8>)>,
+    paths: Vec<String>,
+    placeholders: Vec<(String, String)>,
+    keyring: Vec<u8>,
+    deb: AptDeb,
+}
+
+impl AptLab {
+    fn start() -> Result<Self, PeersError> {
+        let canary = AptCanary::start().map_err(|source| PeersError::Canary {
+            what: "apt canary upstream",
+            source,
+        })?;
+        let (packages, paths, placeholders) = apt_lab(&canary);
+        let (pool, bytes, sha256) = canary
+            .deb(apt_canary::PRESENT, apt_canary::FIRST_VERSION)
+            .ok_or(PeersError::NoDeb {
+                package: apt_canary::PRESENT,
+            })?;
+        let deb = AptDeb {
+            path: pool.as_str().to_string(),
+            filename: pool.file_name().to_string(),
+            size: bytes.len(),
+            sha256,
+        };
+        let keyring = canary.keyring();
+        Ok(AptLab {
+            canary,
+            packages,
+            paths,
+            placeholders,
+            keyring,
+            deb,
+        })
+    }
 }
 
 /// The npm half: the npm canary and what an npm peer is given.
@@ -607,6 +728,7 @@ fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), 
     match name {
         REFERENCE => Ok((Protocol::Pypi, None)),
         NPM_REFERENCE => Ok((Protocol::Npm, None)),
+        APT_REFERENCE => Ok((Protocol::Apt, None)),
         _ => {
             let path = lab.paths.configs.join(format!("{name}.conf"));
             if !path.is_file() {
@@ -630,6 +752,11 @@ fn start(
                 start_npm_reference(&lab.npm.canary).map_err(PeersError::Reference)?;
             return Ok((registry, Variant::NpmReference.about(), guard));
         }
+        if name == APT_REFERENCE {
+            let (archive, _, _, guard) =
+                start_apt_reference(&lab.apt.canary).map_err(PeersError::Reference)?;
+            return Ok((archive, Variant::AptReference.about(), guard));
+        }
         let (index, guard) = start_reference(&lab.canary).map_err(PeersError::Reference)?;
         return Ok((index, Variant::Reference.about(), guard));
     };
@@ -646,13 +773,22 @@ fn start(
             &lab.npm.packages,
             &lab.npm.names,
         ),
+        Protocol::Apt => (
+            format!("{}/", lab.apt.canary.archive_url()),
+            lab.apt.canary.base_url(),
+            &lab.apt.packages,
+            &lab.apt.paths,
+        ),
     };
+    let apt = cfg.protocol == Protocol::Apt;
     let ctx = egress_testbed::Context {
         peers_dir: &lab.paths.peers,
         canary_index: &canary_index,
         canary_url: &canary_url,
         packages,
         projects,
+        placeholders: if apt { &lab.apt.placeholders } else { &[] },
+        keyring: apt.then_some(lab.apt.keyring.as_slice()),
     };
     let peer = egress_testbed::start(&cfg, &ctx)?;
     eprintln!("bench-peers: {name}: started, pid {}", peer.pid());
@@ -672,6 +808,7 @@ fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, PeersError>
             warm_npm(&index, &lab.npm.version, &lab.npm.tarball)?,
             NPM_ACCEPT,
         ),
+        Protocol::Apt => (&lab.apt.canary, warm_apt(&index, &lab.apt.deb)?, "*/*"),
     };
     eprintln!("bench-peers: {name} {index} {page_url} {file_url}");
     let mark = canary.mark();
@@ -763,6 +900,7 @@ fn render(
     duration: u64,
     file: &BuiltDist,
     npm: &NpmLab,
+    deb: &AptDeb,
 ) -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mut md = format!(
@@ -795,6 +933,21 @@ fn render(
                 npm.tarball.bytes.len()
             ),
         },
+        Table {
+            protocol: Protocol::Apt,
+            reference: APT_REFERENCE,
+            page: "Packages index",
+            file: "cached .deb",
+            both: "index + .deb",
+            note: format!(
+                "The index is the dist `{}`'s `{}/binary-{}/Packages`; the `.deb` is `{}` ({} bytes), fetched once through each peer before measuring and checked against the apt canary's bytes.",
+                apt_canary::DIST,
+                apt_canary::COMPONENT,
+                apt_canary::ARCH,
+                deb.filename,
+                deb.size
+            ),
+        },
     ];
     let mut tables: Vec<(Table, Vec<&Measured>)> = tables
         .into_iter()
@@ -815,6 +968,7 @@ fn render(
                 match t.protocol {
                     Protocol::Pypi => "PyPI",
                     Protocol::Npm => "npm",
+                    Protocol::Apt => "apt",
                 }
             ));
         }
@@ -906,10 +1060,10 @@ fn table(md: &mut String, t: &Table, results: &[&Measured]) {
             "- `{}`: {}; {} `{}`, file `{}`\n",
             m.name,
             m.about,
-            if m.protocol == Protocol::Npm {
-                "packument"
-            } else {
-                "page"
+            match m.protocol {
+                Protocol::Pypi => "page",
+                Protocol::Npm => "packument",
+                Protocol::Apt => "index",
             },
             m.page_url.path_and_query(),
             m.file_url.path_and_query()
@@ -941,6 +1095,7 @@ fn run(args: &Args) -> Result<bool, PeersError> {
         projects,
         file,
         npm: NpmLab::start()?,
+        apt: AptLab::start()?,
         paths: Paths::find(),
     };
     let mut results = Vec::new();
@@ -966,9 +1121,17 @@ fn run(args: &Args) -> Result<bool, PeersError> {
             }
         }
     }
-    let md = render(&results, &skipped, args.duration, &lab.file, &lab.npm);
+    let md = render(
+        &results,
+        &skipped,
+        args.duration,
+        &lab.file,
+        &lab.npm,
+        &lab.apt.deb,
+    );
     lab.canary.stop();
     lab.npm.canary.stop();
+    lab.apt.canary.stop();
     if signals::stopping() {
         return Err(PeersError::NothingWritten);
     }
@@ -1062,7 +1225,7 @@ Transfer/sec:      1.50GB
         assert_eq!(ratio(0.876), "0.88");
         assert_eq!(ratio(107.6), "108");
         let a = parse_args(&["--duration".into(), "5".into()]).expect("parses");
-        assert_eq!((a.duration, a.peers.len()), (5, 6));
+        assert_eq!((a.duration, a.peers.len()), (5, 8));
         assert!(parse_args(&["--duration".into(), "0".into()]).is_err());
         assert!(parse_args(&["--bogus".into()]).is_err());
         assert_eq!(today().len(), 10);

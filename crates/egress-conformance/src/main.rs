@@ -64,7 +64,7 @@ enum Command {
         #[command(subcommand)]
         command: SnapshotCommand,
     },
-    /// Run the suite against the PyPI and npm mirrors labs deploy
+    /// Run the suite against the PyPI, npm and apt mirrors labs deploy
     /// (testbed/peers/, installed by scripts/setup-peers) and the reference
     /// mirror, each in front of its own canary upstream, and write one
     /// matrix per protocol.

@@ -1,4 +1,4 @@
-//! `testbed`: the suite against the PyPI and npm mirrors labs deploy, as
+//! `testbed`: the suite against the PyPI, npm and apt mirrors labs deploy, as
 //! `egress_testbed::suite` runs it, printed and written as files.
 
 use crate::{exit, output, Failure};
@@ -10,7 +10,7 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct TestbedArgs {
     /// Run only this peer (repeatable); by default every peer: `reference`,
-    /// `reference-npm` and each testbed/peers/NAME.conf.
+    /// `reference-npm`, `reference-apt` and each testbed/peers/NAME.conf.
     #[arg(long = "peer", value_name = "NAME")]
     pub peers: Vec<String>,
     /// Where the reports and the matrix are written.

@@ -72,6 +72,8 @@ fn both(name: &str, peers: &PathBuf) -> (Report, Report) {
         canary_url: &origin,
         packages: &packages,
         projects: &projects,
+        placeholders: &[],
+        keyring: None,
     };
     let peer = egress_testbed::start(cfg, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
     let signers = dir.join("allowed_signers");

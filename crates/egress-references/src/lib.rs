@@ -45,7 +45,7 @@ pub mod tunnel;
 pub use hostile::{Hostile, HostileServer};
 pub use pypi::canary::Canary;
 pub use pypi::proxy::CachingProxy;
-pub use relay::SLOW_FETCH;
+pub use relay::{splice, SLOW_FETCH};
 pub use template::render_template;
 
 /// Every protocol's built-in pair, in the order they are reported: the one

@@ -119,8 +119,9 @@ pub(crate) fn connect(authority: &str) -> Reply {
     )
 }
 
-/// Copies both ways until each side ends or stays idle for 10 s.
-pub(crate) fn splice(client: TcpStream, upstream: TcpStream) {
+/// Copies both ways until each side ends or stays idle for 10 s (also the
+/// testbed's relay to the canary, `egress_testbed::relay`).
+pub fn splice(client: TcpStream, upstream: TcpStream) {
     let idle = Some(Duration::from_secs(10));
     for s in [&client, &upstream] {
         let _ = s.set_read_timeout(idle);

@@ -12,6 +12,8 @@ pub enum Protocol {
     Pypi,
     /// The npm registry protocol, in front of the npm canary.
     Npm,
+    /// A Debian archive (apt), in front of the apt canary.
+    Apt,
 }
 
 impl Protocol {
@@ -19,6 +21,7 @@ impl Protocol {
         match self {
             Protocol::Pypi => "pypi",
             Protocol::Npm => "npm",
+            Protocol::Apt => "apt",
         }
     }
 }
@@ -44,11 +47,19 @@ pub struct PeerConfig {
     pub setup: Option<Setup>,
     pub warm_then_run: Option<Vec<String>>,
     /// The index path on the peer, e.g. `/root/canary/+simple/`; for an npm
-    /// peer, the registry's path (`/`).
+    /// peer, the registry's path (`/`); for an apt peer, the archive root a
+    /// `sources.list` line names (`/debian/`).
     pub index: String,
+    /// apt: the keyring file the peer's `Release` must verify against
+    /// (placeholders allowed, read once the peer serves); the canary's
+    /// keyring when not given.
+    pub keyring: Option<String>,
     /// The path that must answer 200 before the peer counts as serving
     /// (Verdaccio's `/-/ping`); the index when not given.
     pub ready: Option<String>,
+    /// The highest `{port}` the peer can listen on (apt-cacher-ng 3.7.4
+    /// cannot bind a port above 32767); any free loopback port when not given.
+    pub max_port: Option<u16>,
 }
 
 /// One `file = TEMPLATE DESTINATION [NAME=VALUE]...` line.
@@ -69,6 +80,9 @@ pub enum Setup {
     DevpiMirror { user: String, index: String },
 }
 
+/// The lowest port a peer with a `max-port` is given.
+pub const LOW_PORT: u16 = 20_000;
+
 /// The values the placeholders take for one start of a peer.
 pub struct Vars<'a> {
     pub port: u16,
@@ -77,14 +91,37 @@ pub struct Vars<'a> {
     pub canary_index: &'a str,
     pub workdir: &'a Path,
     pub venv: &'a Path,
+    /// The protocol's own placeholders, `(NAME, VALUE)` for `{NAME}`: an apt
+    /// peer's `{dist}`, `{component}`, `{arch}` and `{canary_keyring}`.
+    pub extra: &'a [(String, String)],
+}
+
+/// The host and port of `http://HOST:PORT`, for `{canary_host}` and
+/// `{canary_port}`; empty when `url` is not of that shape.
+pub fn host_port(url: &str) -> (String, String) {
+    let authority = url
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+    match authority.rsplit_once(':') {
+        Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+            (h.to_string(), p.to_string())
+        }
+        _ => (authority.to_string(), String::new()),
+    }
 }
 
 impl Vars<'_> {
     /// Substitutes every placeholder in one word.
     pub fn fill(&self, word: &str) -> String {
+        let (host, port) = host_port(self.canary_url);
+        let word = self.extra.iter().fold(word.to_string(), |w, (k, v)| {
+            w.replace(&format!("{{{k}}}"), v)
+        });
         word.replace("{port}", &self.port.to_string())
             .replace("{canary_index}", self.canary_index)
             .replace("{canary_url}", self.canary_url)
+            .replace("{canary_host}", &host)
+            .replace("{canary_port}", &port)
             .replace("{workdir}", &self.workdir.to_string_lossy())
             .replace("{venv}", &self.venv.to_string_lossy())
     }
@@ -121,6 +158,8 @@ pub enum ConfigError {
     Missing { name: String, key: &'static str },
     #[error("{name}.conf: `setup = devpi-mirror` is for PyPI peers")]
     SetupForNpm { name: String },
+    #[error("{name}.conf: `keyring` is for apt peers (protocol = apt)")]
+    KeyringForApt { name: String },
     #[error("{}: {cause}", .path.display())]
     Read {
         path: PathBuf,
@@ -145,7 +184,9 @@ impl PeerConfig {
             setup: None,
             warm_then_run: None,
             index: String::new(),
+            keyring: None,
             ready: None,
+            max_port: None,
         };
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -167,7 +208,8 @@ impl PeerConfig {
                     c.protocol = match value {
                         "pypi" => Protocol::Pypi,
                         "npm" => Protocol::Npm,
-                        _ => return Err(at("protocol is `pypi` or `npm`")),
+                        "apt" => Protocol::Apt,
+                        _ => return Err(at("protocol is `pypi`, `npm` or `apt`")),
                     }
                 }
                 "ready" if value.starts_with('/') => c.ready = Some(value.to_string()),
@@ -204,6 +246,18 @@ impl PeerConfig {
                 "run" => c.run = words(value),
                 "warm-then-run" => c.warm_then_run = Some(words(value)),
                 "index" => c.index = value.to_string(),
+                "keyring" => c.keyring = Some(value.to_string()),
+                "max-port" => {
+                    c.max_port = Some(
+                        value
+                            .parse::<u16>()
+                            .ok()
+                            .filter(|p| *p > LOW_PORT)
+                            .ok_or_else(|| {
+                                at(&format!("max-port wants a port above {}", LOW_PORT))
+                            })?,
+                    )
+                }
                 "setup" => {
                     let w = words(value);
                     let Some(("devpi-mirror", Some((user, index)))) = w
@@ -235,8 +289,13 @@ impl PeerConfig {
                 });
             }
         }
-        if c.protocol == Protocol::Npm && c.setup.is_some() {
+        if c.protocol != Protocol::Pypi && c.setup.is_some() {
             return Err(ConfigError::SetupForNpm {
+                name: name.to_string(),
+            });
+        }
+        if c.protocol != Protocol::Apt && c.keyring.is_some() {
+            return Err(ConfigError::KeyringForApt {
                 name: name.to_string(),
             });
         }
@@ -319,6 +378,7 @@ mod tests {
             canary_index: "http://127.0.0.1:1/simple/",
             workdir: Path::new("/w d"),
             venv: Path::new("/v"),
+            extra: &[],
         };
         assert_eq!(vars.command(&c.run), ["/v/bin/r", "--port", "7"]);
         assert_eq!(vars.fill("{workdir}/p"), "/w d/p");
@@ -341,6 +401,46 @@ mod tests {
     }
 
     #[test]
+    fn an_apt_peer_and_its_placeholders() {
+        let c = PeerConfig::parse(
+            "x",
+            "protocol = apt\nvenv = acng\nrun = {venv}/root/usr/sbin/acng -c {workdir}/conf port={port}\n\
+             keyring = {workdir}/own.gpg\nindex = /debian/\n",
+        )
+        .expect("parses");
+        assert_eq!(c.protocol, Protocol::Apt);
+        assert_eq!(c.keyring.as_deref(), Some("{workdir}/own.gpg"));
+        assert_eq!(c.index, "/debian/");
+        assert_eq!(c.max_port, None);
+        let extra = [
+            ("dist".to_string(), "canary".to_string()),
+            (
+                "canary_keyring".to_string(),
+                "/w/canary-keyring.gpg".to_string(),
+            ),
+        ];
+        let vars = Vars {
+            port: 7,
+            canary_url: "http://127.0.0.1:4242",
+            canary_index: "http://127.0.0.1:4242/debian/",
+            workdir: Path::new("/w"),
+            venv: Path::new("/v"),
+            extra: &extra,
+        };
+        assert_eq!(
+            vars.fill(
+                "{canary_host}:{canary_port} {canary_index}dists/{dist}/ {canary_keyring} {port}"
+            ),
+            "127.0.0.1:4242 http://127.0.0.1:4242/debian/dists/canary/ /w/canary-keyring.gpg 7"
+        );
+        assert_eq!(
+            host_port("http://[::1]:80/x"),
+            ("[::1]".into(), "80".into())
+        );
+        assert_eq!(host_port("nonsense"), (String::new(), String::new()));
+    }
+
+    #[test]
     fn refuses_what_it_does_not_know() {
         for (text, want) in [
             ("venv = v\nrun = r\n", "`index` is missing"),
@@ -355,7 +455,7 @@ mod tests {
             ("venv v\n", "line 1: expected key = value"),
             (
                 "protocol = cargo\nvenv = v\nrun = r\nindex = /\n",
-                "line 1: protocol is `pypi` or `npm`",
+                "line 1: protocol is `pypi`, `npm` or `apt`",
             ),
             (
                 "venv = v\nrun = r\nindex = /\nready = -/ping\n",
@@ -364,6 +464,18 @@ mod tests {
             (
                 "protocol = npm\nvenv = v\nrun = r\nindex = /\nsetup = devpi-mirror root/x\n",
                 "is for PyPI peers",
+            ),
+            (
+                "protocol = apt\nvenv = v\nrun = r\nindex = /\nsetup = devpi-mirror root/x\n",
+                "is for PyPI peers",
+            ),
+            (
+                "venv = v\nrun = r\nindex = /s/\nmax-port = 80\n",
+                "line 4: max-port wants a port above",
+            ),
+            (
+                "venv = v\nrun = r\nindex = /s/\nkeyring = k.gpg\n",
+                "`keyring` is for apt peers",
             ),
             (
                 "venv = v\nrun = r\nindex = /s/\nfile = a {workdir}/a dir\n",

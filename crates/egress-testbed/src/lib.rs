@@ -1,4 +1,4 @@
-//! The testbed's peers: the PyPI and npm mirrors labs deploy, each described by a
+//! The testbed's peers: the PyPI, npm and apt mirrors labs deploy, each described by a
 //! config file under `testbed/peers/`, started as a subprocess on loopback
 //! with the canary upstream as its only upstream, and stopped again.
 //!
@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod peer;
+pub mod relay;
 pub mod setup;
 pub mod suite;
 

@@ -3,7 +3,7 @@
 //! ready when its index answers; stopped, by its process group, when the
 //! [`Running`] is dropped.
 
-use crate::config::{PeerConfig, Protocol, Setup, Vars};
+use crate::config::{PeerConfig, Protocol, Setup, Vars, LOW_PORT};
 use crate::setup::SetupError;
 use egress_model::url::InvalidUrl;
 use egress_model::Url;
@@ -99,8 +99,20 @@ pub struct Context<'a> {
     /// The lab's packages, `(filename, bytes)`: what `seed` fills a directory with.
     pub packages: &'a [(String, Vec<u8>)],
     /// The lab's projects: what `warm-then-run` fetches through the peer.
+    /// For an apt peer, the paths below the archive root it fetches (the
+    /// dist's `InRelease`, its `Packages`, the lab's `.deb`s' pool paths).
     pub projects: &'a [String],
+    /// The protocol's own placeholders, `(NAME, VALUE)` for `{NAME}` (an apt
+    /// peer's `{dist}`, `{component}` and `{arch}`).
+    pub placeholders: &'a [(String, String)],
+    /// The canary's public keyring, if it signs (apt): written to
+    /// `{workdir}/canary-keyring.gpg` before anything runs, and named by
+    /// `{canary_keyring}`.
+    pub keyring: Option<&'a [u8]>,
 }
+
+/// The file in the working directory that holds [`Context::keyring`].
+pub const CANARY_KEYRING: &str = "canary-keyring.gpg";
 
 /// Removed on drop, with whatever the peer wrote there.
 struct Workdir(PathBuf);
@@ -145,8 +157,14 @@ fn stop(child: &mut Child) {
 /// A peer that serves; stopped (and its working directory removed) on drop.
 pub struct Running {
     pub index_url: Url,
+    /// apt: the bytes of the keyring the peer's `Release` must verify
+    /// against (its config's `keyring`, else the canary's).
+    pub keyring: Option<Vec<u8>>,
     // Field order is drop order: the process stops before its files go.
     proc: Proc,
+    /// The relay to the canary, if the peer needs one (`max-port`): kept
+    /// until the peer has stopped.
+    _relay: Option<crate::relay::Relay>,
     workdir: Workdir,
 }
 
@@ -157,6 +175,18 @@ impl Running {
 
     pub fn workdir(&self) -> &Path {
         &self.workdir.0
+    }
+
+    /// If its process has ended (a crash, say): how, as `ExitStatus`
+    /// shows it (`signal: 11 (SIGSEGV)`), and the last line it wrote.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.proc.0.try_wait() {
+            Ok(Some(status)) => Some(format!(
+                "{status}; its last line: {}",
+                last_log_line(&self.workdir.0)
+            )),
+            _ => None,
+        }
     }
 
     /// Stops the peer by its process group and removes its working directory.
@@ -171,11 +201,61 @@ pub fn fresh_dir(label: &str) -> PathBuf {
     std::env::temp_dir().join(format!("egress-testbed-{label}-{}-{n}", std::process::id()))
 }
 
-fn free_port() -> Result<u16, PeerError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(PeerError::io("no free loopback port"))
+/// A free loopback port: any the kernel gives, or, below `max`, one of
+/// [`LOW_PORT`]..=`max` that can be bound now, tried from a place that
+/// differs from start to start (two testbeds at once rarely collide; one
+/// that does sees the peer fail to bind and says so).
+fn free_port(max: Option<u16>) -> Result<u16, PeerError> {
+    let Some(max) = max else {
+        return std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(PeerError::io("no free loopback port"));
+    };
+    let span = u32::from(max.saturating_sub(LOW_PORT)) + 1;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    (0..span)
+        .filter_map(|i| u16::try_from((seed.wrapping_add(i)) % span).ok())
+        .map(|off| LOW_PORT.saturating_add(off))
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .ok_or_else(|| PeerError::Io {
+            what: format!("no free loopback port in {LOW_PORT}..={max}"),
+            cause: io::Error::from(io::ErrorKind::AddrInUse),
+        })
+}
+
+/// A listener on a free loopback port no higher than `max`.
+fn low_listener(max: u16) -> Result<std::net::TcpListener, PeerError> {
+    let port = free_port(Some(max))?;
+    std::net::TcpListener::bind(("127.0.0.1", port))
+        .map_err(PeerError::io(format!("cannot listen on 127.0.0.1:{port}")))
+}
+
+/// For a peer with a `max-port` below the canary's port: a relay to the
+/// canary on a port it can reach, and the canary's URL and index with the
+/// relay's port in them.
+fn relayed(
+    cfg: &PeerConfig,
+    ctx: &Context,
+) -> Result<Option<(crate::relay::Relay, String, String)>, PeerError> {
+    let (host, port) = crate::config::host_port(ctx.canary_url);
+    let (Some(max), Ok(port)) = (cfg.max_port, port.parse::<u16>()) else {
+        return Ok(None);
+    };
+    if port <= max || host != "127.0.0.1" {
+        return Ok(None);
+    }
+    let target = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+    let relay = crate::relay::Relay::start(low_listener(max)?, target)
+        .map_err(PeerError::io("cannot start the relay to the canary"))?;
+    let from = format!("127.0.0.1:{port}");
+    let to = format!("127.0.0.1:{}", relay.port());
+    let url = ctx.canary_url.replacen(&from, &to, 1);
+    let index = ctx.canary_index.replacen(&from, &to, 1);
+    Ok(Some((relay, url, index)))
 }
 
 /// The last non-empty line the peer wrote, for one-line errors.
@@ -196,19 +276,24 @@ fn last_log_line(workdir: &Path) -> String {
 
 struct Starter<'a> {
     cfg: &'a PeerConfig,
-    ctx: &'a Context<'a>,
     venv: PathBuf,
     workdir: PathBuf,
+    /// The context's placeholders and `{canary_keyring}`.
+    extra: Vec<(String, String)>,
+    /// The context's, or, through a relay, the relay's.
+    canary_url: String,
+    canary_index: String,
 }
 
 impl Starter<'_> {
     fn vars(&self, port: u16) -> Vars<'_> {
         Vars {
             port,
-            canary_url: self.ctx.canary_url,
-            canary_index: self.ctx.canary_index,
+            canary_url: &self.canary_url,
+            canary_index: &self.canary_index,
             workdir: &self.workdir,
             venv: &self.venv,
+            extra: &self.extra,
         }
     }
 
@@ -228,9 +313,12 @@ impl Starter<'_> {
             .map_err(PeerError::io("cannot open its log"))?;
         // An npm peer's programs are in node_modules/.bin; node itself is
         // the system's.
+        // A Debian-package peer's programs and libraries are in the
+        // packages' unpacked tree, `root/` (scripts/setup-peers).
         let bins = match self.cfg.protocol {
             Protocol::Pypi => format!("{}/bin", self.venv.display()),
             Protocol::Npm => format!("{0}/node_modules/.bin:{0}/bin", self.venv.display()),
+            Protocol::Apt => format!("{0}/root/usr/bin:{0}/root/usr/sbin", self.venv.display()),
         };
         let mut c = Command::new(program);
         c.args(args)
@@ -245,6 +333,15 @@ impl Starter<'_> {
             .stdout(log)
             .stderr(err)
             .process_group(0);
+        if self.cfg.protocol == Protocol::Apt {
+            c.env(
+                "LD_LIBRARY_PATH",
+                format!(
+                    "{0}/root/usr/lib/x86_64-linux-gnu:{0}/root/usr/lib",
+                    self.venv.display()
+                ),
+            );
+        }
         for (k, v) in &self.cfg.env {
             c.env(k, vars.fill(v));
         }
@@ -352,7 +449,7 @@ impl Starter<'_> {
 
     /// Starts `words` on a fresh port and waits until it listens.
     fn serve(&self, words: &[String]) -> Result<(Proc, Client), PeerError> {
-        let port = free_port()?;
+        let port = free_port(self.cfg.max_port)?;
         let base = Url::parse(&format!("http://127.0.0.1:{port}/"))?;
         let client = Client::new(base, limits(), None)?;
         let mut p = self.spawn(words, port)?;
@@ -428,9 +525,12 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
         .map_err(PeerError::io(ctx.peers_dir.display().to_string()))?;
     // What setup-peers leaves once an install is complete: the venv's
     // python, or the record `npm ci` writes of what it installed.
+    // An apt peer's packages are unpacked by setup-peers, which records
+    // their digest in `.installed` once every step succeeded.
     let installed = match cfg.protocol {
         Protocol::Pypi => "bin/python",
         Protocol::Npm => "node_modules/.package-lock.json",
+        Protocol::Apt => ".installed",
     };
     if !venv.join(installed).is_file() {
         return Err(PeerError::NotInstalled {
@@ -443,11 +543,25 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     for d in ["home", "tmp"] {
         fs::create_dir_all(workdir.join(d)).map_err(PeerError::io(format!("cannot create {d}")))?;
     }
+    let mut extra = ctx.placeholders.to_vec();
+    if let Some(keyring) = ctx.keyring {
+        let path = workdir.join(CANARY_KEYRING);
+        fs::write(&path, keyring)
+            .map_err(PeerError::io(format!("cannot write {CANARY_KEYRING}")))?;
+        extra.push(("canary_keyring".into(), path.to_string_lossy().into_owned()));
+    }
+    let relay = relayed(cfg, ctx)?;
+    let (canary_url, canary_index) = match &relay {
+        Some((_, url, index)) => (url.clone(), index.clone()),
+        None => (ctx.canary_url.to_string(), ctx.canary_index.to_string()),
+    };
     let s = Starter {
         cfg,
-        ctx,
         venv,
         workdir,
+        extra,
+        canary_url,
+        canary_index,
     };
     if let Some(dir) = &cfg.seed {
         let dir = PathBuf::from(s.vars(0).fill(dir));
@@ -464,6 +578,12 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
         let text = fs::read_to_string(&from)
             .map_err(PeerError::io(format!("cannot read {}", from.display())))?;
         let to = PathBuf::from(vars.fill(&f.to));
+        // A destination inside a directory of its own (an apt peer's
+        // configuration directory) gets that directory.
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent)
+                .map_err(PeerError::io(format!("cannot create {}", parent.display())))?;
+        }
         fs::write(&to, vars.fill_template(&text, &f.placeholders))
             .map_err(PeerError::io(format!("cannot write {}", to.display())))?;
     }
@@ -474,12 +594,24 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     if let Some(Setup::DevpiMirror { user, index }) = &cfg.setup {
         crate::setup::devpi_mirror(&client, user, index, ctx.canary_index)?;
     }
-    let ready = cfg.ready.as_deref().unwrap_or(&cfg.index);
+    // An apt archive root is a directory, which many servers do not list:
+    // an apt peer serves once its dist's InRelease answers.
+    let ready = match (&cfg.ready, cfg.protocol) {
+        (Some(r), _) => s.vars(0).fill(r),
+        (None, Protocol::Apt) => s
+            .vars(0)
+            .fill(&format!("{}dists/{{dist}}/InRelease", cfg.index)),
+        (None, _) => cfg.index.clone(),
+    };
+    let ready = ready.as_str();
     if let Some(words) = &cfg.warm_then_run {
         s.wait(&mut p, &client, ready, |st| st == 200)?;
         match cfg.protocol {
             Protocol::Pypi => crate::setup::warm(&client, &cfg.index, ctx.projects)?,
             Protocol::Npm => crate::setup::warm_npm(&client, &cfg.index, ctx.projects)?,
+            Protocol::Apt => {
+                crate::setup::warm_apt(&client, &cfg.index, ctx.projects, ctx.packages)?
+            }
         }
         // A cache writes what it served after the response has gone out
         // (Verdaccio renames a tarball into its storage once the uplink's
@@ -490,9 +622,21 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     }
     s.wait(&mut p, &client, ready, |st| st == 200)?;
     let index_url = client.base().with_path(&cfg.index);
+    let keyring = match (&cfg.keyring, ctx.keyring) {
+        (Some(path), _) => {
+            let path = PathBuf::from(s.vars(0).fill(path));
+            Some(fs::read(&path).map_err(PeerError::io(format!(
+                "cannot read its keyring {}",
+                path.display()
+            )))?)
+        }
+        (None, canary) => canary.map(<[u8]>::to_vec),
+    };
     Ok(Running {
         index_url,
+        keyring,
         proc: p,
+        _relay: relay.map(|(r, _, _)| r),
         workdir: guard,
     })
 }

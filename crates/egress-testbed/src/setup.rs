@@ -1,6 +1,6 @@
 //! What the testbed does to a peer over HTTP before the suite runs: create
-//! devpi's mirror index, and warm a cache with the lab's projects (PyPI) or
-//! packages (npm).
+//! devpi's mirror index, and warm a cache with the lab's projects (PyPI),
+//! packages (npm) or indexes and `.deb`s (apt).
 
 use egress_model::url::InvalidUrl;
 use egress_model::Url;
@@ -28,6 +28,12 @@ pub enum SetupError {
     NoVersions { path: String },
     #[error("warming: {what} has no dist.tarball and dist.integrity")]
     NoDist { what: String },
+    #[error("warming: {path}: {len} bytes that are not the lab's {file}")]
+    OtherBytes {
+        path: String,
+        len: usize,
+        file: String,
+    },
     #[error("warming: {url}: integrity {actual}, not the {expected} its packument lists")]
     Integrity {
         url: Url,
@@ -195,6 +201,43 @@ pub fn warm_npm(
                     url,
                     actual,
                     expected: integrity.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fetches every path below the archive root `archive` (the dist's
+/// `InRelease`, its indexes, the lab's `.deb`s' pool paths) through an apt
+/// peer, as `apt-get update` and `apt-get install --download-only` do when a
+/// lab warms its cache; each must answer 200, and a file whose name is one
+/// of the lab's `packages` must come with exactly its bytes.
+pub fn warm_apt(
+    client: &Client,
+    archive: &str,
+    paths: &[String],
+    packages: &[(String, Vec<u8>)],
+) -> Result<(), SetupError> {
+    for rel in paths {
+        let path = format!("{archive}{rel}");
+        let ex = client.get("warm", &path, None);
+        let body = ex
+            .response
+            .as_ref()
+            .filter(|r| r.status == Some(200))
+            .and_then(|r| r.full_body())
+            .ok_or_else(|| SetupError::Answered {
+                what: path.clone(),
+                answer: answer(&ex),
+            })?;
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if let Some((file, bytes)) = packages.iter().find(|(f, _)| f == name) {
+            if body != bytes.as_slice() {
+                return Err(SetupError::OtherBytes {
+                    path,
+                    len: body.len(),
+                    file: file.clone(),
                 });
             }
         }

@@ -1,4 +1,4 @@
-//! The suite against the PyPI and npm mirrors labs deploy, as
+//! The suite against the PyPI, npm and apt mirrors labs deploy, as
 //! `egress-conformance testbed` runs it.
 //!
 //! For every variant (the reference mirror for each protocol, and each
@@ -8,12 +8,16 @@
 //! runs with the upstream-observing sub-probes on (the plan of the built-in
 //! run), and everything is stopped again. Variants run one after the
 //! other, so that no peer's timing depends on another's load. PyPI and npm
-//! have different sub-probes, so each protocol gets a matrix of its own.
+//! have different sub-probes, so each protocol gets a matrix of its own;
+//! so does apt (the apt canary, the apt suite with `--dist` the canary's
+//! dist, the keyring the peer's config names or else the canary's).
 
 use crate::config::ConfigError;
 use crate::peer::PeerError;
 use crate::{PeerConfig, Protocol};
 use egress_model::{Status, Url};
+use egress_references::apt::builtin as apt_builtin;
+use egress_references::apt::canary::{self as apt_canary, AptCanary};
 use egress_references::builtin::{BuiltinError, LateMirror};
 use egress_references::npm::builtin as npm_builtin;
 use egress_references::npm::canary::NpmCanary;
@@ -28,6 +32,8 @@ use std::time::{Duration, Instant};
 pub const REFERENCE: &str = "reference";
 /// The reference mirror's column in the npm matrix.
 pub const NPM_REFERENCE: &str = "reference-npm";
+/// The reference mirror's column in the apt matrix.
+pub const APT_REFERENCE: &str = "reference-apt";
 
 /// The newest file of the present project is slow upstream for every
 /// variant: a real upstream is sometimes slow, and what a proxy does then
@@ -54,16 +60,23 @@ pub enum VariantError {
 pub type Guard = Box<dyn Any>;
 /// Starts an in-process peer in front of the canary; returns its index URL.
 pub type StartFn = Box<dyn Fn(&Canary) -> Result<(Url, Guard), String>>;
+/// Starts an in-process apt peer in front of the apt canary; returns its
+/// archive root URL and the keyring its `Release` verifies against.
+pub type AptStartFn = Box<dyn Fn(&AptCanary) -> Result<(Url, Vec<u8>, Guard), String>>;
 
 pub enum Variant {
     /// The reference mirror serving a snapshot of the lab's projects.
     Reference,
     /// The reference mirror serving an npm snapshot of the lab's packages.
     NpmReference,
+    /// The reference mirror serving the built-in apt snapshot.
+    AptReference,
     /// A real peer, from its config file.
     Peer(Box<PeerConfig>),
     /// An in-process peer (the tests' fixtures).
     Fixture { name: String, start: StartFn },
+    /// An in-process apt peer (the tests' fixtures).
+    AptFixture { name: String, start: AptStartFn },
 }
 
 impl Variant {
@@ -71,8 +84,9 @@ impl Variant {
         match self {
             Variant::Reference => REFERENCE,
             Variant::NpmReference => NPM_REFERENCE,
+            Variant::AptReference => APT_REFERENCE,
             Variant::Peer(c) => &c.name,
-            Variant::Fixture { name, .. } => name,
+            Variant::Fixture { name, .. } | Variant::AptFixture { name, .. } => name,
         }
     }
 
@@ -84,14 +98,18 @@ impl Variant {
             Variant::NpmReference => {
                 "egress-mirror serving a signed npm snapshot of the lab's packages, built from the npm canary's tarballs".into()
             }
+            Variant::AptReference => {
+                "egress-mirror serving the built-in apt snapshot (the canary's snapshot packages, built from apt-get --print-uris lines and re-signed with the lab key)".into()
+            }
             Variant::Peer(c) => c.about.clone(),
-            Variant::Fixture { .. } => "a test fixture".into(),
+            Variant::Fixture { .. } | Variant::AptFixture { .. } => "a test fixture".into(),
         }
     }
 
     pub fn protocol(&self) -> Protocol {
         match self {
             Variant::NpmReference => Protocol::Npm,
+            Variant::AptReference | Variant::AptFixture { .. } => Protocol::Apt,
             Variant::Peer(c) => c.protocol,
             Variant::Reference | Variant::Fixture { .. } => Protocol::Pypi,
         }
@@ -99,7 +117,7 @@ impl Variant {
 
     /// Whether this is a reference mirror's column, which must be all PASS.
     pub fn is_reference(name: &str) -> bool {
-        name == REFERENCE || name == NPM_REFERENCE
+        name == REFERENCE || name == NPM_REFERENCE || name == APT_REFERENCE
     }
 }
 
@@ -129,16 +147,24 @@ impl Paths {
     }
 }
 
-/// Per protocol, PyPI first: the reference, then every peer config of
-/// that protocol in name order.
+/// Per protocol, PyPI first, then npm, then apt: the reference, then every
+/// peer config of that protocol in name order.
 pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
-    let (pypi, npm): (Vec<PeerConfig>, Vec<PeerConfig>) = PeerConfig::load_dir(configs)?
-        .into_iter()
-        .partition(|c| c.protocol == Protocol::Pypi);
-    let mut all = vec![Variant::Reference];
-    all.extend(pypi.into_iter().map(|c| Variant::Peer(Box::new(c))));
-    all.push(Variant::NpmReference);
-    all.extend(npm.into_iter().map(|c| Variant::Peer(Box::new(c))));
+    let configs = PeerConfig::load_dir(configs)?;
+    let mut all = Vec::new();
+    for (protocol, reference) in [
+        (Protocol::Pypi, Variant::Reference),
+        (Protocol::Npm, Variant::NpmReference),
+        (Protocol::Apt, Variant::AptReference),
+    ] {
+        all.push(reference);
+        all.extend(
+            configs
+                .iter()
+                .filter(|c| c.protocol == protocol)
+                .map(|c| Variant::Peer(Box::new(c.clone()))),
+        );
+    }
     Ok(all)
 }
 
@@ -219,16 +245,146 @@ pub fn npm_lab(canary: &NpmCanary) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
     (packages, names)
 }
 
+/// The apt reference: the built-in apt snapshot (as the built-in run's
+/// reference (A) builds it from the canary) served by egress-mirror; its
+/// archive root URL, the lab keyring its `Release` verifies against, the
+/// snapshot's ID (the suite's expected snapshot), and what stops it.
+pub fn start_apt_reference(
+    canary: &AptCanary,
+) -> Result<(Url, Vec<u8>, egress_model::Sha256Digest, Guard), String> {
+    /// The server (which stops on drop) goes before its directory.
+    struct Served(
+        Option<egress_http::ServerHandle>,
+        Option<apt_builtin::Scratch>,
+    );
+    impl Drop for Served {
+        fn drop(&mut self) {
+            if let Some(s) = self.0.take() {
+                s.stop();
+            }
+            drop(self.1.take());
+        }
+    }
+    let (snapshot, dir) = apt_builtin::demo_apt_snapshot(canary).map_err(|e| e.to_string())?;
+    let mut served = Served(None, Some(dir));
+    let id = snapshot.id();
+    let archive = apt_builtin::archive_path(&snapshot)
+        .ok_or_else(|| "the apt snapshot serves no InRelease".to_string())?;
+    let attestor = egress_references::builtin::demo_attestor(id).map_err(|e| e.to_string())?;
+    let mirror = egress_mirror::Mirror::new(std::sync::Arc::new(snapshot)).attest(attestor);
+    let server = egress_http::Server::bind("127.0.0.1:0", mirror, egress_http::Limits::default())
+        .map_err(|e| format!("cannot serve the apt snapshot: {e}"))?;
+    let url = Url::parse(&format!("{}{archive}", server.base_url())).map_err(|e| e.to_string())?;
+    served.0 = Some(server);
+    Ok((url, apt_builtin::lab_keyring(), id, Box::new(served)))
+}
+
+/// What an apt peer is given: the lab's `.deb`s `(file name, bytes)`, the
+/// paths below the archive root a warm-up fetches (what `apt-get update`
+/// and `apt-get install --download-only` of the lab's packages fetch: the
+/// dist's `InRelease`, its `Packages` and `Packages.gz` by path and by hash,
+/// as the `Release` announces `Acquire-By-Hash`, and every lab `.deb`), and
+/// the apt placeholders `{dist}`, `{component}` and `{arch}`.
+#[allow(clippy::type_complexity)]
+pub fn apt_lab(canary: &AptCanary) -> (Vec<(String, Vec<u8>)>, Vec<String>, Vec<(String, String)>) {
+    let dist = canary.dist();
+    let mut paths = vec![format!("dists/{dist}/InRelease")];
+    for name in ["Packages", "Packages.gz"] {
+        let rel = format!(
+            "{}/binary-{}/{name}",
+            apt_canary::COMPONENT,
+            apt_canary::ARCH
+        );
+        paths.push(format!("dists/{dist}/{rel}"));
+        let by_hash = egress_apt::IndexPath::new(&rel).ok().and_then(|index| {
+            canary.file(&format!("dists/{dist}/{rel}")).map(|bytes| {
+                egress_apt::by_hash_path(&index, &egress_model::Sha256Digest::of(&bytes))
+            })
+        });
+        if let Some(h) = by_hash {
+            paths.push(format!("dists/{dist}/{h}"));
+        }
+    }
+    let mut packages = Vec::new();
+    for (name, version) in canary.snapshot_packages(false) {
+        if let Some((pool, bytes, _)) = canary.deb(&name, &version) {
+            paths.push(pool.as_str().to_string());
+            packages.push((pool.file_name().to_string(), bytes));
+        }
+    }
+    let placeholders = vec![
+        ("dist".to_string(), dist.to_string()),
+        ("component".to_string(), canary.component().to_string()),
+        ("arch".to_string(), apt_canary::ARCH.to_string()),
+    ];
+    (packages, paths, placeholders)
+}
+
+/// [`run_variant`] for an apt variant: a fresh apt canary, the apt suite
+/// (the built-in run's apt plan, upstream-observing sub-probes on) against
+/// the archive root, verifying `Release` against the variant's keyring.
+fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
+    let canary = apt_builtin::start_apt_canary()?;
+    let started = Instant::now();
+    let ready;
+    let mut exited = None;
+    let name = v.name();
+    let report = match v {
+        Variant::Peer(cfg) => {
+            let (packages, paths, placeholders) = apt_lab(&canary);
+            let keyring = canary.keyring();
+            let ctx = crate::Context {
+                peers_dir,
+                canary_index: &format!("{}/", canary.archive_url()),
+                canary_url: &canary.base_url(),
+                packages: &packages,
+                projects: &paths,
+                placeholders: &placeholders,
+                keyring: Some(&keyring),
+            };
+            let mut peer = crate::start(cfg, &ctx)?;
+            ready = started.elapsed();
+            let keyring = peer.keyring.clone().unwrap_or(keyring);
+            let r = apt_builtin::run_apt_against(name, &peer.index_url, &canary, keyring, None);
+            exited = peer.exited();
+            peer.stop();
+            r?
+        }
+        Variant::AptFixture { start, .. } => {
+            let (url, keyring, guard) = start(&canary).map_err(VariantError::InProcess)?;
+            ready = started.elapsed();
+            let r = apt_builtin::run_apt_against(name, &url, &canary, keyring, None);
+            drop(guard);
+            r?
+        }
+        _ => {
+            let (url, keyring, id, guard) =
+                start_apt_reference(&canary).map_err(VariantError::InProcess)?;
+            ready = started.elapsed();
+            let r = apt_builtin::run_apt_against(name, &url, &canary, keyring, Some(id));
+            drop(guard);
+            r?
+        }
+    };
+    canary.stop();
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
+}
+
 /// [`run_variant`] for an npm variant, the reference when `cfg` is `None`:
 /// a fresh npm canary, the npm suite.
 fn run_npm_variant(
     name: &str,
     cfg: Option<&PeerConfig>,
     peers_dir: &Path,
-) -> Result<(Report, Duration), VariantError> {
+) -> Result<Ran, VariantError> {
     let canary = npm_builtin::start_npm_canary()?;
     let started = Instant::now();
     let ready;
+    let mut exited = None;
     let report = match cfg {
         Some(cfg) => {
             let (packages, names) = npm_lab(&canary);
@@ -238,10 +394,13 @@ fn run_npm_variant(
                 canary_url: &canary.base_url(),
                 packages: &packages,
                 projects: &names,
+                placeholders: &[],
+                keyring: None,
             };
-            let peer = crate::start(cfg, &ctx)?;
+            let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = npm_builtin::run_npm_against(name, &peer.index_url, &canary);
+            exited = peer.exited();
             peer.stop();
             r?
         }
@@ -255,7 +414,11 @@ fn run_npm_variant(
         }
     };
     canary.stop();
-    Ok((report, ready))
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
 }
 
 /// Runs the suite against one variant in front of its own fresh canary and
@@ -263,25 +426,47 @@ fn run_npm_variant(
 /// to start (set-up steps, a sync or a warm-up included). `Err` names why
 /// the variant could not run.
 pub fn run_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+    run_variant_ran(v, peers_dir).map(|r| (r.report, r.ready))
+}
+
+/// What one variant's run gave.
+pub struct Ran {
+    pub report: Report,
+    /// How long the variant took to start serving.
+    pub ready: Duration,
+    /// If the peer's process was no longer running when the suite ended:
+    /// how it had ended (`signal: 11 (SIGSEGV)`). The sub-probes after
+    /// that met a closed port.
+    pub exited: Option<String>,
+}
+
+/// [`run_variant`], and whether the peer was still running at the end.
+pub fn run_variant_ran(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     match v {
         Variant::NpmReference => run_npm_variant(v.name(), None, peers_dir),
         Variant::Peer(cfg) if cfg.protocol == Protocol::Npm => {
             run_npm_variant(v.name(), Some(cfg), peers_dir)
         }
+        Variant::AptReference | Variant::AptFixture { .. } => run_apt_variant(v, peers_dir),
+        Variant::Peer(cfg) if cfg.protocol == Protocol::Apt => run_apt_variant(v, peers_dir),
         _ => run_pypi_variant(v, peers_dir),
     }
 }
 
 /// [`run_variant`] for a PyPI variant: a fresh canary (one file slow), the
 /// PyPI suite.
-fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration), VariantError> {
+fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     let canary = builtin::start_canary()?;
     canary.set_slow(SLOW_FILE, SLOW_UPSTREAM);
     let started = Instant::now();
     let ready;
+    let mut exited = None;
     let report = match v {
-        // The PyPI reference (run_variant sends the npm one elsewhere).
-        Variant::Reference | Variant::NpmReference => {
+        // The PyPI reference (run_variant sends the npm and apt ones elsewhere).
+        Variant::Reference
+        | Variant::NpmReference
+        | Variant::AptReference
+        | Variant::AptFixture { .. } => {
             let (index, guard) = start_reference(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &index, &canary);
@@ -309,22 +494,33 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<(Report, Duration),
                 canary_url: &canary.base_url(),
                 packages: &packages,
                 projects: &projects,
+                placeholders: &[],
+                keyring: None,
             };
-            let peer = crate::start(cfg, &ctx)?;
+            let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let r = builtin::run_against(v.name(), &peer.index_url, &canary);
+            exited = peer.exited();
             peer.stop();
             r?
         }
     };
     canary.stop();
-    Ok((report, ready))
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
 }
 
 /// The reports of the variants that ran, and why the others did not.
 pub struct Outcome {
     pub reports: Vec<Report>,
     pub not_run: Vec<(String, String)>,
+    /// Peers whose process ended during the suite's run, and how: their
+    /// columns are what the suite measured, the later sub-probes against a
+    /// closed port.
+    pub exited: Vec<(String, String)>,
 }
 
 impl Outcome {
@@ -346,12 +542,18 @@ impl Outcome {
         reference_passes && self.not_run.is_empty()
     }
 
-    /// One line per variant that did not run.
+    /// One line per variant that did not run, or whose process ended
+    /// during the run.
     pub fn notes(&self) -> String {
-        self.not_run
+        let not_run = self
+            .not_run
             .iter()
-            .map(|(n, e)| format!("not run: {n}: {e}\n"))
-            .collect()
+            .map(|(n, e)| format!("not run: {n}: {e}\n"));
+        let exited = self
+            .exited
+            .iter()
+            .map(|(n, s)| format!("exited during the run: {n}: {s}\n"));
+        not_run.chain(exited).collect()
     }
 }
 
@@ -360,18 +562,30 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
     let mut out = Outcome {
         reports: Vec::new(),
         not_run: Vec::new(),
+        exited: Vec::new(),
     };
     for v in variants {
         let started = Instant::now();
-        match run_variant(v, peers_dir) {
-            Ok((r, ready)) => {
+        match run_variant_ran(v, peers_dir) {
+            Ok(Ran {
+                report: r,
+                ready,
+                exited,
+            }) => {
                 progress(&format!(
-                    "{}: {} in {:.1} s (serving after {:.1} s)",
+                    "{}: {} in {:.1} s (serving after {:.1} s){}",
                     v.name(),
                     r.outcome,
                     started.elapsed().as_secs_f64(),
-                    ready.as_secs_f64()
+                    ready.as_secs_f64(),
+                    exited
+                        .as_ref()
+                        .map(|s| format!("; the peer exited during the run ({s})"))
+                        .unwrap_or_default()
                 ));
+                if let Some(s) = exited {
+                    out.exited.push((v.name().to_string(), s));
+                }
                 out.reports.push(r);
             }
             Err(e) => {
@@ -383,10 +597,10 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
     out
 }
 
-/// The reports that ran, one group per protocol (PyPI first), each in run
-/// order: the columns of one matrix.
+/// The reports that ran, one group per protocol (PyPI, npm, apt), each in
+/// run order: the columns of one matrix.
 pub fn by_protocol(reports: &[Report]) -> Vec<(&'static str, Vec<&Report>)> {
-    [("PyPI", "pypi"), ("npm", "npm")]
+    [("PyPI", "pypi"), ("npm", "npm"), ("apt", "apt")]
         .into_iter()
         .map(|(title, p)| {
             let group = reports.iter().filter(|r| r.plan.protocol() == p).collect();
@@ -432,6 +646,11 @@ pub fn matrix_markdown(variants: &[Variant], out: &Outcome) -> String {
         md.push_str(&format!(
             "\n**not run**: `{n}`: {}\n",
             e.replace('|', "\\|")
+        ));
+    }
+    for (n, s) in &out.exited {
+        md.push_str(&format!(
+            "\n**exited during the run**: `{n}`: {s}; the sub-probes after that met a closed port\n"
         ));
     }
     md

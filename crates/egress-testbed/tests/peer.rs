@@ -59,6 +59,8 @@ fn a_peer_is_seeded_started_and_stopped_by_its_process_group() {
         canary_url: "http://127.0.0.1:9",
         packages: &packages,
         projects: &[],
+        placeholders: &[],
+        keyring: None,
     };
     let peer = start(&cfg, &ctx).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(peer.index_url.host(), "127.0.0.1");

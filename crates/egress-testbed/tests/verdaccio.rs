@@ -55,6 +55,8 @@ fn peer(name: &str, canary: &NpmCanary) -> Running {
         canary_url: &canary.base_url(),
         packages: &packages,
         projects: &names,
+        placeholders: &[],
+        keyring: None,
     };
     start(&conf(name), &ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
