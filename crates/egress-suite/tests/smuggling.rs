@@ -195,6 +195,7 @@ fn run(kind: Kind) -> (Verdict, ProbeRecord) {
     let hidden = smuggling::Hidden {
         path: "/simple/ec-present/".into(),
         accept: "text/html",
+        bare_control: false,
     };
     let ev = smuggling::collect_with(&c, Some(&hidden), listen);
     let mut rec = ProbeRecord {

@@ -6,7 +6,7 @@
 
 use super::facts::{Facts, Judge};
 use super::plan::{archive, Collector};
-use crate::common::passthrough::{elsewhere, raw_get, traversal_steps, NOWHERE};
+use crate::common::passthrough::{self, elsewhere, raw_get, traversal_steps, Shapes, NOWHERE};
 use crate::common::{runwide, smuggling};
 use crate::judge::{refusals, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
@@ -31,6 +31,28 @@ pub fn and_unmarked(targets: Vec<String>) -> Vec<String> {
         .filter_map(|t| t.split_once("?ec=").map(|(path, _)| path.to_string()))
         .collect();
     targets.into_iter().chain(bare).collect()
+}
+
+/// apt's shapes for the shared probes that name another host: the
+/// `InRelease` of a dist and a pool `.deb`, under `/debian/` as a
+/// `sources.list` line names Debian's archive, each with a fresh marker.
+fn shapes(c: &Collector) -> Shapes {
+    let t = c.token();
+    let f = c.token();
+    Shapes {
+        index: format!("/debian/dists/{t}/InRelease"),
+        file: format!("/debian/pool/main/e/{f}/{f}_1.0_all.deb"),
+    }
+}
+
+/// `P3.absolute-form` in apt's shapes.
+pub fn collect_absolute_form(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    passthrough::collect_absolute_form_at(c, &shapes(c))
+}
+
+/// `P3.double-slash` in apt's shapes.
+pub fn collect_double_slash(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    passthrough::collect_double_slash_at(c, || shapes(c))
 }
 
 pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
@@ -159,6 +181,8 @@ pub fn collect_smuggling(c: &Collector, _f: &Facts) -> crate::collect::Evidence 
             .path_and_query()
             .to_string(),
         accept: "*/*",
+        // apt-cacher-ng refuses every URL with a query string (403).
+        bare_control: true,
     });
     smuggling::collect(c, hidden.as_ref())
 }

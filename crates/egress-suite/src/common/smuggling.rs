@@ -47,6 +47,11 @@ pub struct Hidden {
     /// Origin-form path (and query, if any) of the page.
     pub path: String,
     pub accept: &'static str,
+    /// The positive control asks for `path` without a marker: for a
+    /// protocol whose caches refuse every query string (apt-cacher-ng
+    /// answers 403), where a marked control would fail for that alone. The
+    /// cases still hide the marked request: any answer to it is a FAIL.
+    pub bare_control: bool,
 }
 
 impl Hidden {
@@ -61,12 +66,16 @@ impl Hidden {
         format!("Accept: {}\r\n", self.accept)
     }
 
-    /// One request in the hidden request's shape, optionally closing.
+    /// One request of the positive control, optionally closing.
     fn request(&self, host: &str, close: bool) -> String {
         let close = if close { "Connection: close\r\n" } else { "" };
+        let target = if self.bare_control {
+            self.path.clone()
+        } else {
+            self.target()
+        };
         format!(
-            "GET {} HTTP/1.1\r\nHost: {host}\r\n{}{close}\r\n",
-            self.target(),
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\n{}{close}\r\n",
             self.fields()
         )
     }
