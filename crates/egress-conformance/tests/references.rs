@@ -343,12 +343,8 @@ fn dying_relay(backend: std::net::SocketAddr, back_after: Option<Duration>) -> u
     port
 }
 
-/// A mirror that stops answering after the controls (a payload crashed it)
-/// refuses nothing from then on: no sub-probe whose requests all went
-/// unanswered is a PASS, each such one says the target was not shown
-/// serving after them, and the verdicts re-derive.
-#[test]
-fn a_target_that_dies_mid_run_refuses_nothing() {
+/// The suite against the reference mirror behind a [`dying_relay`].
+fn run_behind_dying_relay(back_after: Option<Duration>) -> egress_suite::Report {
     let canary = builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
     let snapshot = builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
     let server = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
@@ -357,17 +353,26 @@ fn a_target_that_dies_mid_run_refuses_nothing() {
         .trim_start_matches("http://")
         .parse()
         .expect("addr");
-    let port = dying_relay(backend, None);
+    let port = dying_relay(backend, back_after);
     let index =
         builtin::index_of(&format!("http://127.0.0.1:{port}")).unwrap_or_else(|e| panic!("{e}"));
     let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
-    let report = egress_suite::run(Target {
-        name: "dies mid-run".into(),
+    egress_suite::run(Target {
+        name: "behind a relay that dies".into(),
         client,
         plan: plan(&index),
         upstream: None,
         allowed_signers: None,
-    });
+    })
+}
+
+/// A mirror that stops answering after the controls (a payload crashed it)
+/// refuses nothing from then on: no sub-probe whose requests all went
+/// unanswered is a PASS, each such one says the target was not shown
+/// serving after them, and the verdicts re-derive.
+#[test]
+fn a_target_that_dies_mid_run_refuses_nothing() {
+    let report = run_behind_dying_relay(None);
     let control = report.probe("C.index").expect("C.index");
     assert_eq!(control.status, Status::Pass, "{}", control.reason);
     let mut silent = 0;
@@ -400,25 +405,7 @@ fn a_target_that_dies_mid_run_refuses_nothing() {
 /// against the mirror itself).
 #[test]
 fn a_target_that_comes_back_is_measured_again() {
-    let canary = builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
-    let snapshot = builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
-    let server = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
-    let backend: std::net::SocketAddr = server
-        .base_url()
-        .trim_start_matches("http://")
-        .parse()
-        .expect("addr");
-    let port = dying_relay(backend, Some(Duration::from_secs(1)));
-    let index =
-        builtin::index_of(&format!("http://127.0.0.1:{port}")).unwrap_or_else(|e| panic!("{e}"));
-    let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
-    let report = egress_suite::run(Target {
-        name: "restarted mid-run".into(),
-        client,
-        plan: plan(&index),
-        upstream: None,
-        allowed_signers: None,
-    });
+    let report = run_behind_dying_relay(Some(Duration::from_secs(1)));
     let stopped: Vec<_> = report
         .probes
         .iter()

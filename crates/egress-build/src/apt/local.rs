@@ -12,7 +12,6 @@
 use crate::error::BuildError;
 use egress_apt::{parse_packages, PackageEntry, Paragraph};
 use egress_model::Sha256Digest;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 /// One `.deb` from `--apt-debs`, with the stanza that lists it.
@@ -83,32 +82,9 @@ pub(crate) fn stanza(
 /// Every `.deb` in `dir`, sorted by file name, with its stanza under
 /// `component`; other files are noted and left.
 pub(crate) fn read_dir(dir: &Path, component: &str) -> Result<Vec<LocalDeb>, BuildError> {
-    let fail = |path: &Path| {
-        let path = path.to_path_buf();
-        move |cause| BuildError::Read {
-            what: "--apt-debs",
-            path,
-            cause,
-        }
-    };
-    let mut paths = Vec::new();
-    for entry in fs::read_dir(dir).map_err(fail(dir))? {
-        let entry = entry.map_err(fail(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if !name.ends_with(".deb") || !path.is_file() {
-            eprintln!(
-                "note: --apt-debs {}: {name} skipped: not a .deb",
-                dir.display()
-            );
-            continue;
-        }
-        paths.push(path);
-    }
-    paths.sort();
+    let files = crate::local::read_dir(dir, "--apt-debs", &[".deb"], "a .deb")?;
     let mut out: Vec<LocalDeb> = Vec::new();
-    for path in paths {
-        let bytes = fs::read(&path).map_err(fail(&path))?;
+    for crate::local::LocalFile { path, bytes, .. } in files {
         let stanza = stanza(&path, &bytes, component)?;
         if let Some(twin) = out.iter().find(|d| d.stanza.filename == stanza.filename) {
             return Err(refused(
