@@ -102,11 +102,13 @@ fn apt_cacher_ng_as_shipped_and_hardened_under_the_apt_suite() {
             r.target_name
         );
         // One smuggling case kills it (the test below); the sub-probe that
-        // sent it cannot tell a refusal from the crash, and the suite waits
+        // sent it cannot tell a refusal from the crash, so it never PASSes
+        // (INCONCLUSIVE, or FAIL when a case sent to the restarted cache is
+        // answered past its refusal: docs/results.md), and the suite waits
         // for the restarted cache, so what comes after is measured.
-        assert_eq!(
+        assert_ne!(
             status(r, "P3.request-smuggling"),
-            Status::Inconclusive,
+            Status::Pass,
             "{} {}",
             r.target_name,
             reason(r, "P3.request-smuggling")
@@ -128,14 +130,6 @@ fn apt_cacher_ng_as_shipped_and_hardened_under_the_apt_suite() {
         ] {
             assert_eq!(status(r, row), Status::Pass, "{} {row}", r.target_name);
         }
-        // The crash left the smuggling case's POSTs unanswered: no
-        // run-wide refusal of writes can rest on them.
-        assert_eq!(
-            status(r, "P6.run-wide-writes"),
-            Status::Inconclusive,
-            "{}",
-            r.target_name
-        );
     }
     use Status::{Fail, Pass};
     for (r, row, want) in [
