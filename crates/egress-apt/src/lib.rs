@@ -27,7 +27,7 @@ pub mod release;
 pub use deb822::{parse_paragraphs, Paragraph};
 pub use packages::{parse_packages, render_packages, PackageEntry};
 pub use path::{by_hash_path, IndexPath, PathError, PoolPath, MAX_PATH};
-pub use release::{render_release, rfc2822_utc, IndexEntry, Release, ReleaseFields};
+pub use release::{parse_rfc2822, render_release, rfc2822_utc, IndexEntry, Release, ReleaseFields};
 
 /// Why a deb822 document, a `Release` or a `Packages` file cannot be used.
 /// Lines are 1-based lines of the text given to the parser.

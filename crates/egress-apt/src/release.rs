@@ -232,6 +232,63 @@ pub fn rfc2822_utc(seconds: u64) -> String {
     )
 }
 
+/// Seconds since the Unix epoch of a `Date` or `Valid-Until` value as
+/// Debian's archives write them (`Mon, 30 Nov 2026 02:21:41 UTC`): an
+/// optional weekday and comma, day, English month abbreviation, four-digit
+/// year, `HH:MM:SS`, and `UTC`, `GMT`, `Z` or a `+HHMM`/`-HHMM` offset.
+/// `None` for anything else, and for dates before 1970.
+pub fn parse_rfc2822(text: &str) -> Option<u64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let mut words: Vec<&str> = text.split_whitespace().collect();
+    if words.first().is_some_and(|w| w.ends_with(',')) {
+        words.remove(0);
+    }
+    let [day, month, year, time, zone] = words.as_slice() else {
+        return None;
+    };
+    let number = |s: &str, digits: std::ops::RangeInclusive<usize>| {
+        (digits.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<i64>().ok())
+            .flatten()
+    };
+    let day = number(day, 1..=2)?;
+    let month = MONTHS.iter().position(|m| m == month)? as i64 + 1;
+    let year = number(year, 4..=4)?;
+    let mut hms = time.split(':');
+    let (Some(h), Some(m), Some(sec), None) = (hms.next(), hms.next(), hms.next(), hms.next())
+    else {
+        return None;
+    };
+    let (h, m, sec) = (number(h, 2..=2)?, number(m, 2..=2)?, number(sec, 2..=2)?);
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    let offset = match *zone {
+        "UTC" | "GMT" | "Z" => 0,
+        z => {
+            let (sign, rest) = match z.as_bytes().first()? {
+                b'+' => (1, z.get(1..)?),
+                b'-' => (-1, z.get(1..)?),
+                _ => return None,
+            };
+            let hhmm = number(rest, 4..=4)?;
+            sign * ((hhmm / 100) * 3600 + (hhmm % 100) * 60)
+        }
+    };
+    // Howard Hinnant's days-from-civil.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + m * 60 + sec - offset;
+    u64::try_from(secs).ok()
+}
+
 /// Howard Hinnant's days-to-civil algorithm, for days since 1970-01-01.
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
@@ -258,6 +315,30 @@ mod tests {
         assert_eq!(rfc2822_utc(951_782_400), "Tue, 29 Feb 2000 00:00:00 UTC");
         assert_eq!(rfc2822_utc(4_133_980_799), "Fri, 31 Dec 2100 23:59:59 UTC");
         assert_eq!(rfc2822_utc(4_107_542_399), "Sun, 28 Feb 2100 23:59:59 UTC");
+        for secs in [0, 951_782_400, 1_796_005_301, 4_107_542_399, 4_133_980_799] {
+            assert_eq!(parse_rfc2822(&rfc2822_utc(secs)), Some(secs));
+        }
+        assert_eq!(
+            parse_rfc2822("30 Nov 2026 03:21:41 +0100"),
+            Some(1_796_005_301)
+        );
+        assert_eq!(
+            parse_rfc2822("Mon, 30 Nov 2026 02:21:41 GMT"),
+            Some(1_796_005_301)
+        );
+        for bad in [
+            "",
+            "Mon, 30 Nov 2026 02:21:41",
+            "Mon, 30 Nvb 2026 02:21:41 UTC",
+            "Mon, 32 Nov 2026 02:21:41 UTC",
+            "Mon, 30 Nov 26 02:21:41 UTC",
+            "Mon, 30 Nov 2026 2:21:41 UTC",
+            "Mon, 30 Nov 2026 02:21:41 CET",
+            "Mon, 30 Nov 1969 02:21:41 UTC",
+            "Mon, 30 Nov 2026 02:21:41 UTC extra",
+        ] {
+            assert_eq!(parse_rfc2822(bad), None, "{bad}");
+        }
     }
 
     #[test]

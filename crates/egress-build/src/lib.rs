@@ -20,6 +20,7 @@ pub mod apt;
 mod build;
 mod error;
 mod fetch;
+mod local;
 pub mod npm;
 mod progress;
 pub mod pypi;

@@ -1,15 +1,16 @@
 //! `canary --listen ADDR`: the canary upstream as a long-lived service, for
 //! a lab to point its mirror's upstream at during a conformance run, its
 //! log and mutations behind a secret (`egress_references::control`). The
-//! canary itself is `egress_references::{pypi, npm}::canary`.
+//! canary itself is `egress_references::{pypi, npm, apt}::canary`.
 
 use crate::{exit, Failure};
+use egress_references::apt::canary::{AptCanary, KEYRING_PATH};
 use egress_references::control::{Secret, ServeOptions, CONTROL_PREFIX};
 use egress_references::npm::canary::NpmCanary;
 use egress_references::Canary;
 use egress_suite::Protocol;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct CanaryArgs {
@@ -20,12 +21,13 @@ pub struct CanaryArgs {
     #[arg(
         long,
         default_value = "pypi",
-        // apt has no kit or standalone canary yet.
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt"])
     )]
     pub protocol: String,
     /// The control secret: read from FILE if it exists, else generated and
-    /// written there (mode 0600).
+    /// written there (mode 0600). apt: the canary's OpenPGP key is derived
+    /// from it, and its public keyring written beside it
+    /// (FILE with the extension `.apt-keyring.gpg`).
     #[arg(long, value_name = "FILE", default_value = "egress-canary.secret")]
     pub secret_file: PathBuf,
     /// The origin the mirror reaches the canary at, named in its pages and
@@ -97,9 +99,20 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
             Box::new(move || c.stop())
         }
         Protocol::Apt => {
-            return Err(Failure::usage(
-                "canary --protocol apt: the standalone canary does not serve apt yet",
-            ))
+            let c = AptCanary::serve(&options).map_err(cannot)?;
+            let keyring = apt_keyring_path(&args.secret_file);
+            egress_build::write_atomic(&keyring, &c.keyring()).map_err(|e| {
+                Failure::internal(format!(
+                    "cannot write the canary's keyring to {}: {e}",
+                    keyring.display()
+                ))
+            })?;
+            egress_cli::outln!("archive URL: {}", c.archive_url());
+            egress_cli::outln!("dist: {} (component {})", c.dist(), c.component());
+            egress_cli::outln!("keyring: {}", keyring.display());
+            egress_cli::outln!("keyring URL: {}{KEYRING_PATH}", c.base_url());
+            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
+            Box::new(move || c.stop())
         }
     };
     // The DNS answer: the canary's own address, where it has one.
@@ -126,4 +139,18 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
     }
     running();
     Ok(exit::PASS)
+}
+
+/// Where `canary --protocol apt` writes its public keyring: beside the
+/// secret file, with the extension `.apt-keyring.gpg`
+/// (`egress-canary.secret` -> `egress-canary.apt-keyring.gpg`).
+pub fn apt_keyring_path(secret_file: &Path) -> PathBuf {
+    let beside = secret_file.with_extension("apt-keyring.gpg");
+    if beside == secret_file {
+        // Never over the secret itself.
+        let mut name = secret_file.as_os_str().to_os_string();
+        name.push(".apt-keyring.gpg");
+        return PathBuf::from(name);
+    }
+    beside
 }

@@ -1,6 +1,6 @@
-//! `kit --protocol pypi|npm --out DIR [--canary URL]`: the conformance kit,
-//! the probe packages a lab adds to the snapshot under test. They are made
-//! in `egress_references::{pypi,npm}::kit`, next to the canaries that build
+//! `kit --protocol pypi|npm|apt --out DIR [--canary URL]`: the conformance
+//! kit, the probe packages a lab adds to the snapshot under test. They are
+//! made in `egress_references::{pypi,npm,apt}::kit`, next to the canaries that build
 //! the same packages; this file only picks the protocol and prints.
 
 use crate::{exit, Failure};
@@ -14,8 +14,7 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        // apt has no kit or standalone canary yet.
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm"])
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt"])
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
@@ -45,11 +44,10 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
             egress_references::npm::kit::files(&canary),
             "snapshot build ... --npm-registry-url URL --npm-dist",
         ),
-        Protocol::Apt => {
-            return Err(Failure::usage(
-                "kit --protocol apt: there is no apt conformance kit yet; run check --protocol apt with --present and --absent",
-            ))
-        }
+        Protocol::Apt => (
+            egress_references::apt::kit::files(&canary),
+            "snapshot build --apt-uris FILE ... --apt-debs",
+        ),
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),

@@ -88,9 +88,17 @@ pub struct BuildArgs {
     /// /usr/share/keyrings/debian-archive-keyring.gpg.
     #[arg(long, value_name = "FILE")]
     pub apt_keyring: Option<PathBuf>,
-    /// The Debian architecture whose Packages are read [default: amd64].
+    /// A Debian architecture whose Packages are read [default: amd64];
+    /// repeatable (--apt-arch amd64 --apt-arch arm64): a line binds
+    /// through whichever architecture's signed index lists its file, and
+    /// the snapshot serves an index per architecture.
     #[arg(long, value_name = "ARCH")]
-    pub apt_arch: Option<String>,
+    pub apt_arch: Vec<String>,
+    /// A directory of .deb files to add as they are (e.g. the conformance
+    /// kit of `kit --protocol apt`), listed in the first --apt-source's
+    /// distribution and first component; repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub apt_debs: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +140,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             apt_sources: args.apt_source,
             apt_keyring: args.apt_keyring,
             apt_arch: args.apt_arch,
+            apt_debs: args.apt_debs,
         },
     };
     egress_build::build(options, |line| egress_cli::outln!("{line}")).map_err(build_failure)?;

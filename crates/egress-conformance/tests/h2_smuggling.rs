@@ -83,6 +83,7 @@ fn run(url: &Url, cacert: Option<&Path>, canary: &Canary) -> (Verdict, ProbeReco
     let hidden = smuggling::Hidden {
         path: "/simple/ec-present/".into(),
         accept: "text/html",
+        bare_control: false,
     };
     let ev = h2_smuggling::collect_with(&c, Some(&hidden), listen);
     let mut rec = ProbeRecord {

@@ -278,3 +278,151 @@ fn without_destructive_only_safe_vendor_routes_are_sent() {
     }
     assert!(egress_suite::verify(&report).is_empty());
 }
+
+/// In front of a real mirror until the first request that carries one of
+/// the suite's marker tokens (`ecm…`, in probes after the controls), then
+/// closes that connection and every later one without a byte: a mirror that
+/// a payload crashed. With `back_after`, it relays again that long after
+/// (a supervisor restarted it), and markers no longer kill it. Returns its
+/// port.
+fn dying_relay(backend: std::net::SocketAddr, back_after: Option<Duration>) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let dead = Arc::new(AtomicBool::new(false));
+    let died: Arc<std::sync::Mutex<Option<Instant>>> = Arc::default();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let since = *died.lock().expect("lock");
+            if let (Some(at), Some(back)) = (since, back_after) {
+                if at.elapsed() >= back {
+                    dead.store(false, Ordering::SeqCst);
+                }
+            }
+            if dead.load(Ordering::SeqCst) {
+                continue; // dropped: closed at once
+            }
+            let dead = dead.clone();
+            let died = died.clone();
+            std::thread::spawn(move || {
+                let Ok(server) = TcpStream::connect(backend) else {
+                    return;
+                };
+                let (mut c_in, mut s_out) = (client, server);
+                let (Ok(mut c_out), Ok(mut s_in)) = (c_in.try_clone(), s_out.try_clone()) else {
+                    return;
+                };
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_in, &mut c_out);
+                    let _ = c_out.shutdown(Shutdown::Both);
+                });
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                    let chunk = buf.get(..n).unwrap_or_default();
+                    let first = died.lock().expect("lock").is_none();
+                    if dead.load(Ordering::SeqCst)
+                        || (first && chunk.windows(3).any(|w| w == b"ecm"))
+                    {
+                        dead.store(true, Ordering::SeqCst);
+                        died.lock().expect("lock").get_or_insert_with(Instant::now);
+                        let _ = s_out.shutdown(Shutdown::Both);
+                        let _ = c_in.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    if s_out.write_all(chunk).is_err() {
+                        return;
+                    }
+                }
+                let _ = s_out.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+/// The suite against the reference mirror behind a [`dying_relay`].
+fn run_behind_dying_relay(back_after: Option<Duration>) -> egress_suite::Report {
+    let canary = builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let snapshot = builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
+    let server = egress_mirror::serve(std::sync::Arc::new(snapshot), "127.0.0.1:0").expect("serve");
+    let backend: std::net::SocketAddr = server
+        .base_url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("addr");
+    let port = dying_relay(backend, back_after);
+    let index =
+        builtin::index_of(&format!("http://127.0.0.1:{port}")).unwrap_or_else(|e| panic!("{e}"));
+    let client = egress_transcript::Client::new(index.clone(), tight(), None).expect("client");
+    egress_suite::run(Target {
+        name: "behind a relay that dies".into(),
+        client,
+        plan: plan(&index),
+        upstream: None,
+        allowed_signers: None,
+    })
+}
+
+/// A mirror that stops answering after the controls (a payload crashed it)
+/// refuses nothing from then on: no sub-probe whose requests all went
+/// unanswered is a PASS, each such one says the target was not shown
+/// serving after them, and the verdicts re-derive.
+#[test]
+fn a_target_that_dies_mid_run_refuses_nothing() {
+    let report = run_behind_dying_relay(None);
+    let control = report.probe("C.index").expect("C.index");
+    assert_eq!(control.status, Status::Pass, "{}", control.reason);
+    let mut silent = 0;
+    for p in &report.probes {
+        let all_silent =
+            !p.exchanges.is_empty() && p.exchanges.iter().all(|e| e.status().is_none());
+        if !all_silent || p.id.starts_with("C.") {
+            continue;
+        }
+        silent += 1;
+        assert_ne!(p.status, Status::Pass, "{}: {}", p.id, p.reason);
+    }
+    assert!(
+        silent >= 5,
+        "the relay did not die: {silent} silent sub-probes"
+    );
+    let webdav = report.probe("P6.webdav").expect("P6.webdav");
+    assert_eq!(webdav.status, Status::Inconclusive, "{}", webdav.reason);
+    assert!(
+        webdav.reason.contains("not served right after them"),
+        "{}",
+        webdav.reason
+    );
+    assert!(egress_suite::verify(&report).is_empty());
+}
+
+/// A mirror that a payload stops and a supervisor restarts a second later:
+/// the sub-probe that stopped it is INCONCLUSIVE and says it came back, and
+/// the sub-probes after it measure the running mirror again (they PASS, as
+/// against the mirror itself).
+#[test]
+fn a_target_that_comes_back_is_measured_again() {
+    let report = run_behind_dying_relay(Some(Duration::from_secs(1)));
+    let stopped: Vec<_> = report
+        .probes
+        .iter()
+        .filter(|p| p.reason.contains("it served again later"))
+        .collect();
+    assert_eq!(
+        stopped.len(),
+        1,
+        "{:?}",
+        report
+            .probes
+            .iter()
+            .map(|p| (&p.id, &p.reason))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(stopped[0].status, Status::Inconclusive);
+    let webdav = report.probe("P6.webdav").expect("P6.webdav");
+    assert_eq!(webdav.status, Status::Pass, "{}", webdav.reason);
+    assert!(egress_suite::verify(&report).is_empty());
+}

@@ -201,6 +201,11 @@ pub enum Observation {
     /// An input the user supplied (a manifest file, an allowed-signers file),
     /// recorded so that the verdict can be re-derived offline.
     Input { name: String, bytes: WireBytes },
+    /// The control page asked for again right after a sub-probe whose
+    /// requests got no answer: silence counts as a refusal only from a
+    /// target that still serves (one that crashed mid-run would otherwise
+    /// "refuse" everything after).
+    Alive { exchange: Exchange },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -66,6 +66,9 @@ pub fn collect<S: Suite>(
         return finish::<S>(plan, records);
     }
     let c = collector(wire, &plan, &fresh);
+    let alive = alive_target::<S>(&records);
+    let gone = std::cell::Cell::new(false);
+    let prove = |ev: &mut Evidence| prove_alive(&c, alive.as_deref(), &gone, ev);
     for &p in S::PHASES.iter().filter(|p| **p != Phase::Controls) {
         let entries = phase::<S>(p);
         let mut brackets = Vec::new();
@@ -90,14 +93,74 @@ pub fn collect<S: Suite>(
                     ev
                 }
             };
+            let mut ev = ev;
+            prove(&mut ev);
             records.push(record(sp.id, ev));
         }
         for (id, mut ev, after) in brackets {
             after(&c, &f, &mut ev);
+            prove(&mut ev);
             records.push(record(id, ev));
         }
     }
     finish::<S>(plan, records)
+}
+
+/// The request of the first serving control that was answered 200: what
+/// [`prove_alive`] asks for again.
+fn alive_target<S: Suite>(records: &[ProbeRecord]) -> Option<String> {
+    S::SERVING
+        .iter()
+        .filter_map(|id| records.iter().find(|r| r.id == id.as_str()))
+        .flat_map(|r| &r.exchanges)
+        .find(|ex| ex.status() == Some(200) && ex.request_method() == "GET")
+        .map(egress_model::Exchange::request_target)
+}
+
+/// How long a target that stopped answering is waited for before the next
+/// sub-probe (a supervisor restarting a crashed server takes a moment).
+const COME_BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// When a request of `ev` got no answer, asks for the control page again
+/// and records it ([`Observation::Alive`]): judges count that silence as a
+/// refusal only if the target still served then (the first `alive`
+/// observation). If it did not, waits up to [`COME_BACK_WITHIN`] for the
+/// target to serve again, and records the answer that showed it back as a
+/// second `alive` observation, so that the sub-probes after a crash measure
+/// a running target; once a target has not come back, it is not waited
+/// for again (`gone`).
+fn prove_alive<P>(
+    c: &Collector<P>,
+    target: Option<&str>,
+    gone: &std::cell::Cell<bool>,
+    ev: &mut Evidence,
+) {
+    let Some(target) = target else { return };
+    if ev.exchanges.iter().all(|ex| ex.status().is_some()) {
+        return;
+    }
+    let exchange = c
+        .client
+        .get("alive after the requests left unanswered", target, None);
+    let served = exchange.status() == Some(200);
+    ev.observations.push(Observation::Alive { exchange });
+    if served || gone.get() {
+        return;
+    }
+    let start = std::time::Instant::now();
+    while start.elapsed() < COME_BACK_WITHIN {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let label = format!(
+            "alive again, {} ms after it stopped answering",
+            start.elapsed().as_millis()
+        );
+        let again = c.client.get(&label, target, None);
+        if again.status() == Some(200) {
+            ev.observations.push(Observation::Alive { exchange: again });
+            return;
+        }
+    }
+    gone.set(true);
 }
 
 fn collector<'a, P>(wire: &'a Wire, plan: &'a Plan<P>, fresh: &'a str) -> Collector<'a, P> {

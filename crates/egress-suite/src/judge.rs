@@ -5,7 +5,7 @@
 use crate::classify::{self, Answer};
 use crate::facts::ControlFacts;
 use crate::plan::Plan;
-use egress_model::{ProbeRecord, Status, Url};
+use egress_model::{Observation, ProbeRecord, Status, Url};
 
 pub type Verdict = (Status, String);
 
@@ -122,6 +122,51 @@ pub fn refusals<P, F: ControlFacts>(
         rec.exchanges.len(),
         tally(&codes)
     ))
+}
+
+/// Whether the control page was served right after this record's requests
+/// (the first [`Observation::Alive`], recorded when one of them got no
+/// answer; a later one shows the target back after a stop).
+pub fn alive_after(rec: &ProbeRecord) -> bool {
+    first_alive(rec).is_some_and(|ex| ex.status() == Some(200))
+}
+
+fn first_alive(rec: &ProbeRecord) -> Option<&egress_model::Exchange> {
+    rec.observations.iter().find_map(|o| match o {
+        Observation::Alive { exchange } => Some(exchange),
+        _ => None,
+    })
+}
+
+/// INCONCLUSIVE when requests of this record got no answer and the target
+/// was not shown serving right after them: silence from a target that
+/// stopped (crashed, restarting) is no refusal. `None` when every request
+/// was answered or the target still served.
+pub fn silence_unproven(rec: &ProbeRecord) -> Option<Verdict> {
+    let silent = rec
+        .exchanges
+        .iter()
+        .filter(|ex| ex.status().is_none())
+        .count();
+    if silent == 0 || alive_after(rec) {
+        return None;
+    }
+    let after = first_alive(rec).map(egress_model::Exchange::summary);
+    let back = rec
+        .observations
+        .iter()
+        .find_map(|o| match o {
+            Observation::Alive { exchange } if exchange.status() == Some(200) => {
+                Some(format!("; it served again later ({})", exchange.label))
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    Some(inconclusive(format!(
+        "{silent} of {} requests got no answer, and the control page was not served right after them ({}): a target that stopped answering shows no refusal{back}",
+        rec.exchanges.len(),
+        after.unwrap_or_else(|| "not asked: no control page was served".into())
+    )))
 }
 
 /// FAIL when a request of this record was observed arriving at the

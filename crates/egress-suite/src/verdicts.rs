@@ -17,14 +17,21 @@ fn judge_one<S: Suite>(
     rec: &ProbeRecord,
 ) -> (Status, String) {
     match S::find(&rec.id) {
-        Some(sp) => (sp.judge)(
-            &Judge {
-                plan,
-                facts,
-                records,
-            },
-            rec,
-        ),
+        Some(sp) => {
+            let v = (sp.judge)(
+                &Judge {
+                    plan,
+                    facts,
+                    records,
+                },
+                rec,
+            );
+            // A PASS resting on silence needs the target shown alive after it.
+            match crate::judge::silence_unproven(rec) {
+                Some(unproven) if v.0 == Status::Pass => unproven,
+                _ => v,
+            }
+        }
         None => (
             Status::Inconclusive,
             format!("unknown sub-probe {:?}", rec.id),

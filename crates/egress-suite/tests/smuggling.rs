@@ -6,7 +6,7 @@
 
 use egress_model::{ProbeRecord, Status, Url};
 use egress_suite::collect::Collector;
-use egress_suite::common::smuggling;
+use egress_suite::common::{cases, smuggling};
 use egress_suite::facts::{ControlFacts, Controls};
 use egress_suite::judge::{Judge, Verdict};
 use egress_suite::{ManifestSource, Plan};
@@ -195,6 +195,7 @@ fn run(kind: Kind) -> (Verdict, ProbeRecord) {
     let hidden = smuggling::Hidden {
         path: "/simple/ec-present/".into(),
         accept: "text/html",
+        bare_control: false,
     };
     let ev = smuggling::collect_with(&c, Some(&hidden), listen);
     let mut rec = ProbeRecord {
@@ -307,7 +308,7 @@ fn what_follows_a_refusal_fails_the_case() {
     let mut page = b"HTTP/1.1 200 OK\r\nContent-Length: 28\r\n\r\n".to_vec();
     page.extend_from_slice(PAGE);
     let v = smuggling::judge_case(case, &refused(&page, ListenEnd::Closed), &hidden, &rec);
-    let smuggling::CaseVerdict::Fail(why) = v else {
+    let cases::CaseVerdict::Fail(why) = v else {
         panic!("{v:?}")
     };
     assert!(
@@ -316,15 +317,15 @@ fn what_follows_a_refusal_fails_the_case() {
     );
     assert!(matches!(
         smuggling::judge_case(case, &refused(b"junk", ListenEnd::Closed), &hidden, &rec),
-        smuggling::CaseVerdict::Fail(_)
+        cases::CaseVerdict::Fail(_)
     ));
     assert_eq!(
         smuggling::judge_case(case, &refused(b"", ListenEnd::Reset), &hidden, &rec),
-        smuggling::CaseVerdict::Refused("400".into())
+        cases::CaseVerdict::Refused("400".into())
     );
     assert!(matches!(
         smuggling::judge_case(case, &refused(b"", ListenEnd::Quiet), &hidden, &rec),
-        smuggling::CaseVerdict::Unclear(_)
+        cases::CaseVerdict::Unclear(_)
     ));
     // The hidden request's token at the upstream fails the case on its own.
     let seen = ProbeRecord {
@@ -340,7 +341,7 @@ fn what_follows_a_refusal_fails_the_case() {
         ..rec.clone()
     };
     let v = smuggling::judge_case(case, &refused(b"", ListenEnd::Closed), &hidden, &seen);
-    let smuggling::CaseVerdict::Fail(why) = v else {
+    let cases::CaseVerdict::Fail(why) = v else {
         panic!("{v:?}")
     };
     assert!(

@@ -160,6 +160,9 @@ pub struct Running {
     /// apt: the bytes of the keyring the peer's `Release` must verify
     /// against (its config's `keyring`, else the canary's).
     pub keyring: Option<Vec<u8>>,
+    /// The canary's URL as the peer reaches it: a relay's when the peer
+    /// needs one (`max-port`), else the canary's own.
+    pub canary_url: String,
     // Field order is drop order: the process stops before its files go.
     proc: Proc,
     /// The relay to the canary, if the peer needs one (`max-port`): kept
@@ -635,6 +638,7 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     Ok(Running {
         index_url,
         keyring,
+        canary_url: s.canary_url.clone(),
         proc: p,
         _relay: relay.map(|(r, _, _)| r),
         workdir: guard,

@@ -345,7 +345,16 @@ fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
             let mut peer = crate::start(cfg, &ctx)?;
             ready = started.elapsed();
             let keyring = peer.keyring.clone().unwrap_or(keyring);
-            let r = apt_builtin::run_apt_against(name, &peer.index_url, &canary, keyring, None);
+            // The other host the suite names is the canary as the peer
+            // reaches it (testbed/apt-cacher-ng/zzz_testbed.conf.template).
+            let r = apt_builtin::run_apt_against_via(
+                name,
+                &peer.index_url,
+                &canary,
+                keyring,
+                None,
+                Some(&peer.canary_url),
+            );
             exited = peer.exited();
             peer.stop();
             r?

@@ -20,6 +20,7 @@
 //! paths. Why the lab signs rather than replaying the upstream's indexes:
 //! docs/snapshot-format.md, "apt".
 
+mod local;
 mod pins;
 mod render;
 mod source;
@@ -29,6 +30,7 @@ use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
 use crate::error::BuildError;
 use crate::fetch;
 use egress_lock::AptUri;
+use egress_model::Sha256Digest;
 use egress_signing::openpgp::{Keyring, OpenPgpKey};
 use egress_signing::SigningKey;
 use egress_snapshot::SnapshotBuilder;
@@ -64,14 +66,22 @@ pub struct Inputs {
     pub apt_sources: Vec<String>,
     /// The keyring the upstream signs its Release with.
     pub apt_keyring: Option<PathBuf>,
-    /// The architecture whose Packages are read (default [`DEFAULT_ARCH`]).
-    pub apt_arch: Option<String>,
+    /// The architectures whose Packages are read, each `--apt-arch` once
+    /// (none: [`DEFAULT_ARCH`]). A line binds through whichever of their
+    /// indexes lists its file; the snapshot serves an index per
+    /// architecture.
+    pub apt_arch: Vec<String>,
+    /// Directories of `.deb` files added as they are (`--apt-debs`, e.g. the
+    /// conformance kit), listed in the first `--apt-source`'s distribution
+    /// and first component.
+    pub apt_debs: Vec<PathBuf>,
 }
 
 pub(crate) struct Apt {
     inputs: Inputs,
     sources: Vec<AptSource>,
-    arch: String,
+    /// The architectures read, in the order given, each once.
+    archs: Vec<String>,
     uris_label: String,
     /// Each line with the index of its archive's first source.
     uris: Vec<(AptUri, usize)>,
@@ -80,6 +90,10 @@ pub(crate) struct Apt {
     upstream: Vec<Upstream>,
     /// The verified `.deb`s, by archive base and pool path.
     debs: Vec<pins::Deb>,
+    /// The `.deb`s of `--apt-debs`.
+    local: Vec<local::LocalDeb>,
+    /// How many of `debs` came from `--apt-debs`.
+    local_added: usize,
     signing: Option<(OpenPgpKey, u64)>,
 }
 
@@ -88,12 +102,14 @@ impl Apt {
         Self {
             inputs,
             sources: Vec::new(),
-            arch: DEFAULT_ARCH.to_string(),
+            archs: vec![DEFAULT_ARCH.to_string()],
             uris_label: String::new(),
             uris: Vec::new(),
             keyring: None,
             upstream: Vec::new(),
             debs: Vec::new(),
+            local: Vec::new(),
+            local_added: 0,
             signing: None,
         }
     }
@@ -104,6 +120,63 @@ fn is_arch(a: &str) -> bool {
         && a.len() <= 32
         && a.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl Apt {
+    /// Lists every `--apt-debs` file in the first source's first component
+    /// (for each architecture read when it is `all`), beside the pinned
+    /// packages. A file at a pool path that is pinned or listed upstream
+    /// with other bytes is refused; with the same bytes it is kept once.
+    fn add_local(&mut self) -> Result<(), BuildError> {
+        let (Some(source), Some(up)) = (self.sources.first(), self.upstream.first_mut()) else {
+            return Ok(());
+        };
+        for d in std::mem::take(&mut self.local) {
+            let e = &d.stanza;
+            let shown = d.path.display();
+            if e.architecture != "all" && !self.archs.contains(&e.architecture) {
+                return Err(BuildError::Conflict(format!(
+                    "--apt-debs {shown}: {} is built for {}, but the build reads {}; add --apt-arch {} or leave the file out",
+                    e.package,
+                    e.architecture,
+                    self.archs.join(" "),
+                    e.architecture
+                )));
+            }
+            let first = source.components.first();
+            for (component, arch, entries) in &mut up.packages {
+                if Some(&*component) != first
+                    || (e.architecture != "all" && e.architecture != *arch)
+                {
+                    continue;
+                }
+                match entries.iter().find(|u| u.filename == e.filename) {
+                    Some(u) if u.sha256 == e.sha256 => {}
+                    Some(_) => {
+                        return Err(BuildError::Refused(format!(
+                            "--apt-debs {shown}: {} is listed by the signed index of {} with other bytes; leave the file out or rename the package (from the standalone canary, make the kit with kit --canary and that canary's URL)",
+                            e.filename,
+                            source.label()
+                        )))
+                    }
+                    None => entries.push(e.clone()),
+                }
+            }
+            let pinned = self
+                .debs
+                .iter()
+                .any(|p| p.base == source.base && p.stanza.filename == e.filename);
+            if !pinned {
+                self.local_added += 1;
+                self.debs.push(pins::Deb {
+                    base: source.base.clone(),
+                    stanza: e.clone(),
+                    bytes: d.bytes,
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Part for Apt {
@@ -121,7 +194,8 @@ impl Part for Apt {
             let given = [
                 (!i.apt_sources.is_empty(), "--apt-source"),
                 (i.apt_keyring.is_some(), "--apt-keyring"),
-                (i.apt_arch.is_some(), "--apt-arch"),
+                (!i.apt_arch.is_empty(), "--apt-arch"),
+                (!i.apt_debs.is_empty(), "--apt-debs"),
             ];
             if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
                 return Err(BuildError::Usage(format!(
@@ -140,13 +214,18 @@ impl Part for Apt {
                 "--apt-uris needs --apt-keyring FILE, the keyring the archives sign their Release with, e.g. /usr/share/keyrings/debian-archive-keyring.gpg".into(),
             ));
         }
-        if let Some(arch) = &i.apt_arch {
+        if !i.apt_arch.is_empty() {
+            self.archs.clear();
+        }
+        for arch in &i.apt_arch {
             if !is_arch(arch) {
                 return Err(BuildError::Usage(format!(
                     "--apt-arch {arch:?}: give a Debian architecture such as amd64 or arm64"
                 )));
             }
-            self.arch = arch.clone();
+            if !self.archs.contains(arch) {
+                self.archs.push(arch.clone());
+            }
         }
         self.sources = source::parse_all(&i.apt_sources)?;
         Ok(())
@@ -207,6 +286,19 @@ impl Part for Apt {
             );
             self.keyring = Some(keyring);
         }
+        // Local .debs go into the first source's first component.
+        let component = self
+            .sources
+            .first()
+            .and_then(|s| s.components.first())
+            .cloned()
+            .unwrap_or_else(|| "main".to_string());
+        for dir in &self.inputs.apt_debs {
+            for d in local::read_dir(dir, &component)? {
+                add_source(sources, "apt-debs", &d.path, Sha256Digest::of(&d.bytes));
+                self.local.push(d);
+            }
+        }
         Ok(())
     }
 
@@ -242,7 +334,7 @@ impl Part for Apt {
                 .ok_or_else(|| BuildError::Fetch(format!("{}: no client", s.base)))?;
             self.upstream.push(upstream::fetch_upstream(
                 s,
-                &self.arch,
+                &self.archs,
                 client,
                 keyring,
                 &keyring_label,
@@ -252,6 +344,7 @@ impl Part for Apt {
         // Every line against the signed stanzas, before any download.
         let planned = pins::plan(&self.uris, &self.uris_label, &self.sources, &self.upstream)?;
         self.debs = pins::download(&planned, net)?;
+        self.add_local()?;
         Ok(())
     }
 
@@ -274,17 +367,20 @@ impl Part for Apt {
                 "apt indexes need the snapshot signing key".into(),
             ));
         };
-        render::stage(
+        let mut staged = render::stage(
             builder,
             &render::Repository {
                 sources: &self.sources,
                 upstream: &self.upstream,
                 debs: &self.debs,
-                arch: &self.arch,
+                archs: &self.archs,
             },
             lab,
             *now,
-        )
+        )?;
+        // The --apt-debs files were read, not downloaded.
+        staged.downloaded = staged.downloaded.saturating_sub(self.local_added);
+        Ok(staged)
     }
 }
 

@@ -72,7 +72,7 @@ pub(crate) fn plan(
             let Some(up) = upstream.get(*i) else {
                 continue;
             };
-            for (_, entries) in &up.packages {
+            for (_, _, entries) in &up.packages {
                 if let Some(e) = entries.iter().find(|e| e.filename == pool_path) {
                     if let Some(prev) = found {
                         if prev.sha256 != e.sha256 || prev.size != e.size {

@@ -24,7 +24,7 @@ pub(crate) struct Repository<'a> {
     pub(crate) sources: &'a [AptSource],
     pub(crate) upstream: &'a [Upstream],
     pub(crate) debs: &'a [Deb],
-    pub(crate) arch: &'a str,
+    pub(crate) archs: &'a [String],
 }
 
 fn rejected(e: egress_snapshot::SnapshotError) -> BuildError {
@@ -48,7 +48,7 @@ pub(crate) fn stage(
         let root = format!("{APT_PREFIX}{}/", source.name);
         let dists = format!("{root}dists/{}/", source.dist);
         let mut entries = Vec::new();
-        for (component, stanzas) in &up.packages {
+        for (component, arch, stanzas) in &up.packages {
             let pinned: Vec<_> = stanzas
                 .iter()
                 .filter(|e| {
@@ -59,7 +59,7 @@ pub(crate) fn stage(
                 .collect();
             let text = render_packages(&pinned).into_bytes();
             let gz = egress_artifacts::gzip(&text);
-            let dir = format!("{component}/binary-{}", repo.arch);
+            let dir = format!("{component}/binary-{arch}");
             for (file, bytes, content_type) in
                 [("Packages", text, TEXT_PLAIN), ("Packages.gz", gz, GZIP)]
             {
@@ -87,7 +87,7 @@ pub(crate) fn stage(
             codename: r.codename.clone().unwrap_or_else(|| source.dist.clone()),
             date: now,
             valid_until: None,
-            architectures: vec![repo.arch.to_string()],
+            architectures: repo.archs.to_vec(),
             components: source.components.clone(),
             description: Some(format!(
                 "egress-mirror snapshot of {} {}",
@@ -209,7 +209,10 @@ mod tests {
             signed_by: "InRelease",
             signer: "ABCD".into(),
             release,
-            packages: vec![("main".into(), stanzas.clone()), ("contrib".into(), vec![])],
+            packages: vec![
+                ("main".into(), "amd64".into(), stanzas.clone()),
+                ("contrib".into(), "amd64".into(), vec![]),
+            ],
         };
         let pinned = stanzas.first().expect("stanza").clone();
         let debs = [Deb {
@@ -227,7 +230,7 @@ mod tests {
                 sources: &sources,
                 upstream: &[upstream],
                 debs: &debs,
-                arch: "amd64",
+                archs: &["amd64".to_string()],
             },
             &lab,
             1_760_000_000,

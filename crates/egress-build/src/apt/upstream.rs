@@ -25,8 +25,9 @@ pub(crate) struct Upstream {
     /// The OpenPGP fingerprint of the key that made the signature.
     pub(crate) signer: String,
     pub(crate) release: Release,
-    /// Per component (in `--apt-source` order), its stanzas.
-    pub(crate) packages: Vec<(String, Vec<PackageEntry>)>,
+    /// Per component (in `--apt-source` order) and architecture (in
+    /// `--apt-arch` order), its stanzas.
+    pub(crate) packages: Vec<(String, String, Vec<PackageEntry>)>,
 }
 
 fn failed(e: FetchError) -> BuildError {
@@ -48,10 +49,10 @@ fn get(client: &Client, url: &Url, what: &str) -> Result<Option<Vec<u8>>, BuildE
     }
 }
 
-/// Fetches and verifies `source`'s signed chain for `arch`.
+/// Fetches and verifies `source`'s signed chain for each of `archs`.
 pub(crate) fn fetch_upstream(
     source: &AptSource,
-    arch: &str,
+    archs: &[String],
     client: &Client,
     keyring: &Keyring,
     keyring_label: &str,
@@ -110,6 +111,7 @@ pub(crate) fn fetch_upstream(
     };
     let release = Release::parse(&text)
         .map_err(|e| BuildError::Refused(format!("{label}: the signed Release: {e}")))?;
+    check_valid_until(&release, &label, unix_now())?;
     let names_dist = [&release.suite, &release.codename]
         .iter()
         .any(|n| n.as_deref() == Some(source.dist.as_str()));
@@ -124,8 +126,10 @@ pub(crate) fn fetch_upstream(
 
     let mut packages = Vec::new();
     for component in &source.components {
-        let entries = fetch_packages(source, component, arch, client, &release)?;
-        packages.push((component.clone(), entries));
+        for arch in archs {
+            let entries = fetch_packages(source, component, arch, client, &release)?;
+            packages.push((component.clone(), arch.clone(), entries));
+        }
     }
     Ok(Upstream {
         signed_digest,
@@ -134,6 +138,37 @@ pub(crate) fn fetch_upstream(
         release,
         packages,
     })
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A signed `Release` whose `Valid-Until` has passed at `now` is refused as
+/// an unverified one is: apt itself would refuse it ("is expired"), and a
+/// snapshot bound to it would bind what the archive no longer vouches for.
+pub(crate) fn check_valid_until(
+    release: &Release,
+    label: &str,
+    now: u64,
+) -> Result<(), BuildError> {
+    let Some(text) = &release.valid_until else {
+        return Ok(());
+    };
+    let Some(until) = egress_apt::parse_rfc2822(text) else {
+        return Err(BuildError::Unverified(format!(
+            "{label}: the signed Release has a Valid-Until apt cannot read ({text:?}); check that the archive is the one you mean"
+        )));
+    };
+    if until < now {
+        return Err(BuildError::Unverified(format!(
+            "{label}: the signed Release expired at {text} (its Valid-Until; now {}); refresh the mirror it comes from, run apt-get update and write --apt-uris again, or check this machine's clock",
+            egress_apt::rfc2822_utc(now)
+        )));
+    }
+    Ok(())
 }
 
 /// The Packages files read, in the order tried.
@@ -258,6 +293,36 @@ pub(crate) fn unxz(input: &[u8], limit: u64) -> Result<Vec<u8>, XzError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expired_release_is_refused() {
+        let release = |until: &str| {
+            Release::parse(&format!(
+                "Suite: stable\nDate: Mon, 30 Nov 2026 02:21:41 UTC\n{until}SHA256:\n"
+            ))
+            .expect("release")
+        };
+        let now = 1_796_005_301 + 60;
+        assert!(check_valid_until(&release(""), "x", now).is_ok());
+        let later = "Valid-Until: Mon, 07 Dec 2026 02:21:41 UTC\n";
+        assert!(check_valid_until(&release(later), "x", now).is_ok());
+        let past = "Valid-Until: Mon, 30 Nov 2026 02:21:41 UTC\n";
+        let e = check_valid_until(&release(past), "http://a/debian x", now).expect_err("expired");
+        assert!(matches!(e, BuildError::Unverified(_)), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "http://a/debian x: the signed Release expired at Mon, 30 Nov 2026 02:21:41 UTC"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("clock") && !text.contains('\n'), "{text}");
+        let bad = "Valid-Until: tomorrow\n";
+        assert!(matches!(
+            check_valid_until(&release(bad), "x", now),
+            Err(BuildError::Unverified(_))
+        ));
+    }
 
     #[test]
     fn xz_as_the_xz_tool_writes_it() {

@@ -9,7 +9,6 @@ use egress_artifacts::{npm_tarball_filename, read_top_level_file, TopLevelFile};
 use egress_snapshot::NpmVersionMeta;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 /// A local tarball, read and described by its own `package.json`.
@@ -74,35 +73,9 @@ pub(crate) fn read_tarball(path: &Path, bytes: Vec<u8>) -> Result<LocalTarball, 
 
 /// Every `.tgz` in `dir`, sorted by file name; other files are noted and left.
 pub(crate) fn local_tarballs(dir: &Path) -> Result<Vec<LocalTarball>, BuildError> {
-    let fail = |path: &Path| {
-        let path = path.to_path_buf();
-        move |cause| BuildError::Read {
-            what: "--npm-dist",
-            path,
-            cause,
-        }
-    };
-    let mut paths = Vec::new();
-    for entry in fs::read_dir(dir).map_err(fail(dir))? {
-        let entry = entry.map_err(fail(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if !name.ends_with(".tgz") || !path.is_file() {
-            eprintln!(
-                "note: --npm-dist {}: {name} skipped: not an npm tarball (.tgz)",
-                dir.display()
-            );
-            continue;
-        }
-        paths.push(path);
-    }
-    paths.sort();
-    paths
+    crate::local::read_dir(dir, "--npm-dist", &[".tgz"], "an npm tarball (.tgz)")?
         .into_iter()
-        .map(|p| {
-            let bytes = fs::read(&p).map_err(fail(&p))?;
-            read_tarball(&p, bytes)
-        })
+        .map(|f| read_tarball(&f.path, f.bytes))
         .collect()
 }
 

@@ -273,34 +273,13 @@ fn index_url(raw: &str) -> Result<Url, BuildError> {
 
 /// Local wheels and sdists, sorted by name; other files are noted and left.
 fn local_dists(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, BuildError> {
-    let fail = |path: &Path| {
-        let path = path.to_path_buf();
-        move |cause| BuildError::Read {
-            what: "--dist",
-            path,
-            cause,
-        }
-    };
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(fail(dir))? {
-        let entry = entry.map_err(fail(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        let is_dist = [".whl", ".tar.gz", ".zip"]
-            .iter()
-            .any(|x| name.ends_with(x));
-        if !is_dist || !path.is_file() {
-            eprintln!(
-                "note: --dist {}: {name} skipped: not a wheel or sdist file",
-                dir.display()
-            );
-            continue;
-        }
-        let bytes = fs::read(&path).map_err(fail(&path))?;
-        out.push((name, bytes));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    let files = crate::local::read_dir(
+        dir,
+        "--dist",
+        &[".whl", ".tar.gz", ".zip"],
+        "a wheel or sdist file",
+    )?;
+    Ok(files.into_iter().map(|f| (f.name, f.bytes)).collect())
 }
 
 /// A page entry's sha256, if it lists one.

@@ -3,14 +3,16 @@
 //! `--dist` names the dist (required); `--component` and `--arch` the
 //! index to probe; `--keyring` the keyring its `Release` must verify
 //! against (its bytes go into the plan, so that `report verify` checks the
-//! same key). Without `--present`, the control package is the first one the
-//! dist's `Packages` index lists: the controls then show that the mirror
-//! serves it.
+//! same key). Without `--present`, the control package is the one a
+//! `--canary` acts on when the dist's `Packages` index lists it, else the
+//! first one it lists: the controls then show that the mirror serves it.
+//! The conformance kit's tripwire and template packages are taken when the
+//! index lists them (`egress_references::apt::kit`).
 
 use super::args::CheckArgs;
-use crate::{exit, Failure};
+use crate::Failure;
 use egress_apt::packages::{is_architecture, is_package_name};
-use egress_model::{Url, WireBytes};
+use egress_model::{ProjectName, Url, WireBytes};
 use egress_suite::apt;
 use egress_suite::{ManifestSource, Packages, Plan};
 
@@ -54,23 +56,26 @@ fn path_word(flag: &str, value: &str) -> Result<String, Failure> {
     }
 }
 
-/// The first package the dist's `Packages` index lists, when it is served.
-fn first_listed(
-    client: &egress_transcript::Client,
-    archive: &Url,
-    p: &apt::Packages,
-) -> Option<String> {
+/// The names the dist's `Packages` index lists, in its order, when it is
+/// served.
+fn listed(client: &egress_transcript::Client, archive: &Url, p: &apt::Packages) -> Vec<String> {
     let url = apt::plan::at(archive, &p.dist_path(&p.packages_index()));
     let ex = client.get("Packages (plan)", url.path_and_query(), None);
-    let body = ex
+    let Some(body) = ex
         .response
         .as_ref()
-        .filter(|r| r.is_success())?
-        .full_body()?;
-    apt::doc::packages(body)?
-        .into_iter()
-        .next()
-        .map(|e| e.package)
+        .filter(|r| r.is_success())
+        .and_then(|r| r.full_body())
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    for e in apt::doc::packages(body).unwrap_or_default() {
+        if !names.contains(&e.package) {
+            names.push(e.package);
+        }
+    }
+    names
 }
 
 pub fn plan(
@@ -79,6 +84,7 @@ pub fn plan(
     client: &egress_transcript::Client,
     manifest: ManifestSource,
     allowed_signers: bool,
+    mutable: Option<&ProjectName>,
 ) -> Result<Plan<Packages>, Failure> {
     let Some(dist) = &args.dist else {
         return Err(Failure::usage(
@@ -118,12 +124,26 @@ pub fn plan(
         template: None,
     };
     let mut source = "--present";
+    let listed = listed(client, archive, &packages);
     if packages.present.is_empty() {
-        if let Some(first) = first_listed(client, archive, &packages) {
-            packages.present.push(first);
+        // The package the canary's mutations act on when the index lists
+        // it (the conformance kit's, with a standalone canary), else the
+        // first one listed.
+        let canary = mutable
+            .map(|m| m.as_str().to_string())
+            .filter(|m| listed.contains(m));
+        if let Some(m) = canary {
+            packages.present.push(m);
+            source = "Packages index, the first one --canary serves too";
+        } else if let Some(first) = listed.first() {
+            packages.present.push(first.clone());
             source = "Packages index";
         }
     }
+    // The conformance kit's probe packages, when the index lists them.
+    let kit = |name: &str| listed.iter().any(|n| n == name).then(|| name.to_string());
+    packages.tripwire = kit(egress_references::apt::kit::TRIPWIRE);
+    packages.template = kit(egress_references::apt::kit::TEMPLATE);
     Ok(Plan {
         index_url: archive.to_string(),
         packages: Packages::Apt(packages),
@@ -136,10 +156,8 @@ pub fn plan(
     })
 }
 
-/// The standalone canary speaks PyPI and npm only for now.
-pub fn no_canary() -> Failure {
-    Failure::new(
-        exit::USAGE,
-        "--canary with --protocol apt: the standalone canary does not serve apt yet; run without --canary (the sub-probes that need a controlled upstream are then SKIPPED)",
-    )
+/// Whether `index_url` is an apt canary's archive root (its plan's index
+/// URL), as `check --canary` tells the canary's protocol.
+pub fn is_canary_archive(index_url: &str) -> bool {
+    index_url.ends_with(&format!("{}/", egress_references::apt::canary::ARCHIVE))
 }

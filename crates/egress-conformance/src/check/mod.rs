@@ -85,7 +85,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     let mut plan = match protocol {
         Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
         Protocol::Npm => npm::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
-        Protocol::Apt => apt::plan(&args, &index, &client, manifest, signed)?,
+        Protocol::Apt => apt::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
     };
     if let Some(c) = &canary {
         with_canary(&mut plan, c.plan(), args.absent.is_empty())?;
@@ -130,9 +130,6 @@ fn connect_canary(args: &CheckArgs, protocol: Protocol) -> Result<Option<RemoteC
     let (Some(raw), Some(file)) = (&args.canary, &args.canary_secret) else {
         return Ok(None);
     };
-    if protocol == Protocol::Apt {
-        return Err(apt::no_canary());
-    }
     let url = Url::parse(raw).map_err(|e| Failure::usage(format!("--canary: {e}")))?;
     let shown = file.display();
     let text = std::fs::read_to_string(file)
@@ -142,9 +139,17 @@ fn connect_canary(args: &CheckArgs, protocol: Protocol) -> Result<Option<RemoteC
     let timeout = Duration::from_secs(args.timeout);
     let canary = RemoteCanary::connect(&url, &secret, timeout)
         .map_err(|e| Failure::new(exit::CANARY, format!("--canary: {e}")))?;
-    // A PyPI canary's index URL is its /simple/; an npm canary's, its root.
-    let pypi = canary.plan().index_url.ends_with("/simple/");
-    if pypi != (protocol == Protocol::Pypi) {
+    // A PyPI canary's index URL is its /simple/; an apt canary's, its
+    // archive root; an npm canary's, its root.
+    let index = canary.plan().index_url;
+    let serves = if index.ends_with("/simple/") {
+        Protocol::Pypi
+    } else if apt::is_canary_archive(&index) {
+        Protocol::Apt
+    } else {
+        Protocol::Npm
+    };
+    if serves != protocol {
         return Err(Failure::usage(format!(
             "--canary {raw} is not a canary of --protocol {protocol}; start it with `canary --protocol {protocol}`"
         )));

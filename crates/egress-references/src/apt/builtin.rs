@@ -140,7 +140,8 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                     apt_canary::COMPONENT
                 )],
                 apt_keyring: Some(keyring),
-                apt_arch: None,
+                apt_arch: Vec::new(),
+                apt_debs: Vec::new(),
             },
         },
         |_| {},
@@ -183,8 +184,30 @@ pub fn run_apt_against(
     keyring: Vec<u8>,
     expect: Option<egress_model::Sha256Digest>,
 ) -> Result<Report, BuiltinError> {
+    run_apt_against_via(name, archive, canary, keyring, expect, None)
+}
+
+/// [`run_apt_against`], with the other host the suite names (its upstream's
+/// origin) at `via` when given: the testbed's relay to the canary, for a
+/// peer that cannot reach the canary's own port. The relay passes bytes
+/// unchanged, so the canary still sees every request that arrives.
+pub fn run_apt_against_via(
+    name: &str,
+    archive: &Url,
+    canary: &AptCanary,
+    keyring: Vec<u8>,
+    expect: Option<egress_model::Sha256Digest>,
+    via: Option<&str>,
+) -> Result<Report, BuiltinError> {
     let mut plan = apt_plan_for(archive, canary, keyring);
     plan.expect.snapshot = expect;
+    if let (Some(up), Some(via)) = (plan.upstream.as_mut(), via) {
+        let via = via.trim_end_matches('/').to_string();
+        if let Some(rest) = up.index_url.strip_prefix(&up.origin) {
+            up.index_url = format!("{via}{rest}");
+        }
+        up.origin = via;
+    }
     Ok(egress_suite::run(Target {
         name: name.into(),
         client: client(archive)?,

@@ -1,7 +1,9 @@
 //! The apt canary upstream: a small signed Debian repository the suite
 //! controls, the apt counterpart of the PyPI and npm canaries.
 //!
-//! **Test fixture.** It binds to 127.0.0.1 only and never connects anywhere.
+//! **Test fixture.** In-process it binds to 127.0.0.1 only; the standalone
+//! canary binds where it is told (`ServeOptions`). It never connects
+//! anywhere.
 //!
 //! Everything it serves is built by the project's own code: the `.deb`s by
 //! `egress_artifacts::deb::build_deb` (`ar`, control and data tarballs),
@@ -41,6 +43,17 @@
 //! | `ec-bad-digest` | 1.0, its stanza's `SHA256` and `Size` are of other bytes | upstream only |
 //! | `ec-unsigned` | 1.0, in the `canary-unsigned` dist only | upstream only |
 //!
+//! The public keyring is also served at [`KEYRING_PATH`] (binary) and
+//! [`KEYRING_ARMORED_PATH`] (armored).
+//!
+//! Served with [`ServeOptions`] holding a secret (the standalone canary,
+//! `egress-conformance canary --protocol apt`): the control API of
+//! [`crate::control`], a key derived from the secret (the same on every
+//! start), and with [`ServeOptions::kit`] the conformance kit's packages
+//! (`egress-kit-*`, `Architecture: all`, see [`super::kit`]) in the signed
+//! dist too, the same bytes as `kit --protocol apt --canary ORIGIN`; the
+//! plan's present package is then the kit's, so the mutations act on it.
+//!
 //! Every request, whatever its answer, goes into the request log all the
 //! canaries keep, read through [`Upstream`]; requests below
 //! [`TRIPWIRE_PATH`] are answered `200 tripped` and flagged. Only GET and
@@ -56,6 +69,10 @@
 //! rebuilt with one more file: same pool path, new bytes and digest) and
 //! [`AptCanary::resign_release`] (nothing but a new `Date` and signature).
 
+/// The `postinst` of [`TRIPWIRE`] (and of the kit's tripwire).
+pub use super::kit::tripwire_postinst;
+use super::kit::{self, template_description, MAINTAINER};
+use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_apt::{
     by_hash_path, IndexEntry, IndexPath, PackageEntry, Paragraph, PoolPath, ReleaseFields,
@@ -65,7 +82,6 @@ use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
     Observation, ProjectName, Sha256Digest, Upstream, UpstreamError, UpstreamPlan, UpstreamRequest,
-    TEMPLATE_MARKERS,
 };
 use egress_signing::openpgp::OpenPgpKey;
 use egress_signing::SigningKey;
@@ -103,21 +119,25 @@ pub const BAD_DIGEST: &str = "ec-bad-digest";
 /// Upstream only, in [`UNSIGNED_DIST`].
 pub const UNSIGNED: &str = "ec-unsigned";
 
+/// The package [`AptCanary::add_arch`] adds for `arch`: `ec-only-<arch>`.
+pub fn arch_only(arch: &str) -> String {
+    format!("ec-only-{arch}")
+}
+
 /// The version every package starts at.
 pub const FIRST_VERSION: &str = "1.0";
 
 /// The user ID on the canary's key.
 pub const KEY_USER_ID: &str = "egress-conformance apt canary <canary@egress.invalid>";
 
-/// The indexes of a dist, relative to `dists/<dist>/`.
-const PACKAGES: &str = "main/binary-amd64/Packages";
-const PACKAGES_GZ: &str = "main/binary-amd64/Packages.gz";
-
 /// Whether a snapshot built from the canary holds the package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Snapshot,
     UpstreamOnly,
+    /// The conformance kit's (standalone canary only): a lab's snapshot
+    /// holds it when the lab added the kit; never in `snapshot_packages`.
+    Kit,
 }
 
 /// What a stanza lists as the digest of its `.deb`.
@@ -137,6 +157,8 @@ struct Deb {
     version: String,
     /// The dist whose `Packages` lists it.
     dist: &'static str,
+    /// Its architecture: [`ARCH`], or `all` for the conformance kit's.
+    arch: String,
     role: Role,
     listed: Listed,
     /// The synopsis and the extended lines.
@@ -150,7 +172,7 @@ struct Deb {
 
 impl Deb {
     fn pool_path(&self) -> PoolPath {
-        pool_path(&self.name, &self.version)
+        pool_path_of(&self.name, &self.version, &self.arch)
     }
 
     fn sha256(&self) -> Sha256Digest {
@@ -161,7 +183,7 @@ impl Deb {
         DebSpec {
             package: self.name.clone(),
             version: self.version.clone(),
-            architecture: ARCH.to_string(),
+            architecture: self.arch.clone(),
             maintainer: MAINTAINER.to_string(),
             description: self.description.clone(),
             depends: self.depends.clone(),
@@ -219,7 +241,7 @@ impl Deb {
         PackageEntry {
             package: self.name.clone(),
             version: self.version.clone(),
-            architecture: ARCH.to_string(),
+            architecture: self.arch.clone(),
             filename: self.pool_path(),
             size: size as u64,
             sha256,
@@ -229,13 +251,16 @@ impl Deb {
     }
 }
 
-const MAINTAINER: &str = "egress-conformance <canary@egress.invalid>";
-
 /// `pool/main/<first letter>/<name>/<name>_<version>_amd64.deb` (every
 /// canary name starts with `e`, so the `lib*` rule never applies).
 pub fn pool_path(name: &str, version: &str) -> PoolPath {
+    pool_path_of(name, version, ARCH)
+}
+
+/// The same for any architecture (the kit's packages are `all`).
+fn pool_path_of(name: &str, version: &str, arch: &str) -> PoolPath {
     let letter = name.get(..1).unwrap_or("_");
-    let text = format!("pool/{COMPONENT}/{letter}/{name}/{name}_{version}_{ARCH}.deb");
+    let text = format!("pool/{COMPONENT}/{letter}/{name}/{name}_{version}_{arch}.deb");
     PoolPath::new(&text).expect("the canary's names and versions make valid pool paths")
 }
 
@@ -266,6 +291,10 @@ struct Content {
     replaced: u32,
     /// Whether `InRelease` is served (see [`AptCanary::serve_inrelease`]).
     inrelease: bool,
+    /// The `Valid-Until` of every `Release` (see [`AptCanary::set_valid_until`]).
+    valid_until: Option<u64>,
+    /// Architectures served besides [`ARCH`] (see [`AptCanary::add_arch`]).
+    archs: Vec<String>,
 }
 
 struct State {
@@ -274,6 +303,11 @@ struct State {
     origin: String,
     content: Mutex<Content>,
     log: RequestLog,
+    /// The control API's secret, when the canary runs standalone.
+    secret: Option<Secret>,
+    /// Whether it serves the conformance kit's packages (see
+    /// [`ServeOptions::kit`]).
+    kit: bool,
 }
 
 /// The apt canary upstream; see the module docs. Stops on
@@ -297,13 +331,31 @@ impl AptCanary {
     /// Binds 127.0.0.1 on a free port, makes its key, then builds and
     /// signs the repository (the tripwire's `postinst` needs the port).
     pub fn start() -> io::Result<AptCanary> {
-        let mut seed = [0u8; 32];
-        getrandom::getrandom(&mut seed)
-            .map_err(|e| io::Error::other(format!("apt canary key: {e}")))?;
+        Self::serve(&ServeOptions::default())
+    }
+
+    /// Binds where `options` say, with a control API when they give a
+    /// secret (the standalone canary, `canary --protocol apt`).
+    ///
+    /// Without a secret the key is made from a random seed, created two
+    /// hours before the first `Release`. With one, the key is derived from
+    /// the secret (see [`standalone_seed`]) and created at
+    /// [`STANDALONE_KEY_CREATED`]: the same secret file gives the same key
+    /// on every start, so a keyring a lab gave its mirror once stays good.
+    pub fn serve(options: &ServeOptions) -> io::Result<AptCanary> {
         let now = unix_now();
-        // The key predates every signature: gpgv refuses a signature made
-        // before its key, and the first Release is dated an hour back.
-        let created = unix_u32(now.saturating_sub(7_200));
+        let (seed, created) = match &options.secret {
+            Some(secret) => (standalone_seed(secret), STANDALONE_KEY_CREATED),
+            None => {
+                let mut seed = [0u8; 32];
+                getrandom::getrandom(&mut seed)
+                    .map_err(|e| io::Error::other(format!("apt canary key: {e}")))?;
+                // The key predates every signature: gpgv refuses a
+                // signature made before its key, and the first Release is
+                // dated an hour back.
+                (seed, unix_u32(now.saturating_sub(7_200)))
+            }
+        };
         let signing = SigningKey::from_seed(seed, "apt canary");
         let key = OpenPgpKey::from_signing_key(&signing, KEY_USER_ID, created);
         // The content names the origin, known only once bound: bind first,
@@ -311,27 +363,35 @@ impl AptCanary {
         let cell: Arc<OnceLock<Arc<State>>> = Arc::default();
         let handler_cell = Arc::clone(&cell);
         let server = Server::bind(
-            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+            options.listen,
             move |req: Request| match handler_cell.get() {
                 Some(state) => state.handle(&req),
                 None => Response::text(503, "starting\n").into(),
             },
             Limits::default(),
         )?;
-        let origin = server.base_url();
+        let origin = options.origin(&server);
+        let mut debs = initial_debs(&origin);
+        if options.kit {
+            debs.extend(kit_debs(&origin));
+        }
         let state = Arc::new(State {
             key,
             origin: origin.clone(),
             content: Mutex::new(Content {
-                debs: initial_debs(&origin),
+                debs,
                 files: BTreeMap::new(),
                 by_hash: BTreeMap::new(),
                 // Behind the clock: a Release dated in the future is refused.
                 date: now.saturating_sub(3_600),
                 replaced: 0,
                 inrelease: true,
+                valid_until: None,
+                archs: Vec::new(),
             }),
             log: RequestLog::default(),
+            secret: options.secret.clone(),
+            kit: options.kit,
         });
         state.republish(false);
         let _ = cell.set(Arc::clone(&state));
@@ -404,7 +464,7 @@ impl AptCanary {
         lock(&self.state.content)
             .debs
             .iter()
-            .filter(|d| d.role == Role::Snapshot || include_upstream_only)
+            .filter(|d| d.role == Role::Snapshot || (include_upstream_only && d.role != Role::Kit))
             .map(|d| (d.name.clone(), d.version.clone()))
             .collect()
     }
@@ -443,6 +503,44 @@ impl AptCanary {
         lock(&self.state.content).inrelease = served;
     }
 
+    /// Gives every `Release` a `Valid-Until` (Unix seconds; `None`, the
+    /// default, for none) and signs them again with a later `Date`: in the
+    /// past, it makes an expired `Release` that apt and `snapshot build`
+    /// refuse.
+    pub fn set_valid_until(&self, until: Option<u64>) {
+        lock(&self.state.content).valid_until = until;
+        self.state.republish(true);
+    }
+
+    /// Serves a second architecture beside [`ARCH`]: its
+    /// `main/binary-<arch>/Packages` (and `.gz`), listed in every
+    /// `Release`'s `Architectures` and `SHA256`, holds one package of its
+    /// own, [`arch_only`]`(arch)` 1.0 (in the snapshot), and the packages
+    /// built for `all`; the [`ARCH`] index does not list it. Signs again
+    /// with a later `Date`. Returns the new package's name. Nothing changes
+    /// until this is called.
+    pub fn add_arch(&self, arch: &str) -> String {
+        let name = arch_only(arch);
+        {
+            let mut content = lock(&self.state.content);
+            if !content.archs.iter().any(|a| a == arch) && arch != ARCH {
+                content.archs.push(arch.to_string());
+                let mut deb = new_deb(
+                    &name,
+                    FIRST_VERSION,
+                    Role::Snapshot,
+                    "A package built for one other architecture",
+                    DIST,
+                    Listed::Served,
+                );
+                deb.arch = arch.to_string();
+                content.debs.push(deb.build());
+            }
+        }
+        self.state.republish(true);
+        name
+    }
+
     /// Re-signs the signed dist's `Release` with a later `Date`: nothing
     /// else changes. Returns the change of `InRelease`.
     pub fn resign_release(&self) -> Observation {
@@ -460,21 +558,62 @@ impl Upstream for AptCanary {
     }
 
     fn mark(&self) -> u64 {
-        self.state.log.mark()
+        self.state.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        self.state.log.since(mark)
+        self.state.requests_since(mark)
     }
 
     fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
-        self.state.publish(project.as_str())
+        self.state.publish_new_version(project)
     }
 
     fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
-        self.state.replace(filename)
+        self.state.replace_file_bytes(filename)
     }
 }
+
+/// What the control API drives (see [`crate::control`]).
+impl Upstream for State {
+    fn plan(&self) -> UpstreamPlan {
+        State::plan(self)
+    }
+
+    fn mark(&self) -> u64 {
+        self.log.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.log.since(mark)
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        self.publish(project.as_str())
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        self.replace(filename)
+    }
+}
+
+/// The creation time of the standalone canary's key (2020-01-01T00:00:00Z):
+/// fixed, so that one secret always gives one key and fingerprint.
+pub const STANDALONE_KEY_CREATED: u32 = 1_577_836_800;
+
+/// The seed of the standalone canary's key: the SHA-256 of a fixed label
+/// and the control secret. The secret never leaves the canary's host, so
+/// neither does the key; the same secret file gives the same key.
+pub fn standalone_seed(secret: &Secret) -> [u8; 32] {
+    let mut input = b"egress-conformance apt canary key\n".to_vec();
+    input.extend_from_slice(secret.as_str().as_bytes());
+    *Sha256Digest::of(&input).as_bytes()
+}
+
+/// Where the canary serves its public keyring, binary and armored (outside
+/// the archive root, so that no source line reaches it by accident).
+pub const KEYRING_PATH: &str = "/keyring.gpg";
+pub const KEYRING_ARMORED_PATH: &str = "/keyring.asc";
 
 // ------------------------------------------------------------------ content
 
@@ -482,38 +621,9 @@ fn text_file(path: &str, text: &str) -> (String, Vec<u8>) {
     (path.to_string(), text.as_bytes().to_vec())
 }
 
-/// The `postinst` of [`TRIPWIRE`]: it calls `url` with whatever HTTP client
-/// the machine has. If a request reaches the canary, a maintainer script ran.
-pub fn tripwire_postinst(url: &str) -> String {
-    format!(
-        "#!/bin/sh\n\
-         # If this runs, a maintainer script from a package ran: it tells the\n\
-         # egress-conformance canary so.\n\
-         URL='{url}'\n\
-         curl -fsS \"$URL\" >/dev/null 2>&1 \\\n\
-         \x20 || wget -q -O /dev/null \"$URL\" >/dev/null 2>&1 \\\n\
-         \x20 || python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1])' \"$URL\" >/dev/null 2>&1 \\\n\
-         \x20 || true\n\
-         exit 0\n"
-    )
-}
-
 /// The tripwire URL [`TRIPWIRE`]'s `postinst` calls, on `origin`.
 pub fn tripwire_url(origin: &str) -> String {
     format!("{origin}{TRIPWIRE_PATH}{TRIPWIRE}-{FIRST_VERSION}")
-}
-
-/// The `Description` of [`TEMPLATE`]: every marker in the synopsis and one
-/// a line in the extended description.
-fn template_description() -> String {
-    let raw: Vec<&str> = TEMPLATE_MARKERS.iter().map(|(raw, _)| *raw).collect();
-    let mut text = format!("Template text {}", raw.join(" "));
-    text.push_str("\n Package text that a template engine must never evaluate:");
-    for r in &raw {
-        text.push_str("\n ");
-        text.push_str(r);
-    }
-    text
 }
 
 fn description(synopsis: &str) -> String {
@@ -539,6 +649,7 @@ fn new_deb(
         name: name.to_string(),
         version: version.to_string(),
         dist,
+        arch: ARCH.to_string(),
         role,
         listed,
         description: description(synopsis),
@@ -547,6 +658,36 @@ fn new_deb(
         files: vec![readme(name, version)],
         bytes: Arc::from(Vec::new()),
     }
+}
+
+/// The conformance kit's packages, built from the kit's own specs with the
+/// tripwire aimed at `origin`: the same bytes as `kit --protocol apt
+/// --canary ORIGIN`.
+fn kit_debs(origin: &str) -> Vec<Deb> {
+    kit::specs(origin)
+        .into_iter()
+        .map(|spec| {
+            let postinst = spec
+                .scripts
+                .iter()
+                .find(|(name, _)| name == "postinst")
+                .map(|(_, text)| text.clone());
+            Deb {
+                name: spec.package,
+                version: spec.version,
+                dist: DIST,
+                arch: spec.architecture,
+                role: Role::Kit,
+                listed: Listed::Served,
+                description: spec.description,
+                depends: spec.depends,
+                postinst,
+                files: spec.files,
+                bytes: Arc::from(Vec::new()),
+            }
+            .build()
+        })
+        .collect()
 }
 
 fn initial_debs(origin: &str) -> Vec<Deb> {
@@ -626,11 +767,12 @@ fn initial_debs(origin: &str) -> Vec<Deb> {
     .collect()
 }
 
-/// A dist's `Packages`: its stanzas, in the canary's order.
-fn packages_text(debs: &[Deb], dist: &str) -> String {
+/// A dist's `Packages` for `arch`: the stanzas of its packages built for
+/// `arch` or `all`, in the canary's order.
+fn packages_text(debs: &[Deb], dist: &str, arch: &str) -> String {
     let stanzas: Vec<PackageEntry> = debs
         .iter()
-        .filter(|d| d.dist == dist)
+        .filter(|d| d.dist == dist && (d.arch == arch || d.arch == "all"))
         .map(Deb::stanza)
         .collect();
     egress_apt::render_packages(&stanzas.iter().collect::<Vec<_>>())
@@ -658,32 +800,48 @@ impl State {
             );
         }
         let mut by_hash = Vec::new();
+        let mut archs = vec![ARCH.to_string()];
+        archs.extend(content.archs.iter().cloned());
         for (dist, signed) in [(DIST, true), (UNSIGNED_DIST, false)] {
-            let packages = packages_text(&content.debs, dist).into_bytes();
-            let packages_gz = egress_artifacts::gzip(&packages);
             let mut entries = Vec::new();
-            for (path, bytes, content_type) in [
-                (PACKAGES, packages, "text/plain; charset=utf-8"),
-                (PACKAGES_GZ, packages_gz, "application/gzip"),
-            ] {
-                let index = IndexPath::new(path).expect("a valid index path");
-                let digest = Sha256Digest::of(&bytes);
-                let served = Served {
-                    bytes: bytes.clone().into(),
-                    content_type,
-                };
-                by_hash.push((
-                    format!("dists/{dist}/{}", by_hash_path(&index, &digest)),
-                    served.clone(),
-                ));
-                files.insert(format!("dists/{dist}/{path}"), served);
-                entries.push(IndexEntry {
-                    path: index,
-                    size: bytes.len() as u64,
-                    digest,
-                });
+            for arch in &archs {
+                let packages = packages_text(&content.debs, dist, arch).into_bytes();
+                let packages_gz = egress_artifacts::gzip(&packages);
+                let dir = format!("{COMPONENT}/binary-{arch}");
+                for (path, bytes, content_type) in [
+                    (
+                        format!("{dir}/Packages"),
+                        packages,
+                        "text/plain; charset=utf-8",
+                    ),
+                    (
+                        format!("{dir}/Packages.gz"),
+                        packages_gz,
+                        "application/gzip",
+                    ),
+                ] {
+                    let index = IndexPath::new(&path).expect("a valid index path");
+                    let digest = Sha256Digest::of(&bytes);
+                    let served = Served {
+                        bytes: bytes.clone().into(),
+                        content_type,
+                    };
+                    by_hash.push((
+                        format!("dists/{dist}/{}", by_hash_path(&index, &digest)),
+                        served.clone(),
+                    ));
+                    files.insert(format!("dists/{dist}/{path}"), served);
+                    entries.push(IndexEntry {
+                        path: index,
+                        size: bytes.len() as u64,
+                        digest,
+                    });
+                }
             }
-            let release = egress_apt::render_release(&release_fields(dist, date), &entries);
+            let mut fields = release_fields(dist, date);
+            fields.valid_until = content.valid_until;
+            fields.architectures = archs.clone();
+            let release = egress_apt::render_release(&fields, &entries);
             if signed {
                 let created = unix_u32(date);
                 let inrelease = self.key.sign_cleartext(&release, created);
@@ -720,7 +878,14 @@ impl State {
         }
     }
 
-    fn not_served(message: String) -> UpstreamError {
+    /// A mutation of something the canary does not serve; a standalone
+    /// canary says how to make the snapshot hold what it serves.
+    fn not_served(&self, message: String) -> UpstreamError {
+        let message = if self.secret.is_some() {
+            format!("{message}; {}", control::not_served_advice(&self.origin))
+        } else {
+            message
+        };
         UpstreamError::NotServed { message }
     }
 
@@ -731,9 +896,7 @@ impl State {
             let mut content = lock(&self.content);
             let versions: Vec<&Deb> = content.debs.iter().filter(|d| d.name == name).collect();
             let Some(last) = versions.last() else {
-                return Err(Self::not_served(format!(
-                    "the apt canary serves no package {name}"
-                )));
+                return Err(self.not_served(format!("the apt canary serves no package {name}")));
             };
             let version = format!("1.{}", versions.len());
             let mut new = new_deb(
@@ -746,6 +909,7 @@ impl State {
             );
             new.depends = last.depends.clone();
             new.postinst = last.postinst.clone();
+            new.arch = last.arch.clone();
             let new = new.build();
             let observation = Observation::UpstreamMutation {
                 description: format!(
@@ -774,9 +938,9 @@ impl State {
                 .iter_mut()
                 .find(|d| d.pool_path().file_name() == filename)
             else {
-                return Err(Self::not_served(format!(
-                    "the apt canary serves no .deb named {filename}"
-                )));
+                return Err(
+                    self.not_served(format!("the apt canary serves no .deb named {filename}"))
+                );
             };
             let before = deb.sha256();
             deb.files.push(text_file(
@@ -811,7 +975,8 @@ impl State {
         UpstreamPlan {
             origin: self.origin.clone(),
             index_url: format!("{}{ARCHIVE}/", self.origin),
-            present: name(PRESENT),
+            // The package a lab's snapshot holds: the kit's when served.
+            present: name(if self.kit { kit::PRESENT } else { PRESENT }),
             upstream_only: name(UPSTREAM_ONLY),
             upstream_only_paths,
             tripwire: name(TRIPWIRE),
@@ -823,6 +988,9 @@ impl State {
     }
 
     fn handle(&self, req: &Request) -> Reply {
+        if let Some(reply) = control::intercept(self.secret.as_ref(), req, self) {
+            return reply;
+        }
         if self.log.record(req) {
             return Response::text(200, "tripped\n").into();
         }
@@ -831,6 +999,17 @@ impl State {
                 .with_header("Allow", "GET, HEAD")
                 .with_header("Content-Type", "text/plain; charset=utf-8")
                 .with_body("the canary upstream accepts no writes\n")
+                .into();
+        }
+        let keyring = match req.path() {
+            KEYRING_PATH => Some(self.key.public_keyring()),
+            KEYRING_ARMORED_PATH => Some(self.key.public_keyring_armored().into_bytes()),
+            _ => None,
+        };
+        if let Some(bytes) = keyring {
+            return Response::new(200)
+                .with_header("Content-Type", "application/pgp-keys")
+                .with_body(bytes)
                 .into();
         }
         let found = req
@@ -882,6 +1061,7 @@ fn release_fields(dist: &str, date: u64) -> ReleaseFields {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use egress_model::TEMPLATE_MARKERS;
 
     #[test]
     fn pool_paths() {

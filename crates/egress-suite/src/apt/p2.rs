@@ -105,6 +105,9 @@ pub fn collect_absent_pool(c: &Collector, _f: &Facts) -> Evidence {
             };
             let marked = url.with_path(&format!("{}{sep}ec={}", url.path_and_query(), c.token()));
             ev.push(c.get("pool path of an absent package", &marked, None));
+            // And bare: a target that refuses every query string (403)
+            // refuses the marked request for that alone.
+            ev.push(c.get("pool path of an absent package, unmarked", &url, None));
         }
     });
     ev

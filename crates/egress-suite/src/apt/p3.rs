@@ -6,7 +6,7 @@
 
 use super::facts::{Facts, Judge};
 use super::plan::{archive, Collector};
-use crate::common::passthrough::{elsewhere, raw_get, traversal_steps, NOWHERE};
+use crate::common::passthrough::{self, elsewhere, raw_get, traversal_steps, Shapes, NOWHERE};
 use crate::common::{runwide, smuggling};
 use crate::judge::{refusals, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
@@ -19,6 +19,40 @@ fn send_all(c: &Collector, ev: &mut crate::collect::Evidence, label: &str, targe
     for t in targets {
         ev.push(c.send_raw(label, &raw_get(c, &t)));
     }
+}
+
+/// Each target, then the same without its `?ec=` marker. A target that
+/// refuses every URL with a query (apt-cacher-ng answers 403) would refuse
+/// the marked one for that alone, never for its route, and the control was
+/// not asked with a query; the bare path shows what the route does.
+pub fn and_unmarked(targets: Vec<String>) -> Vec<String> {
+    let bare: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t.split_once("?ec=").map(|(path, _)| path.to_string()))
+        .collect();
+    targets.into_iter().chain(bare).collect()
+}
+
+/// apt's shapes for the shared probes that name another host: the
+/// `InRelease` of a dist and a pool `.deb`, under `/debian/` as a
+/// `sources.list` line names Debian's archive, each with a fresh marker.
+fn shapes(c: &Collector) -> Shapes {
+    let t = c.token();
+    let f = c.token();
+    Shapes {
+        index: format!("/debian/dists/{t}/InRelease"),
+        file: format!("/debian/pool/main/e/{f}/{f}_1.0_all.deb"),
+    }
+}
+
+/// `P3.absolute-form` in apt's shapes.
+pub fn collect_absolute_form(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    passthrough::collect_absolute_form_at(c, &shapes(c))
+}
+
+/// `P3.double-slash` in apt's shapes.
+pub fn collect_double_slash(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
+    passthrough::collect_double_slash_at(c, || shapes(c))
 }
 
 pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
@@ -44,7 +78,12 @@ pub fn collect_proxy_style(c: &Collector, _f: &Facts) -> crate::collect::Evidenc
                 c.token()
             ),
         ];
-        send_all(c, ev, "proxy-style request for another host", targets);
+        send_all(
+            c,
+            ev,
+            "proxy-style request for another host",
+            and_unmarked(targets),
+        );
     });
     ev
 }
@@ -74,7 +113,7 @@ pub fn collect_remapped(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
                 c.token()
             ),
         ];
-        send_all(c, ev, "apt-cacher-ng remapped path", targets);
+        send_all(c, ev, "apt-cacher-ng remapped path", and_unmarked(targets));
     });
     ev
 }
@@ -123,6 +162,7 @@ pub fn collect_unknown(c: &Collector, _f: &Facts) -> crate::collect::Evidence {
         format!("{root}{}", p.pool_path(&t, "1.0")),
         format!("{root}{t}"),
     ];
+    let targets = and_unmarked(targets);
     c.window("P3.unknown-paths", &mut ev, |ev| {
         send_all(
             c,
@@ -141,6 +181,8 @@ pub fn collect_smuggling(c: &Collector, _f: &Facts) -> crate::collect::Evidence 
             .path_and_query()
             .to_string(),
         accept: "*/*",
+        // apt-cacher-ng refuses every URL with a query string (403).
+        bare_control: true,
     });
     smuggling::collect(c, hidden.as_ref())
 }

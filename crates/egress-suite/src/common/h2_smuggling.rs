@@ -17,7 +17,7 @@
 
 use crate::classify;
 use crate::collect::{Collector, Evidence};
-use crate::common::parallel;
+use crate::common::cases::{self, CaseVerdict, Outcomes};
 use crate::common::passthrough::elsewhere;
 use crate::common::smuggling::Hidden;
 use crate::facts::{find, ControlFacts};
@@ -90,22 +90,11 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
             })
             .collect();
         let client = c.client;
-        for ex in parallel::in_order(&sends, |(label, reqs)| client.send_h2(label, reqs, &listen)) {
+        for ex in cases::in_order(&sends, |(label, reqs)| client.send_h2(label, reqs, &listen)) {
             ev.push(ex);
         }
     });
     ev
-}
-
-/// How one case went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseVerdict {
-    /// Refused: how (`reset PROTOCOL_ERROR`, `400`, `GOAWAY …`, `closed`).
-    Refused(String),
-    /// Taken as valid or passed on: why, naming the case and the evidence.
-    Fail(String),
-    /// Neither shown.
-    Unclear(String),
 }
 
 /// Why the control exchange does not show two GETs answered 200 on one
@@ -180,23 +169,11 @@ pub fn judge_case(case: &H2Case, ex: &Exchange, record: &ProbeRecord) -> CaseVer
         )),
         _ => {}
     }
-    let tokens = classify::tokens_in(ex.request.as_bytes());
-    if let Some(u) = classify::upstream_log(record)
-        .find(|u| tokens.iter().any(|t| u.target.contains(t.as_str())))
-    {
-        faults.push(format!(
-            "its token reached the upstream as {} {}",
-            u.method,
-            short(&u.target)
-        ));
+    if let Some(at) = cases::reached_upstream(ex, record) {
+        faults.push(format!("its token reached the upstream as {at}"));
     }
-    if !faults.is_empty() {
-        return CaseVerdict::Fail(format!(
-            "{} ({}): {}",
-            case.id,
-            case.what,
-            faults.join("; ")
-        ));
+    if let Some(v) = CaseVerdict::from_faults(case.id, case.what, &faults) {
+        return v;
     }
     let control_ok = control.is_some_and(|s| s.status == Some(200) && s.ended);
     if !control_ok {
@@ -253,33 +230,20 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
         ));
     }
     let served = control_served(ctrl);
-    let (mut fails, mut unclear, mut refused) = (Vec::new(), Vec::new(), Vec::new());
+    let mut o = Outcomes::default();
     for case in H2_CORPUS {
-        let Some(ex) = find(rec, &case_label(case)) else {
-            unclear.push(format!("{}: not recorded", case.id));
-            continue;
-        };
-        match judge_case(case, ex, rec) {
-            CaseVerdict::Refused(s) => refused.push(s),
-            CaseVerdict::Fail(why) => fails.push((case.id, why)),
-            CaseVerdict::Unclear(why) => unclear.push(why),
-        }
+        let ex = find(rec, &case_label(case));
+        o.add(case.id, ex.map(|ex| judge_case(case, ex, rec)));
     }
     let total = H2_CORPUS.len();
     let how = match conv.via {
         egress_model::H2Via::Alpn => "HTTP/2 by ALPN",
         egress_model::H2Via::PriorKnowledge => "h2c prior knowledge",
     };
-    if let Some((_, first)) = fails.first() {
-        let others: Vec<&str> = fails.iter().skip(1).map(|(id, _)| *id).collect();
-        let also = if others.is_empty() {
-            String::new()
-        } else {
-            format!("; also {}", others.join(", "))
-        };
+    if let Some(first) = o.first_fail(total) {
         return fail(format!(
-            "{} of {total} HTTP/2 abuses ({how}) were taken or passed on: {first}{also}",
-            fails.len()
+            "{} of {total} HTTP/2 abuses ({how}) were taken or passed on: {first}",
+            o.fails.len()
         ));
     }
     let path = match served {
@@ -287,14 +251,14 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
         Err(why) => {
             return inconclusive(format!(
                 "positive control: {why}; a refusal proves nothing where a second stream is not served ({} of {total} abuses refused)",
-                refused.len()
+                o.refused.len()
             ))
         }
     };
-    if let Some(first) = unclear.first() {
+    if let Some(first) = o.unclear.first() {
         return inconclusive(format!(
             "{} of {total} HTTP/2 abuses neither refused nor taken: {first}",
-            unclear.len()
+            o.unclear.len()
         ));
     }
     let upstream = if classify::has_upstream_log(rec) {
@@ -304,7 +268,7 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
     };
     pass(format!(
         "all {total} HTTP/2 abuses ({how}) refused ({}){upstream}; each connection's GET of {} was answered 200 first",
-        tally(&refused),
+        tally(&o.refused),
         short(&path)
     ))
 }

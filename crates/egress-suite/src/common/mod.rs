@@ -2,9 +2,9 @@
 //! packages and facts: a protocol's table names them beside its own.
 
 pub mod build;
+pub mod cases;
 pub mod h2_smuggling;
 pub mod instance;
-pub mod parallel;
 pub mod passthrough;
 pub mod replay;
 pub mod routes;

@@ -46,20 +46,43 @@ pub fn raw_get<P>(c: &Collector<P>, target: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The artifact-looking paths the shared probes ask another host for, in
+/// the protocol's shapes: an index and a file, each with a fresh marker
+/// token in it. A target that refuses what does not look like its
+/// protocol's files (apt-cacher-ng answers 403 to an unknown file type)
+/// would refuse another protocol's shapes for that alone, whatever it does
+/// with a request for another host.
+#[derive(Debug, Clone)]
+pub struct Shapes {
+    /// An index path, e.g. `/simple/<token>/`.
+    pub index: String,
+    /// A file path, e.g. `/packages/<token>/x-1.0-py3-none-any.whl`.
+    pub file: String,
+}
+
+impl Shapes {
+    /// PyPI's shapes, which the npm suite sends as well.
+    pub fn pypi<P>(c: &Collector<P>) -> Self {
+        Shapes {
+            index: format!("/simple/{}/", c.token()),
+            file: format!("/packages/{}/x-1.0-py3-none-any.whl", c.token()),
+        }
+    }
+}
+
 pub fn collect_absolute_form<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
+    collect_absolute_form_at(c, &Shapes::pypi(c))
+}
+
+/// `P3.absolute-form` asking another host for `shapes`.
+pub fn collect_absolute_form_at<P>(c: &Collector<P>, shapes: &Shapes) -> Evidence {
     let mut ev = Evidence::default();
     let other = elsewhere(c);
     c.window("P3.absolute-form", &mut ev, |ev| {
-        for target in [
-            format!("http://{other}/simple/{}/", c.token()),
-            format!(
-                "http://{other}/packages/{}/x-1.0-py3-none-any.whl",
-                c.token()
-            ),
-        ] {
+        for path in [&shapes.index, &shapes.file] {
             ev.push(c.send_raw(
                 "absolute-form target naming another host",
-                &raw_get(c, &target),
+                &raw_get(c, &format!("http://{other}{path}")),
             ));
         }
     });
@@ -103,13 +126,23 @@ pub fn traversal_steps(class: &str) -> &'static [&'static str] {
 }
 
 pub fn collect_double_slash<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence {
+    collect_double_slash_at(c, || Shapes {
+        index: format!("/simple/{}/", c.token()),
+        file: format!("/{}", c.token()),
+    })
+}
+
+/// `P3.double-slash` asking another host for `shapes` (fresh tokens for
+/// each target): `//host:port` with the index, `//host` (no port) and
+/// `///host:port` with the file.
+pub fn collect_double_slash_at<P>(c: &Collector<P>, shapes: impl Fn() -> Shapes) -> Evidence {
     let mut ev = Evidence::default();
     let other = elsewhere(c);
     c.window("P3.double-slash", &mut ev, |ev| {
         for target in [
-            format!("//{other}/simple/{}/", c.token()),
-            format!("//{}/{}", bare_host(c), c.token()),
-            format!("///{other}/{}", c.token()),
+            format!("//{other}{}", shapes().index),
+            format!("//{}{}", bare_host(c), shapes().file),
+            format!("///{other}{}", shapes().file),
         ] {
             ev.push(c.send_raw("//host/ path", &raw_get(c, &target)));
         }

@@ -293,6 +293,7 @@ pub fn judge_writes<P, F: ControlFacts>(j: &Judge<P, F>, control: &str) -> Verdi
     };
     let mut findings = Vec::new();
     let mut codes = Vec::new();
+    let mut unproven = Vec::new();
     let mut probes: Vec<&str> = Vec::new();
     for (rec, ex) in target_exchanges(j.records, &origin) {
         if !method_of(ex).is_some_and(|m| m.is_write()) {
@@ -304,6 +305,7 @@ pub fn judge_writes<P, F: ControlFacts>(j: &Judge<P, F>, control: &str) -> Verdi
         match ex.status() {
             Some(s @ 200..=299) => findings.push(format!("{} -> {s}", what(rec, ex))),
             Some(s) => codes.push(s.to_string()),
+            None if !crate::judge::alive_after(rec) => unproven.push(what(rec, ex)),
             None => codes.push("no answer".to_string()),
         }
     }
@@ -312,6 +314,12 @@ pub fn judge_writes<P, F: ControlFacts>(j: &Judge<P, F>, control: &str) -> Verdi
     }
     if let Some(v) = j.require(control) {
         return v;
+    }
+    if let Some(first) = unproven.first() {
+        return inconclusive(format!(
+            "{} state-changing requests got no answer and the control page was not served right after them ({first}): a target that stopped answering shows no refusal",
+            unproven.len()
+        ));
     }
     if codes.is_empty() {
         return inconclusive("no state-changing request was recorded in this run");

@@ -23,9 +23,8 @@
 //! PASS, the positive control pipelines the hidden request three times (the
 //! last with `Connection: close`), and the first two must be answered 200.
 
-use crate::classify;
 use crate::collect::{token, Collector, Evidence};
-use crate::common::parallel;
+use crate::common::cases::{self, CaseVerdict, Outcomes};
 use crate::common::passthrough::NOWHERE;
 use crate::facts::{find, ControlFacts};
 use crate::judge::{fail, inconclusive, pass, short, tally, Judge, Verdict};
@@ -48,6 +47,11 @@ pub struct Hidden {
     /// Origin-form path (and query, if any) of the page.
     pub path: String,
     pub accept: &'static str,
+    /// The positive control asks for `path` without a marker: for a
+    /// protocol whose caches refuse every query string (apt-cacher-ng
+    /// answers 403), where a marked control would fail for that alone. The
+    /// cases still hide the marked request: any answer to it is a FAIL.
+    pub bare_control: bool,
 }
 
 impl Hidden {
@@ -62,12 +66,16 @@ impl Hidden {
         format!("Accept: {}\r\n", self.accept)
     }
 
-    /// One request in the hidden request's shape, optionally closing.
+    /// One request of the positive control, optionally closing.
     fn request(&self, host: &str, close: bool) -> String {
         let close = if close { "Connection: close\r\n" } else { "" };
+        let target = if self.bare_control {
+            self.path.clone()
+        } else {
+            self.target()
+        };
         format!(
-            "GET {} HTTP/1.1\r\nHost: {host}\r\n{}{close}\r\n",
-            self.target(),
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\n{}{close}\r\n",
             self.fields()
         )
     }
@@ -124,7 +132,7 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
             })
             .collect();
         let client = c.client;
-        for ex in parallel::in_order(&payloads, |(label, raw)| {
+        for ex in cases::in_order(&payloads, |(label, raw)| {
             client.send_raw_listening(label, raw, &listen)
         }) {
             ev.push(ex);
@@ -282,17 +290,6 @@ fn hidden_path_of(ex: &Exchange) -> String {
         .map_or(t.clone(), |(p, _)| p.to_string())
 }
 
-/// How one case went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseVerdict {
-    /// Refused and closed: the status, or `closed` when nothing was answered.
-    Refused(String),
-    /// The target desynchronised: why, naming the exchange.
-    Fail(String),
-    /// Neither shown (left open, not sent).
-    Unclear(String),
-}
-
 fn status_text(s: Option<u16>) -> String {
     s.map_or_else(|| "?".into(), |s| s.to_string())
 }
@@ -399,23 +396,11 @@ pub fn judge_case(
             ));
         }
     }
-    let tokens = classify::tokens_in(ex.request.as_bytes());
-    if let Some(u) = classify::upstream_log(record)
-        .find(|u| tokens.iter().any(|t| u.target.contains(t.as_str())))
-    {
-        faults.push(format!(
-            "the hidden request reached the upstream as {} {}",
-            u.method,
-            short(&u.target)
-        ));
+    if let Some(at) = cases::reached_upstream(ex, record) {
+        faults.push(format!("the hidden request reached the upstream as {at}"));
     }
-    if !faults.is_empty() {
-        return CaseVerdict::Fail(format!(
-            "{} ({}): {}",
-            case.id,
-            case.what,
-            faults.join("; ")
-        ));
+    if let Some(v) = CaseVerdict::from_faults(case.id, case.what, &faults) {
+        return v;
     }
     if !after.end.closed() {
         return CaseVerdict::Unclear(match first {
@@ -446,58 +431,35 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
     };
     let served = control_bodies(ctrl);
     let hidden = served.clone().unwrap_or_default();
-    let (mut fails, mut unclear, mut refused) = (Vec::new(), Vec::new(), Vec::new());
+    let mut o = Outcomes::default();
     for case in SMUGGLING_CORPUS {
-        let Some(ex) = find(rec, &case_label(case)) else {
-            unclear.push(format!("{}: not recorded", case.id));
-            continue;
-        };
-        match judge_case(case, ex, &hidden, rec) {
-            CaseVerdict::Refused(s) => refused.push(s),
-            CaseVerdict::Fail(why) => fails.push((case.id, why)),
-            CaseVerdict::Unclear(why) => unclear.push(why),
-        }
+        let ex = find(rec, &case_label(case));
+        o.add(case.id, ex.map(|ex| judge_case(case, ex, &hidden, rec)));
     }
     let total = SMUGGLING_CORPUS.len();
     // What a target answers out of step shows on its own; only a PASS
     // needs the control.
-    if let Some((_, first)) = fails.first() {
-        const NAMED: usize = 8;
-        let others: Vec<&str> = fails.iter().skip(1).map(|(id, _)| *id).collect();
-        let also = match others.len() {
-            0 => String::new(),
-            n if n <= NAMED => format!("; also {}", others.join(", ")),
-            n => format!(
-                "; also {} and {} more",
-                others
-                    .iter()
-                    .take(NAMED)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                n - NAMED
-            ),
-        };
+    if let Some(first) = o.first_fail(8) {
         return fail(format!(
-            "{} of {total} smuggling payloads desynchronise the target: {first}{also}",
-            fails.len()
+            "{} of {total} smuggling payloads desynchronise the target: {first}",
+            o.fails.len()
         ));
     }
     if let Err(why) = served {
         return inconclusive(format!(
             "positive control: {why}; silence after a refusal proves nothing on a target that does not answer a second request on one connection ({} of {total} payloads refused)",
-            refused.len()
+            o.refused.len()
         ));
     }
-    if let Some(first) = unclear.first() {
+    if let Some(first) = o.unclear.first() {
         return inconclusive(format!(
             "{} of {total} payloads neither refused and closed nor answered past the refusal: {first}",
-            unclear.len()
+            o.unclear.len()
         ));
     }
     pass(format!(
         "all {total} smuggling payloads refused, nothing answered after the refusal, and the connection closed ({}); the control's pipelined GETs of {} were answered 200",
-        tally(&refused),
+        tally(&o.refused),
         short(&hidden_path_of(ctrl))
     ))
 }

@@ -358,6 +358,7 @@ fn hidden(c: &Collector) -> Option<smuggling::Hidden> {
         .map(|u| smuggling::Hidden {
             path: u.path_and_query().to_string(),
             accept: FULL,
+            bare_control: false,
         })
 }
 

@@ -255,6 +255,7 @@ fn hidden(c: &Collector) -> Option<smuggling::Hidden> {
         .map(|u| smuggling::Hidden {
             path: u.path_and_query().to_string(),
             accept: HTML_LEGACY,
+            bare_control: false,
         })
 }
 
