@@ -1,8 +1,10 @@
 //! `P3.request-smuggling`'s collector and judge against small servers on
 //! loopback: a strict one passes, a lax one fails naming the case and the
 //! exchange, and one that answers 404 to everything or closes every
-//! connection is INCONCLUSIVE, never PASS. Every verdict is re-derived from
-//! the record alone after a JSON round trip, as `report verify` does.
+//! connection is INCONCLUSIVE, never PASS; one that refuses every query
+//! string passes only with the bare positive control. Every verdict is
+//! re-derived from the record alone after a JSON round trip, as
+//! `report verify` does.
 
 use egress_model::{ProbeRecord, Status, Url};
 use egress_suite::collect::Collector;
