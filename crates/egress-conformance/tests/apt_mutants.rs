@@ -54,6 +54,14 @@ fn upstream(authority: &str, method: &str, target: &str) -> (u16, Vec<u8>) {
     (status, raw.get(split + 4..).unwrap_or_default().to_vec())
 }
 
+/// A target apt-cacher-ng would fetch: a release file or a `.deb`, no query.
+fn debian_file(target: &str) -> bool {
+    !target.contains('?')
+        && ["/InRelease", "/Release", ".deb"]
+            .iter()
+            .any(|end| target.ends_with(end))
+}
+
 fn reply(status: u16, body: Vec<u8>) -> Reply {
     Response::new(status).with_body(body).into()
 }
@@ -76,12 +84,20 @@ impl Mutant {
             self.writes.fetch_add(1, Ordering::SeqCst);
         }
         match k {
-            "absolute" if t.starts_with("http") => return reply(200, b"proxied\n".to_vec()),
+            // As apt-cacher-ng does: a proxy for another host, but only for
+            // what looks like a Debian file without a query (it answers 403
+            // to anything else), so a probe in another protocol's shapes
+            // would see it refuse.
+            "absolute" if t.starts_with("http") && debian_file(&t) => {
+                return reply(200, b"proxied\n".to_vec())
+            }
             "connect" if method == "CONNECT" => return Response::new(200).into(),
             "remapped" if t.contains("/deb.debian.org/") || t.contains("/HTTPS///") => {
                 return reply(200, b"remapped\n".to_vec())
             }
-            "double-slash" if t.starts_with("//") => return reply(200, b"other host\n".to_vec()),
+            "double-slash" if t.starts_with("//") && debian_file(&t) => {
+                return reply(200, b"other host\n".to_vec())
+            }
             "traversal" if t.contains("passwd") => {
                 return reply(200, b"root:x:0:0:root:/root:/bin/sh\n".to_vec())
             }

@@ -1,8 +1,10 @@
 //! `P3.request-smuggling`'s collector and judge against small servers on
 //! loopback: a strict one passes, a lax one fails naming the case and the
 //! exchange, and one that answers 404 to everything or closes every
-//! connection is INCONCLUSIVE, never PASS. Every verdict is re-derived from
-//! the record alone after a JSON round trip, as `report verify` does.
+//! connection is INCONCLUSIVE, never PASS; one that refuses every query
+//! string passes only with the bare positive control. Every verdict is
+//! re-derived from the record alone after a JSON round trip, as
+//! `report verify` does.
 
 use egress_model::{ProbeRecord, Status, Url};
 use egress_suite::collect::Collector;
@@ -28,6 +30,9 @@ enum Kind {
     Lax(u16),
     /// Closes every connection without an answer.
     Closes,
+    /// As `Strict(200)`, but answers 403 and closes for any target with a
+    /// query string, as apt-cacher-ng refuses every one.
+    NoQuery,
 }
 
 const PAGE: &[u8] = b"<html>the hidden page</html>";
@@ -77,7 +82,7 @@ fn serve_connection(mut s: TcpStream, kind: Kind) {
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let Some(end) = find(&buf, b"\r\n\r\n") else {
-            if buf.len() > 8 * 1024 && matches!(kind, Kind::Strict(_)) {
+            if buf.len() > 8 * 1024 && matches!(kind, Kind::Strict(_) | Kind::NoQuery) {
                 respond(&mut s, 431, b"too long", true);
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 // Drain what is still coming, so the close is no reset.
@@ -112,6 +117,21 @@ fn serve_connection(mut s: TcpStream, kind: Kind) {
                     return;
                 }
                 respond(&mut s, status, page(status), close)
+            }
+            Kind::NoQuery if head.split(' ').nth(1).is_some_and(|t| t.contains('?')) => {
+                respond(&mut s, 403, b"forbidden", true);
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                thread::sleep(Duration::from_millis(50));
+                return;
+            }
+            Kind::NoQuery => {
+                if !strict_ok(&head) {
+                    respond(&mut s, 400, b"bad request", true);
+                    let _ = s.shutdown(std::net::Shutdown::Write);
+                    thread::sleep(Duration::from_millis(50));
+                    return;
+                }
+                respond(&mut s, 200, PAGE, close)
             }
             Kind::Lax(status) => respond(&mut s, status, page(status), close),
             Kind::Closes => false,
@@ -172,6 +192,11 @@ fn judge(plan: &Plan<()>, rec: &ProbeRecord) -> Verdict {
 /// Collects against a server of `kind` and judges the record, then judges
 /// it again from its JSON form.
 fn run(kind: Kind) -> (Verdict, ProbeRecord) {
+    run_with(kind, false)
+}
+
+/// [`run`], the positive control asking for the bare path when `bare_control`.
+fn run_with(kind: Kind, bare_control: bool) -> (Verdict, ProbeRecord) {
     let url = server(kind);
     let limits = Limits {
         connect_timeout: Duration::from_secs(2),
@@ -195,7 +220,7 @@ fn run(kind: Kind) -> (Verdict, ProbeRecord) {
     let hidden = smuggling::Hidden {
         path: "/simple/ec-present/".into(),
         accept: "text/html",
-        bare_control: false,
+        bare_control,
     };
     let ev = smuggling::collect_with(&c, Some(&hidden), listen);
     let mut rec = ProbeRecord {
@@ -347,5 +372,30 @@ fn what_follows_a_refusal_fails_the_case() {
     assert!(
         why.contains("reached the upstream as GET /simple/ec-present/?ec=ecm0123456789abcdef"),
         "{why}"
+    );
+}
+
+#[test]
+fn a_server_that_refuses_every_query_needs_the_bare_control() {
+    // The marked control is refused for its query alone: silence proves
+    // nothing then.
+    let ((status, reason), _) = run_with(Kind::NoQuery, false);
+    assert_eq!(status, Status::Inconclusive, "{reason}");
+    assert!(reason.contains("[403]"), "{reason}");
+    // The bare control shows it answers a second request on a connection;
+    // the cases, still marked, are refused and closed.
+    let ((status, reason), rec) = run_with(Kind::NoQuery, true);
+    assert_eq!(status, Status::Pass, "{reason}");
+    assert!(
+        rec.exchanges
+            .first()
+            .is_some_and(|ex| ex.request_target() == "/simple/ec-present/"),
+        "the control asks for the bare path"
+    );
+    assert!(
+        rec.exchanges
+            .get(1)
+            .is_some_and(|ex| String::from_utf8_lossy(ex.request.as_bytes()).contains("?ec=")),
+        "the cases hide the marked request"
     );
 }
