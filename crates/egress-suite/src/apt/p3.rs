@@ -6,7 +6,9 @@
 
 use super::facts::{Facts, Judge};
 use super::plan::{archive, Collector};
-use crate::common::passthrough::{self, elsewhere, raw_get, traversal_steps, Shapes, NOWHERE};
+use crate::common::passthrough::{
+    self, elsewhere, raw_get, traversal_steps, Shapes, NOWHERE, TRAVERSAL_TARGETS,
+};
 use crate::common::{runwide, smuggling};
 use crate::judge::{refusals, Verdict, PASSTHROUGH};
 use egress_model::ProbeRecord;
@@ -131,7 +133,9 @@ pub fn collect_traversal(c: &Collector, _f: &Facts) -> crate::collect::Evidence 
     for class in ["raw", "percent", "double", "backslash", "overlong"] {
         for step in traversal_steps(class) {
             for start in &starts {
-                targets.push(format!("{start}{}etc/passwd", step.repeat(8)));
+                for aim in TRAVERSAL_TARGETS {
+                    targets.push(format!("{start}{}{aim}", step.repeat(8)));
+                }
             }
         }
     }

@@ -195,7 +195,7 @@ pub const TABLE: &[SubProbe<Apt>] = &[
         id: SubProbeId::new("P3.traversal"),
         predicate: Predicate::P3,
         title: r#"traversal out of the archive, in every encoding, is refused"#,
-        doc: r#"eight steps of each encoding class (raw, percent, double, backslash, overlong UTF-8) from `dists/<dist>/` and from `pool/<component>/` towards `etc/passwd`"#,
+        doc: r#"eight steps of each encoding class (raw, percent, double, backslash, overlong UTF-8) from `dists/<dist>/` and from `pool/<component>/` towards `etc/passwd` and `proc/self/status`"#,
         phase: Phase::Reads,
         order: 12,
         collect: Collect::Plain(p3::collect_traversal),

@@ -107,6 +107,13 @@ pub fn collect_connect<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidence
     ev
 }
 
+/// The files a traversal aims at, from the filesystem root: `etc/passwd`,
+/// and `proc/self/status`, which every Linux process can read and which is
+/// never empty (a sandboxed or minimal host may have an empty or
+/// unreadable `/etc/passwd`, and a traversal that reaches it would show
+/// nothing).
+pub const TRAVERSAL_TARGETS: [&str; 2] = ["etc/passwd", "proc/self/status"];
+
 /// One traversal step in each encoding class.
 pub fn traversal_steps(class: &str) -> &'static [&'static str] {
     match class {

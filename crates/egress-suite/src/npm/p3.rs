@@ -11,7 +11,9 @@ use super::plan::Collector;
 use super::plan::{at, packument_url, ABBREVIATED, FULL};
 use crate::classify::tokens_in;
 use crate::collect::Evidence;
-use crate::common::passthrough::{elsewhere, same_origin_redirects, traversal_steps};
+use crate::common::passthrough::{
+    elsewhere, same_origin_redirects, traversal_steps, TRAVERSAL_TARGETS,
+};
 use crate::common::{h2_smuggling, runwide, smuggling};
 use crate::facts::success_body;
 use crate::judge::{
@@ -47,8 +49,10 @@ pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
     c.window(&format!("P3.traversal-{class}"), &mut ev, |ev| {
         for step in traversal_steps(class) {
             for base in &bases {
-                let target = format!("{base}{}etc/passwd?ec={}", step.repeat(8), c.token());
-                ev.push(c.send_raw(&format!("traversal ({class})"), &raw_get(&target, &host)));
+                for aim in TRAVERSAL_TARGETS {
+                    let target = format!("{base}{}{aim}?ec={}", step.repeat(8), c.token());
+                    ev.push(c.send_raw(&format!("traversal ({class})"), &raw_get(&target, &host)));
+                }
             }
         }
     });

@@ -8,7 +8,9 @@ use super::facts::{Facts, ListedFile};
 use super::plan::Collector;
 use crate::classify::{self, Answer};
 use crate::collect::Evidence;
-use crate::common::passthrough::{elsewhere, raw_get, same_origin_redirects, traversal_steps};
+use crate::common::passthrough::{
+    elsewhere, raw_get, same_origin_redirects, traversal_steps, TRAVERSAL_TARGETS,
+};
 use crate::common::{h2_smuggling, runwide, smuggling};
 use crate::facts::{find, success_body};
 use crate::judge::{
@@ -30,8 +32,10 @@ pub fn collect_traversal(c: &Collector, class: &str) -> Evidence {
     c.window(&format!("P3.traversal-{class}"), &mut ev, |ev| {
         for step in traversal_steps(class) {
             for base in [index.path().to_string(), project.clone()] {
-                let target = format!("{base}{}etc/passwd?ec={}", step.repeat(8), c.token());
-                ev.push(c.send_raw(&format!("traversal ({class})"), &raw_get(c, &target)));
+                for aim in TRAVERSAL_TARGETS {
+                    let target = format!("{base}{}{aim}?ec={}", step.repeat(8), c.token());
+                    ev.push(c.send_raw(&format!("traversal ({class})"), &raw_get(c, &target)));
+                }
             }
         }
     });
