@@ -33,6 +33,11 @@ use crate::shared::lock;
 const WAKE: u64 = u64::MAX;
 /// Events taken per wait.
 const EVENTS: usize = 256;
+/// Expired connections closed per turn of the loop. Thousands parked at
+/// once (a fleet, or a slowloris ramp) expire at once; closing them in
+/// small batches, with the readable ones served between batches, keeps a
+/// client that arrives meanwhile from waiting behind all of them.
+const CLOSE_BATCH: usize = 64;
 
 /// A parked connection: the socket, what the caller attached to it, and the
 /// key its epoll entry and deadline carry.
@@ -188,11 +193,16 @@ impl<T: Send + 'static> Lobby<T> {
                 st.deadlines.front().map(|(deadline, _)| *deadline)
             };
             // Rounded up to the next millisecond, so a deadline less than a
-            // millisecond away is not a busy loop.
+            // millisecond away is not a busy loop; one that has passed (a
+            // batch left to close) does not wait at all.
             let wait = next.map(|deadline| {
                 let d = deadline.saturating_duration_since(Instant::now());
-                let d = Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                    + Duration::from_millis(1);
+                let d = if d.is_zero() {
+                    d
+                } else {
+                    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                        + Duration::from_millis(1)
+                };
                 Timespec {
                     tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
                     tv_nsec: i64::from(d.subsec_nanos()),
@@ -223,7 +233,7 @@ impl<T: Send + 'static> Lobby<T> {
                 }
                 let now = Instant::now();
                 while let Some(&(deadline, key)) = st.deadlines.front() {
-                    if deadline > now {
+                    if deadline > now || expired.len() >= CLOSE_BATCH {
                         break;
                     }
                     st.deadlines.pop_front();
@@ -237,12 +247,14 @@ impl<T: Send + 'static> Lobby<T> {
                     st.free = Vec::new();
                 }
             }
-            // Closing a socket removes it from the epoll set.
-            expired.clear();
+            // The readable ones first: a client waits for them, nobody
+            // for the expired ones.
             for parked in ready.drain(..) {
                 let _ = epoll::delete(&self.epoll, &parked.stream);
                 (self.on_ready)(parked.stream, parked.payload);
             }
+            // Closing a socket removes it from the epoll set.
+            expired.clear();
         }
     }
 }

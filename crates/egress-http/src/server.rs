@@ -5,11 +5,14 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
 use tokio::sync::watch;
 
 use crate::conn::{refuse_busy, Service};
@@ -115,10 +118,7 @@ impl Server {
             .enable_io()
             .enable_time()
             .build()?;
-        let listener = {
-            let _context = runtime.enter();
-            listen(addr)?
-        };
+        let listener = listen(addr)?;
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -137,21 +137,22 @@ impl Server {
             per_client_hint: config.per_client_hint,
             total_hint: config.total_hint,
         });
-        let (done_tx, done_rx) = mpsc::channel();
         let lobby = start_lobby(&runtime, &shared, config.acceptor.as_ref())?;
-        runtime.spawn(accept_loop(
+        let accepting = AcceptThread::start(
             listener,
-            Arc::clone(&shared),
-            config.acceptor,
-            lobby.clone(),
-            done_tx,
-        ));
+            Accepting {
+                handle: runtime.handle().clone(),
+                shared: Arc::clone(&shared),
+                acceptor: config.acceptor,
+                lobby: lobby.clone(),
+            },
+        )?;
         Ok(ServerHandle {
             addr,
             shared,
             runtime: Some(runtime),
             stop: stop_tx,
-            accept_done: Mutex::new(done_rx),
+            accepting,
             lobby,
         })
     }
@@ -159,22 +160,31 @@ impl Server {
 
 /// Binds the first address of `addr` that can be bound, as
 /// `std::net::TcpListener::bind` does, with a backlog for bursts of
-/// thousands of connections.
-fn listen(addr: impl ToSocketAddrs) -> io::Result<tokio::net::TcpListener> {
+/// thousands of connections; non-blocking, for the accept thread.
+fn listen(addr: impl ToSocketAddrs) -> io::Result<std::net::TcpListener> {
+    use rustix::net::{bind, listen as listen_on, socket_with, sockopt, AddressFamily};
+    use rustix::net::{SocketFlags, SocketType};
     let mut last = None;
     for addr in addr.to_socket_addrs()? {
-        let socket = match addr {
-            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
-            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+        let family = match addr {
+            SocketAddr::V4(_) => AddressFamily::INET,
+            SocketAddr::V6(_) => AddressFamily::INET6,
         };
-        let bound = socket.and_then(|socket| {
-            socket.set_reuseaddr(true)?;
-            socket.bind(addr)?;
-            socket.listen(4096)
+        let bound = socket_with(
+            family,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+            None,
+        )
+        .and_then(|socket| {
+            sockopt::set_socket_reuseaddr(&socket, true)?;
+            bind(&socket, &addr)?;
+            listen_on(&socket, 4096)?;
+            Ok(socket)
         });
         match bound {
-            Ok(listener) => return Ok(listener),
-            Err(e) => last = Some(e),
+            Ok(socket) => return Ok(std::net::TcpListener::from(socket)),
+            Err(e) => last = Some(io::Error::from(e)),
         }
     }
     Err(last.unwrap_or_else(|| {
@@ -191,8 +201,7 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     runtime: Option<tokio::runtime::Runtime>,
     stop: watch::Sender<bool>,
-    /// In a mutex only so that the handle is `Sync`.
-    accept_done: Mutex<mpsc::Receiver<()>>,
+    accepting: AcceptThread,
     lobby: Option<Arc<ConnLobby>>,
 }
 
@@ -225,8 +234,8 @@ impl ServerHandle {
             return;
         };
         let _ = self.stop.send(true);
-        // The accept loop drops the listener when it sees the flag.
-        let _ = lock(&self.accept_done).recv_timeout(Duration::from_secs(2));
+        // Stops accepting and closes the listener.
+        self.accepting.stop();
         // Connections that have sent nothing yet are closed here.
         #[cfg(target_os = "linux")]
         if let Some(lobby) = &self.lobby {
@@ -284,14 +293,14 @@ fn start_lobby(
     let served = Arc::clone(shared);
     let acceptor = acceptor.cloned();
     let lobby = crate::lobby::Lobby::start(idle, move |stream, (peer, admitted)| {
-        let shared = Arc::clone(&served);
-        let acceptor = acceptor.clone();
-        handle.spawn(async move {
-            // Registers the socket with this runtime's reactor.
-            if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                serve(stream, peer, admitted, shared, acceptor.as_ref()).await;
-            }
-        });
+        spawn_serving(
+            &handle,
+            stream,
+            peer,
+            admitted,
+            Arc::clone(&served),
+            acceptor.clone(),
+        );
     })?;
     Ok(Some(lobby))
 }
@@ -308,7 +317,7 @@ fn start_lobby(
 /// Whether the peer has sent something (or closed) already: a peek that
 /// does not wait.
 #[cfg(target_os = "linux")]
-fn has_input(stream: &tokio::net::TcpStream) -> bool {
+fn has_input(stream: &std::net::TcpStream) -> bool {
     use rustix::net::{recv, RecvFlags};
     let mut byte = [0u8; 1];
     match recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
@@ -400,53 +409,114 @@ fn is_resource_error(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12))
 }
 
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
+/// What the accept thread hands accepted connections to.
+struct Accepting {
+    /// The serving runtime.
+    handle: tokio::runtime::Handle,
     shared: Arc<Shared>,
     acceptor: Option<Acceptor>,
     lobby: Option<Arc<ConnLobby>>,
-    done: mpsc::Sender<()>,
-) {
-    let mut stop = shared.stop.clone();
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                dispatch(stream, peer, &shared, acceptor.as_ref(), lobby.as_deref())
-            }
-            Err(e) if is_resource_error(&e) => {
-                shared.accept_log.log(|| {
-                    format!(
-                        "egress-http {}: cannot accept connections: {e}; pausing {} ms before retrying; raise {}",
-                        shared.addr,
-                        ACCEPT_BACKOFF.as_millis(),
-                        shared.total_hint,
-                    )
-                });
-                tokio::select! {
-                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
-                    _ = stop.wait_for(|s| *s) => break,
-                }
-            }
-            // A connection that failed before it was accepted
-            // (ECONNABORTED and the like): nothing to wait for.
-            Err(_) => tokio::task::yield_now().await,
-        }
-    }
-    drop(listener);
-    let _ = done.send(());
 }
 
-fn dispatch(
-    stream: tokio::net::TcpStream,
+/// The accept thread: a plain thread that waits for the listener (or its
+/// wake-up) with `poll` and accepts until the queue is empty. Accepting is
+/// not a task of the serving runtime: a task would queue behind whatever the
+/// workers have to do, and when thousands of held connections reach their
+/// deadline at once the workers have thousands of tasks to run, so a client
+/// connecting then would wait for all of them before even being accepted
+/// (docs/benchmarks.md, held connections). Accepted sockets go to the lobby
+/// or to the serving runtime.
+struct AcceptThread {
+    wake: OwnedFd,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AcceptThread {
+    fn start(listener: std::net::TcpListener, to: Accepting) -> io::Result<Self> {
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let woken = wake.try_clone()?;
+        let thread = std::thread::Builder::new()
+            .name("egress-http-accept".into())
+            .spawn(move || accept_loop(&listener, &woken, &to))?;
+        Ok(Self {
+            wake,
+            thread: Some(thread),
+        })
+    }
+
+    /// Ends the thread (the server's stop flag is already set) and closes
+    /// the listener.
+    fn stop(&mut self) {
+        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &std::net::TcpListener, wake: &OwnedFd, to: &Accepting) {
+    let shared = &to.shared;
+    let stopped = || *shared.stop.borrow();
+    while !stopped() {
+        let mut fds = [
+            PollFd::new(listener, PollFlags::IN),
+            PollFd::new(wake, PollFlags::IN),
+        ];
+        if let Err(e) = poll(&mut fds, None) {
+            if e != rustix::io::Errno::INTR {
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
+            continue;
+        }
+        loop {
+            match listener.accept() {
+                Ok((stream, peer)) => dispatch(stream, peer, to),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if is_resource_error(&e) => {
+                    shared.accept_log.log(|| {
+                        format!(
+                            "egress-http {}: cannot accept connections: {e}; pausing {} ms before retrying; raise {}",
+                            shared.addr,
+                            ACCEPT_BACKOFF.as_millis(),
+                            shared.total_hint,
+                        )
+                    });
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                    break;
+                }
+                // A connection that failed before it was accepted
+                // (ECONNABORTED and the like): nothing to wait for.
+                Err(_) => {}
+            }
+            if stopped() {
+                return;
+            }
+        }
+    }
+}
+
+/// Serves `stream` on the serving runtime (registering it with that
+/// runtime's reactor there).
+fn spawn_serving(
+    handle: &tokio::runtime::Handle,
+    stream: std::net::TcpStream,
     peer: SocketAddr,
-    shared: &Arc<Shared>,
-    acceptor: Option<&Acceptor>,
-    lobby: Option<&ConnLobby>,
+    admitted: Admitted,
+    shared: Arc<Shared>,
+    acceptor: Option<Acceptor>,
 ) {
+    handle.spawn(async move {
+        if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+            serve(stream, peer, admitted, shared, acceptor.as_ref()).await;
+        }
+    });
+}
+
+fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
+    let shared = &to.shared;
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
     let _ = stream.set_nodelay(true);
     let ip = peer.ip().to_canonical();
     match admit(shared, ip) {
@@ -456,15 +526,18 @@ fn dispatch(
             // One that has already sent something (a client that connects
             // and asks at once, the usual case) skips it.
             #[cfg(target_os = "linux")]
-            if let Some(lobby) = lobby.filter(|_| !has_input(&stream)) {
-                if let Ok(stream) = stream.into_std() {
-                    lobby.park(stream, (peer, admitted));
-                }
+            if let Some(lobby) = to.lobby.as_deref().filter(|_| !has_input(&stream)) {
+                lobby.park(stream, (peer, admitted));
                 return;
             }
-            #[cfg(not(target_os = "linux"))]
-            let _ = lobby;
-            tokio::spawn(serve(stream, peer, admitted, Arc::clone(shared), acceptor));
+            spawn_serving(
+                &to.handle,
+                stream,
+                peer,
+                admitted,
+                Arc::clone(shared),
+                to.acceptor.clone(),
+            );
         }
         Err(refused) => {
             match refused {
@@ -486,8 +559,10 @@ fn dispatch(
                 return;
             }
             let shared = Arc::clone(shared);
-            tokio::spawn(async move {
-                refuse_busy(stream, &shared.limits).await;
+            to.handle.spawn(async move {
+                if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                    refuse_busy(stream, &shared.limits).await;
+                }
                 shared.refusing.fetch_sub(1, Ordering::SeqCst);
             });
         }

@@ -716,3 +716,76 @@ fn a_file_shorter_than_announced_is_visibly_truncated() {
     assert_eq!(rest, b"0123456789");
     let _ = std::fs::remove_file(&handler.path);
 }
+
+/// Accepting is not a task of the serving runtime: with every worker stuck
+/// in a handler (as when thousands of held connections reach their deadline
+/// at once and the workers have thousands of tasks to run), a new
+/// connection is still accepted and counted at once, and served as soon as
+/// a worker is free.
+#[test]
+fn accepting_does_not_wait_for_busy_workers() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    let workers = thread::available_parallelism().map_or(2, |n| n.get());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let handler = {
+        let inside = Arc::clone(&inside);
+        move |req: Request| -> Reply {
+            if req.path() == "/block" {
+                inside.fetch_add(1, Ordering::SeqCst);
+                // Holds this worker until the test lets go (bounded).
+                let rx = release_rx.lock().expect("lock");
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            }
+            Response::text(200, "ok").into()
+        }
+    };
+    let h = Server::bind_with(
+        "127.0.0.1:0",
+        handler,
+        egress_http::Config {
+            handler_never_blocks: true,
+            ..egress_http::Config::default()
+        },
+    )
+    .expect("bind");
+    // One blocking request per worker. The first holds the channel's lock;
+    // the others wait for it: every worker is stuck either way.
+    let mut blocked: Vec<_> = (0..workers)
+        .map(|_| {
+            let mut c = connect(&h);
+            send(&mut c, b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    while inside.load(Ordering::SeqCst) < workers {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "handlers never ran"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    thread::sleep(Duration::from_millis(100));
+
+    let mut late = connect(&h);
+    send(&mut late, b"GET /late HTTP/1.1\r\nHost: t\r\n\r\n");
+    let start = Instant::now();
+    while h.connections() < workers + 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "a new connection was not accepted while the workers were busy"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+
+    for _ in 0..workers {
+        release_tx.send(()).expect("release");
+    }
+    assert_eq!(read_response(&mut late, false).status, 200);
+    for c in &mut blocked {
+        assert_eq!(read_response(c, false).status, 200);
+    }
+}

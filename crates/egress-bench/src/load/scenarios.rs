@@ -288,7 +288,7 @@ pub(crate) struct Held {
     /// Held connections open when it finished.
     pub(crate) open_at_end: usize,
     /// Held connections the server closed during the run (each opened
-    /// again at the next drip).
+    /// again at once).
     pub(crate) closed_by_server: u64,
     pub(crate) legit: Legit,
     pub(crate) peak_rss_kib: u64,
@@ -298,8 +298,8 @@ pub(crate) struct Held {
 /// half a request line at once and then one more line every `drip_every`
 /// (the rest of the request line, then one header line at a time, never
 /// the blank line that ends the head); the odd ones send nothing. A held
-/// connection the server closes is opened again at the next drip, so that
-/// `n` stay held. Meanwhile the legitimate client runs.
+/// connection the server closes is opened again at once (as an attacker's
+/// loop would), so that `n` stay held. Meanwhile the legitimate client runs.
 pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     let line = format!("GET {} HTTP/1.1\r\n", s.page);
     let (first, rest) = line.split_at(line.len() / 2);
@@ -307,6 +307,7 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     let rest = rest.as_bytes().to_vec();
     let mut pool = Pool::new(t.addr, s.per_source, 0)?;
     let mut out = Held::default();
+    let closed = RefCell::new(Vec::new());
     let mut on = |i: usize, slot: &mut Slot, ev: Ev| match ev {
         Ev::Connected => {
             if i.is_multiple_of(2) {
@@ -314,7 +315,10 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
             }
         }
         Ev::ConnectFailed | Ev::Data => slot.buf.clear(),
-        Ev::Closed => out.closed_by_server += 1,
+        Ev::Closed => {
+            out.closed_by_server += 1;
+            closed.borrow_mut().push(i);
+        }
     };
     pool.ramp(n, RAMP_WITHIN, &mut on)?;
     let connected = pool.open_count();
@@ -332,6 +336,10 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     let mut last_drip = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         pool.poll(Duration::from_millis(50), &mut on)?;
+        // The pressure stays: one the server closed is opened again at once.
+        for i in closed.take() {
+            pool.open(i);
+        }
         if last_drip.elapsed() >= s.drip_every {
             last_drip = Instant::now();
             for i in 0..n {
