@@ -100,13 +100,42 @@ pub fn rcode_name(r: u8) -> String {
     }
 }
 
+/// Writes `name` in wire form: a checked [`Name`], or a name as read, whose
+/// `\DDD` escapes (see [`escape_label`]) are turned back into their bytes.
+/// A label is never written longer than 63 bytes: a longer length byte
+/// would read as a compression pointer or a reserved label type.
 fn put_name(out: &mut Vec<u8>, name: &str) {
     for label in name.split('.').filter(|l| !l.is_empty()) {
-        // Names are checked (Name::new) or read (at most 63 bytes a label).
-        out.push(u8::try_from(label.len()).unwrap_or(63));
-        out.extend_from_slice(label.as_bytes());
+        let bytes = unescape_label(label);
+        let bytes = bytes.get(..63).unwrap_or(&bytes);
+        out.push(u8::try_from(bytes.len()).unwrap_or(63));
+        out.extend_from_slice(bytes);
     }
     out.push(0);
+}
+
+/// The bytes of a label as [`escape_label`] wrote it.
+fn unescape_label(label: &str) -> Vec<u8> {
+    let text = label.as_bytes();
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(&b) = text.get(i) {
+        let escaped = text
+            .get(i + 1..i + 4)
+            .filter(|d| b == b'\\' && d.iter().all(u8::is_ascii_digit))
+            .and_then(|d| std::str::from_utf8(d).ok()?.parse::<u8>().ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// A standard query for `name` and `qtype`, recursion desired.
@@ -431,6 +460,27 @@ mod tests {
             parse(&encode_reply(&q6, &addrs, 60)).unwrap().addresses(),
             vec![addrs[1]]
         );
+    }
+
+    /// A query may name any bytes; the reply carries the same name back,
+    /// each label at most 63 bytes on the wire, and reads as the query did.
+    #[test]
+    fn a_reply_repeats_any_question_name() {
+        let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in [&b"a.b"[..], b"sp ace\\", &[0xff; 63], b"Up"] {
+            query.push(u8::try_from(label.len()).unwrap());
+            query.extend_from_slice(label);
+        }
+        query.extend_from_slice(&[0, 0, 1, 0, 1]);
+        let q = parse(&query).unwrap();
+        assert!(q.questions[0]
+            .name
+            .starts_with("a\\046b.sp\\032ace\\092.\\255"));
+        let addrs: Vec<IpAddr> = vec!["203.0.113.1".parse().unwrap()];
+        let reply = parse(&encode_reply(&q, &addrs, 60)).unwrap();
+        assert_eq!(reply.questions, q.questions);
+        assert_eq!(reply.answers[0].name, q.questions[0].name);
+        assert_eq!(reply.addresses(), addrs);
     }
 
     #[test]
