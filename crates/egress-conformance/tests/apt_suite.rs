@@ -132,11 +132,21 @@ fn run_suite(archive: &Url, canary: &AptCanary, keyring: Vec<u8>, signers: Vec<u
     report
 }
 
+/// One line per probe; a probe with an unanswered request also lists its
+/// exchanges, so that a failing run says what the client saw.
 fn table(report: &Report) -> String {
     report
         .probes
         .iter()
-        .map(|p| format!("{} {} {}", p.id, p.status, p.reason))
+        .map(|p| {
+            let mut line = format!("{} {} {}", p.id, p.status, p.reason);
+            if p.exchanges.iter().any(|ex| ex.status().is_none()) {
+                for ex in &p.exchanges {
+                    line.push_str(&format!("\n    {}", ex.summary()));
+                }
+            }
+            line
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -197,7 +197,8 @@ impl Mirror {
             }
             thread::sleep(Duration::from_millis(50));
         };
-        let output = fs::read_to_string(&log_path).unwrap_or_default();
+        // Lossy: a log that is not UTF-8 is still shown.
+        let output = String::from_utf8_lossy(&fs::read(&log_path).unwrap_or_default()).into_owned();
         match status {
             Some(s) if s.success() => {}
             Some(s) => panic!("bandersnatch mirror failed ({s}):\n{output}"),
