@@ -340,67 +340,266 @@ async fn serve_http1<S: Transport>(mut io: S, peer: SocketAddr, svc: &Service) {
         };
         let (reply, panicked) = svc.respond(req).await;
         keep_alive &= !panicked;
-
-        match reply {
-            Reply::Response(resp) => {
-                let resp = if (200..=599).contains(&resp.status) && write::headers_valid(&resp) {
-                    resp
-                } else {
-                    keep_alive = false;
-                    Response::text(500, "invalid response from handler\n")
-                };
-                keep_alive &= !write::wants_close(&resp);
-                let connection = match (keep_alive, http10) {
-                    (false, _) => Some("close"),
-                    (true, true) => Some("keep-alive"),
-                    (true, false) => None,
-                };
-                if send(&mut io, &resp, head_request, connection, Some(svc), &limits)
-                    .await
-                    .is_err()
-                {
-                    // The response may be incomplete (a write failed, or a
-                    // file body was refused before its last byte): end the
-                    // connection at once (dropping it) so nothing is read as
-                    // a complete response or as the start of the next one.
-                    return;
-                }
-                if !keep_alive {
-                    return linger_close(io).await;
-                }
-            }
-            Reply::Takeover(resp, take) => {
-                if !(100..=999).contains(&resp.status) || !write::headers_valid(&resp) {
-                    let resp = Response::text(500, "invalid response from handler\n");
-                    if send(&mut io, &resp, head_request, Some("close"), None, &limits)
-                        .await
-                        .is_ok()
-                    {
-                        linger_close(io).await;
-                    }
-                    return;
-                }
-                let head = write::takeover_head(&resp);
-                let written = match &resp.body {
-                    Body::File(file, len) => match write_all(&mut io, &head, &limits).await {
-                        Ok(()) => send_file(&mut io, file, *len, &resp, None, &limits).await,
-                        Err(e) => Err(e),
-                    },
-                    Body::Sealed(sealed) => match write_all(&mut io, &head, &limits).await {
-                        Ok(()) => send_sealed(&mut io, sealed, &limits).await,
-                        Err(e) => Err(e),
-                    },
-                    body => {
-                        write_all(&mut io, &[&head[..], body.as_bytes()].concat(), &limits).await
-                    }
-                };
-                if written.is_err() || flush(&mut io, &limits).await.is_err() {
-                    return;
-                }
-                return hand_over(io, svc, take).await;
-            }
-            Reply::Raw(take) => return hand_over(io, svc, take).await,
+        let asked = Asked {
+            head_request,
+            http10,
+            keep_alive,
+        };
+        match answer(io, reply, asked, svc).await {
+            Some(open) => io = open,
+            None => return,
         }
+    }
+}
+
+/// How the request being answered was asked.
+#[derive(Clone, Copy)]
+pub(crate) struct Asked {
+    head_request: bool,
+    http10: bool,
+    /// The connection may serve another request after this one.
+    keep_alive: bool,
+}
+
+/// A handler's response as it goes on the wire: a response that cannot be
+/// sent becomes a `500` and ends the connection; the `Connection` field to
+/// send; whether the connection stays open after it.
+fn checked(resp: Response, asked: Asked) -> (Response, Option<&'static str>, bool) {
+    let mut keep_alive = asked.keep_alive;
+    let resp = if (200..=599).contains(&resp.status) && write::headers_valid(&resp) {
+        resp
+    } else {
+        keep_alive = false;
+        Response::text(500, "invalid response from handler\n")
+    };
+    keep_alive &= !write::wants_close(&resp);
+    let connection = match (keep_alive, asked.http10) {
+        (false, _) => Some("close"),
+        (true, true) => Some("keep-alive"),
+        (true, false) => None,
+    };
+    (resp, connection, keep_alive)
+}
+
+/// Sends `reply` to the request `asked` describes. Returns the connection
+/// when it stays open for the next request.
+async fn answer<S: Transport>(mut io: S, reply: Reply, asked: Asked, svc: &Service) -> Option<S> {
+    let limits = svc.shared.limits;
+    let head_request = asked.head_request;
+    match reply {
+        Reply::Response(resp) => {
+            let (resp, connection, keep_alive) = checked(resp, asked);
+            if send(&mut io, &resp, head_request, connection, Some(svc), &limits)
+                .await
+                .is_err()
+            {
+                // The response may be incomplete (a write failed, or a
+                // file body was refused before its last byte): end the
+                // connection at once (dropping it) so nothing is read as
+                // a complete response or as the start of the next one.
+                return None;
+            }
+            if !keep_alive {
+                linger_close(io).await;
+                return None;
+            }
+            Some(io)
+        }
+        Reply::Takeover(resp, take) => {
+            if !(100..=999).contains(&resp.status) || !write::headers_valid(&resp) {
+                let resp = Response::text(500, "invalid response from handler\n");
+                if send(&mut io, &resp, head_request, Some("close"), None, &limits)
+                    .await
+                    .is_ok()
+                {
+                    linger_close(io).await;
+                }
+                return None;
+            }
+            let head = write::takeover_head(&resp);
+            let written = match &resp.body {
+                Body::File(file, len) => match write_all(&mut io, &head, &limits).await {
+                    Ok(()) => send_file(&mut io, file, *len, &resp, None, &limits).await,
+                    Err(e) => Err(e),
+                },
+                Body::Sealed(sealed) => match write_all(&mut io, &head, &limits).await {
+                    Ok(()) => send_sealed(&mut io, sealed, &limits).await,
+                    Err(e) => Err(e),
+                },
+                body => write_all(&mut io, &[&head[..], body.as_bytes()].concat(), &limits).await,
+            };
+            if written.is_err() || flush(&mut io, &limits).await.is_err() {
+                return None;
+            }
+            hand_over(io, svc, take).await;
+            None
+        }
+        Reply::Raw(take) => {
+            hand_over(io, svc, take).await;
+            None
+        }
+    }
+}
+
+/// What the fast lane did with a new connection's first request.
+pub(crate) enum AtOnce {
+    /// Nothing was read: the connection is served as usual.
+    NotHere,
+    /// The request was read and answered; a task finishes the answer and
+    /// serves the connection on.
+    Answered(Answered),
+    /// The socket failed while the request was being taken: it is closed.
+    Failed,
+}
+
+/// A first request answered by the fast lane, and what is left to do.
+pub(crate) struct Answered {
+    left: Left,
+    asked: Asked,
+}
+
+enum Left {
+    /// The answer, written up to these bytes.
+    Bytes(Vec<u8>),
+    /// The handler's reply, not written yet (a file body, a takeover).
+    Reply(Reply),
+}
+
+/// Bytes of a new connection peeked at by the accept thread: a first
+/// request head longer than this is served as usual, not by the fast lane.
+#[cfg(target_os = "linux")]
+pub(crate) const AT_ONCE_PEEK: usize = 4096;
+
+/// The fast lane, run on the accept thread for a new plain-HTTP connection
+/// that has already sent something (`sent`, peeked at: still unread). When
+/// those bytes are exactly one whole
+/// request without a body (GET or HEAD) and the handler answers it from
+/// memory ([`crate::Handler::handle_now`]), the request is taken off the
+/// socket and answered here, with as much of the answer as the socket takes
+/// at once. The workers may all be busy (thousands of held connections
+/// reaching their deadline together queue thousands of tasks ahead of a new
+/// one); a client that asks for a page does not wait for them
+/// (docs/benchmarks.md, held connections). Anything else (a partial head,
+/// a body, pipelined requests, a head the parser refuses, a handler that
+/// needs the blocking pool) is left unread for the usual path, which parses
+/// the same bytes with the same parser and limits.
+#[cfg(target_os = "linux")]
+pub(crate) fn answer_at_once(
+    stream: &StdTcpStream,
+    sent: &[u8],
+    peer: SocketAddr,
+    shared: &Shared,
+) -> AtOnce {
+    use rustix::net::{recv, RecvFlags};
+    use std::io::Write;
+    if shared.inline {
+        return AtOnce::NotHere;
+    }
+    let n = sent.len();
+    let mut reader = sent;
+    let Ok(head) = parse::read_head(&mut reader, &shared.limits) else {
+        return AtOnce::NotHere;
+    };
+    let bodiless = head.framing == Framing::None && !head.expect_continue;
+    if !reader.is_empty() || !bodiless || !matches!(head.method, Method::Get | Method::Head) {
+        return AtOnce::NotHere;
+    }
+    let head_request = head.method == Method::Head;
+    let http10 = head.version == "HTTP/1.0";
+    let req = Request {
+        method: head.method,
+        target: head.target,
+        version: head.version,
+        headers: head.headers,
+        body: Vec::new(),
+        peer,
+    };
+    let (reply, panicked) = match catch_unwind(AssertUnwindSafe(|| shared.handler.handle_now(&req)))
+    {
+        Ok(Some(reply)) => (reply, false),
+        Ok(None) => return AtOnce::NotHere,
+        Err(_) => (
+            Reply::Response(Response::text(500, "handler panicked\n")),
+            true,
+        ),
+    };
+    // The request is answered: take its bytes off the socket (they are
+    // there: they were just peeked at).
+    let mut taken = [0u8; AT_ONCE_PEEK];
+    match recv(
+        stream,
+        taken.get_mut(..n).unwrap_or_default(),
+        RecvFlags::DONTWAIT,
+    ) {
+        Ok((m, _)) if m == n => {}
+        _ => return AtOnce::Failed,
+    }
+    let asked = Asked {
+        head_request,
+        http10,
+        keep_alive: head.keep_alive && !panicked,
+    };
+    let resp = match reply {
+        Reply::Response(resp) if !matches!(resp.body, Body::File(..) | Body::Sealed(_)) => resp,
+        reply => {
+            return AtOnce::Answered(Answered {
+                left: Left::Reply(reply),
+                asked,
+            })
+        }
+    };
+    let (resp, connection, keep_alive) = checked(resp, asked);
+    let (mut bytes, with_body) = write::frame(&resp, head_request, connection);
+    if with_body {
+        bytes.extend_from_slice(resp.body.as_bytes());
+    }
+    let mut written = 0;
+    while let Some(rest) = bytes.get(written..).filter(|r| !r.is_empty()) {
+        match (&*stream).write(rest) {
+            Ok(0) => return AtOnce::Failed,
+            Ok(k) => written += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => return AtOnce::Failed,
+        }
+    }
+    bytes.drain(..written.min(bytes.len()));
+    AtOnce::Answered(Answered {
+        left: Left::Bytes(bytes),
+        asked: Asked {
+            keep_alive,
+            ..asked
+        },
+    })
+}
+
+/// Finishes a first request the fast lane answered, then serves the
+/// connection on.
+pub(crate) async fn serve_answered<S: Transport>(
+    mut io: S,
+    peer: SocketAddr,
+    svc: &Service,
+    answered: Answered,
+) {
+    let limits = svc.shared.limits;
+    let Answered { left, asked } = answered;
+    let open = match left {
+        Left::Bytes(rest) => {
+            if !rest.is_empty()
+                && (write_all(&mut io, &rest, &limits).await.is_err()
+                    || flush(&mut io, &limits).await.is_err())
+            {
+                return;
+            }
+            if !asked.keep_alive {
+                return linger_close(io).await;
+            }
+            Some(io)
+        }
+        Left::Reply(reply) => answer(io, reply, asked, svc).await,
+    };
+    if let Some(io) = open {
+        serve_http1(io, peer, svc).await;
     }
 }
 

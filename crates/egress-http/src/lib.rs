@@ -261,6 +261,10 @@ pub trait Handler: Send + Sync + 'static {
     /// Answers `req` at once on the connection's worker when that needs no
     /// blocking work (an answer already in memory, a refusal), or returns
     /// `None` to have [`Handler::handle`] run on the blocking pool as usual.
+    /// The first request of a new plain-HTTP connection, when it arrives
+    /// whole with the connection, is asked here on the server's accept
+    /// thread instead (the fast lane, docs/architecture.md): it may be
+    /// asked on either, and must be as quick on both.
     /// It must never block: no file reads, no waiting on locks held across
     /// blocking work. Skipping the hand-off to the pool is what lets a
     /// handler that answers mostly from memory keep up with many kept-alive

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
 use tokio::sync::watch;
 
-use crate::conn::{refuse_busy, Service};
+#[cfg(target_os = "linux")]
+use crate::conn::AtOnce;
+use crate::conn::{refuse_busy, Answered, Service};
 use crate::shared::{lock, Counts, RateLog, Shared};
 use crate::{Handler, Limits};
 
@@ -300,6 +302,7 @@ fn start_lobby(
             admitted,
             Arc::clone(&served),
             acceptor.clone(),
+            None,
         );
     })?;
     Ok(Some(lobby))
@@ -314,18 +317,28 @@ fn start_lobby(
     Ok(None)
 }
 
-/// Whether the peer has sent something (or closed) already: a peek that
-/// does not wait.
+/// What a new connection has sent so far, peeked at without waiting: the
+/// number of bytes of `buf` filled, `Some(0)` for a peer that already closed
+/// (or an error, for the serving code to meet), `None` for nothing yet.
 #[cfg(target_os = "linux")]
-fn has_input(stream: &std::net::TcpStream) -> bool {
+fn peek(stream: &std::net::TcpStream, buf: &mut [u8]) -> Option<usize> {
     use rustix::net::{recv, RecvFlags};
-    let mut byte = [0u8; 1];
-    match recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
-        Ok(_) => true,
-        // Nothing yet (EAGAIN); any other error is for the serving code to
-        // meet.
-        Err(e) => e != rustix::io::Errno::AGAIN,
+    let room = buf.len();
+    match recv(stream, buf, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok((n, _)) => Some(n.min(room)),
+        Err(rustix::io::Errno::AGAIN) => None,
+        Err(_) => Some(0),
     }
+}
+
+/// Accepts one connection, non-blocking and close-on-exec from the start.
+fn accept_one(listener: &std::net::TcpListener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    use rustix::net::{acceptfrom_with, SocketFlags};
+    let (fd, addr) = acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
+    let peer = addr
+        .and_then(|a| SocketAddr::try_from(a).ok())
+        .ok_or_else(|| io::Error::other("accepted a connection without an IP address"))?;
+    Ok((std::net::TcpStream::from(fd), peer))
 }
 
 /// Serves an admitted connection until it ends or the server stops. The
@@ -337,12 +350,16 @@ fn serve(
     admitted: Admitted,
     shared: Arc<Shared>,
     acceptor: Option<&Acceptor>,
+    answered: Option<Answered>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let mut stop = shared.stop.clone();
     let svc = Service { shared };
-    let serving: Pin<Box<dyn Future<Output = ()> + Send>> = match acceptor {
-        Some(acceptor) => acceptor(stream, peer, svc),
-        None => Box::pin(async move { svc.serve_http1(stream, peer).await }),
+    let serving: Pin<Box<dyn Future<Output = ()> + Send>> = match (acceptor, answered) {
+        (_, Some(answered)) => {
+            Box::pin(async move { crate::conn::serve_answered(stream, peer, &svc, answered).await })
+        }
+        (Some(acceptor), None) => acceptor(stream, peer, svc),
+        (None, None) => Box::pin(async move { svc.serve_http1(stream, peer).await }),
     };
     async move {
         let _admitted = admitted;
@@ -425,7 +442,8 @@ struct Accepting {
 /// deadline at once the workers have thousands of tasks to run, so a client
 /// connecting then would wait for all of them before even being accepted
 /// (docs/benchmarks.md, held connections). Accepted sockets go to the lobby
-/// or to the serving runtime.
+/// or to the serving runtime, a page asked for at once after its first
+/// request was answered here (the fast lane, `conn::answer_at_once`).
 struct AcceptThread {
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
@@ -469,7 +487,7 @@ fn accept_loop(listener: &std::net::TcpListener, wake: &OwnedFd, to: &Accepting)
             continue;
         }
         loop {
-            match listener.accept() {
+            match accept_one(listener) {
                 Ok((stream, peer)) => dispatch(stream, peer, to),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if is_resource_error(&e) => {
@@ -496,7 +514,8 @@ fn accept_loop(listener: &std::net::TcpListener, wake: &OwnedFd, to: &Accepting)
 }
 
 /// Serves `stream` on the serving runtime (registering it with that
-/// runtime's reactor there).
+/// runtime's reactor there), after finishing the first request if the fast
+/// lane `answered` it.
 fn spawn_serving(
     handle: &tokio::runtime::Handle,
     stream: std::net::TcpStream,
@@ -504,31 +523,47 @@ fn spawn_serving(
     admitted: Admitted,
     shared: Arc<Shared>,
     acceptor: Option<Acceptor>,
+    answered: Option<Answered>,
 ) {
     handle.spawn(async move {
+        let _ = stream.set_nodelay(true);
         if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-            serve(stream, peer, admitted, shared, acceptor.as_ref()).await;
+            serve(stream, peer, admitted, shared, acceptor.as_ref(), answered).await;
         }
     });
 }
 
 fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
     let shared = &to.shared;
-    if stream.set_nonblocking(true).is_err() {
-        return;
-    }
-    let _ = stream.set_nodelay(true);
     let ip = peer.ip().to_canonical();
     match admit(shared, ip) {
         Ok(admitted) => {
+            let mut answered = None;
             // Until its first byte, a connection waits in the lobby, which
             // costs far less than a task (docs/architecture.md).
             // One that has already sent something (a client that connects
-            // and asks at once, the usual case) skips it.
+            // and asks at once, the usual case) skips it, and a page asked
+            // for that way is answered at once by the fast lane.
             #[cfg(target_os = "linux")]
-            if let Some(lobby) = to.lobby.as_deref().filter(|_| !has_input(&stream)) {
-                lobby.park(stream, (peer, admitted));
-                return;
+            {
+                let mut first = [0u8; crate::conn::AT_ONCE_PEEK];
+                match peek(&stream, &mut first) {
+                    None => {
+                        if let Some(lobby) = to.lobby.as_deref() {
+                            lobby.park(stream, (peer, admitted));
+                            return;
+                        }
+                    }
+                    Some(n) if to.acceptor.is_none() => {
+                        let sent = first.get(..n).unwrap_or_default();
+                        match crate::conn::answer_at_once(&stream, sent, peer, shared) {
+                            AtOnce::NotHere => {}
+                            AtOnce::Answered(a) => answered = Some(a),
+                            AtOnce::Failed => return,
+                        }
+                    }
+                    Some(_) => {}
+                }
             }
             spawn_serving(
                 &to.handle,
@@ -537,6 +572,7 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
                 admitted,
                 Arc::clone(shared),
                 to.acceptor.clone(),
+                answered,
             );
         }
         Err(refused) => {

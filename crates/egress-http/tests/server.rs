@@ -789,3 +789,154 @@ fn accepting_does_not_wait_for_busy_workers() {
         assert_eq!(read_response(c, false).status, 200);
     }
 }
+
+/// Answers `/page` at once from memory and `/other` on the blocking pool.
+/// `POST /hold` holds the worker its `handle_now` runs on until released,
+/// which a real handler must never do: here it stands for workers busy
+/// with thousands of other connections.
+struct Paged {
+    holding: Arc<std::sync::atomic::AtomicUsize>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl egress_http::Handler for Paged {
+    fn handle(&self, req: Request) -> Reply {
+        Response::text(200, &format!("pool {}", req.path())).into()
+    }
+
+    fn handle_now(&self, req: &Request) -> Option<Reply> {
+        match req.path() {
+            "/page" => Some(Response::text(200, "page from memory").into()),
+            "/hold" => {
+                self.holding
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let rx = self.release.lock().expect("lock");
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+                Some(Response::text(200, "held").into())
+            }
+            _ => None,
+        }
+    }
+}
+
+fn paged() -> (
+    ServerHandle,
+    Arc<std::sync::atomic::AtomicUsize>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let holding = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handler = Paged {
+        holding: Arc::clone(&holding),
+        release: std::sync::Mutex::new(rx),
+    };
+    let h =
+        Server::bind_with("127.0.0.1:0", handler, egress_http::Config::default()).expect("bind");
+    (h, holding, tx)
+}
+
+/// The fast lane: a new connection that asks for a page the handler has in
+/// memory is answered by the accept thread while every worker is busy. It
+/// fails where pages wait for a worker.
+#[test]
+fn a_page_asked_at_once_is_answered_while_every_worker_is_busy() {
+    use std::sync::atomic::Ordering;
+    let workers = thread::available_parallelism().map_or(2, |n| n.get());
+    let (h, holding, release) = paged();
+    // A request with a body never takes the fast lane: each of these is
+    // read and answered on a worker, and holds it.
+    let mut held: Vec<_> = (0..workers)
+        .map(|_| {
+            let mut c = connect(&h);
+            send(
+                &mut c,
+                b"POST /hold HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx",
+            );
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    while holding.load(Ordering::SeqCst) < workers {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the holding requests never reached the workers"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+
+    let mut page = connect(&h);
+    send(&mut page, b"GET /page HTTP/1.1\r\nHost: t\r\n\r\n");
+    let resp = read_response(&mut page, false);
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.body, b"page from memory");
+    // Every worker is still held.
+    assert_eq!(holding.load(Ordering::SeqCst), workers);
+
+    for _ in 0..workers {
+        release.send(()).expect("release");
+    }
+    for c in &mut held {
+        assert_eq!(read_response(c, false).body, b"held");
+    }
+    // The connection the fast lane answered is served on by a worker.
+    send(&mut page, b"GET /other HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut page, false).body, b"pool /other");
+}
+
+/// A first request the fast lane answers is answered as the usual path
+/// would: HEAD keeps the length and sends no body, HTTP/1.0 and
+/// `Connection: close` end the connection after the answer, and a first
+/// request that is not one whole bodiless request (pipelined, or a head
+/// the parser refuses) is left to the usual path whole.
+#[test]
+fn the_fast_lane_answers_as_the_usual_path_does() {
+    let (h, _, _release) = paged();
+
+    let mut c = connect(&h);
+    send(&mut c, b"HEAD /page HTTP/1.1\r\nHost: t\r\n\r\n");
+    let resp = read_response(&mut c, true);
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.header("content-length"), Some("16"));
+    send(&mut c, b"GET /page HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_response(&mut c, false).body, b"page from memory");
+
+    let mut c = connect(&h);
+    send(&mut c, b"GET /page HTTP/1.0\r\n\r\n");
+    let resp = read_response_any_version(&mut c);
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert!(resp.contains("Connection: close\r\n"), "{resp}");
+    assert!(resp.ends_with("page from memory"), "{resp}");
+
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"GET /page HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    let resp = read_response(&mut c, false);
+    assert_eq!(resp.header("connection"), Some("close"));
+    assert_closed(&mut c);
+
+    // Two requests in one write: both answered, in order.
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"GET /page HTTP/1.1\r\nHost: t\r\n\r\nGET /other HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    assert_eq!(read_response(&mut c, false).body, b"page from memory");
+    assert_eq!(read_response(&mut c, false).body, b"pool /other");
+
+    // A head the parser refuses gets the usual refusal.
+    let mut c = connect(&h);
+    send(
+        &mut c,
+        b"GET /page HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n",
+    );
+    assert_eq!(read_response(&mut c, false).status, 400);
+}
+
+/// Everything up to EOF, as text.
+fn read_response_any_version(c: &mut BufReader<TcpStream>) -> String {
+    let mut all = Vec::new();
+    let _ = c.read_to_end(&mut all);
+    String::from_utf8_lossy(&all).into_owned()
+}
