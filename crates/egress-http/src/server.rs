@@ -442,8 +442,9 @@ struct Accepting {
 /// deadline at once the workers have thousands of tasks to run, so a client
 /// connecting then would wait for all of them before even being accepted
 /// (docs/benchmarks.md, held connections). Accepted sockets go to the lobby
-/// or to the serving runtime, a page asked for at once after its first
-/// request was answered here (the fast lane, `conn::answer_at_once`).
+/// or to the serving runtime; one whose first request arrived with it and
+/// asks for a page is answered here first (the fast lane,
+/// `conn::answer_at_once`).
 struct AcceptThread {
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
