@@ -539,8 +539,13 @@ pub(crate) fn answer_at_once(
         http10,
         keep_alive: head.keep_alive && !panicked,
     };
+    // An answer in memory and small enough for one write (as `send` writes
+    // it); a larger one, a file body or a takeover is sent by the task.
+    let in_memory = |body: &Body| {
+        !matches!(body, Body::File(..) | Body::Sealed(_)) && body.as_bytes().len() <= FILE_CHUNK
+    };
     let resp = match reply {
-        Reply::Response(resp) if !matches!(resp.body, Body::File(..) | Body::Sealed(_)) => resp,
+        Reply::Response(resp) if in_memory(&resp.body) => resp,
         reply => {
             return AtOnce::Answered(Answered {
                 left: Left::Reply(reply),

@@ -295,6 +295,13 @@ fn start_lobby(
     let served = Arc::clone(shared);
     let acceptor = acceptor.cloned();
     let lobby = crate::lobby::Lobby::start(idle, move |stream, (peer, admitted)| {
+        // Its first bytes have just arrived: the fast lane, as on accepting.
+        let mut first = [0u8; crate::conn::AT_ONCE_PEEK];
+        let sent = peek(&stream, &mut first);
+        let Ok(answered) = fast_lane(&stream, sent, &first, peer, &served, acceptor.is_none())
+        else {
+            return;
+        };
         spawn_serving(
             &handle,
             stream,
@@ -302,7 +309,7 @@ fn start_lobby(
             admitted,
             Arc::clone(&served),
             acceptor.clone(),
-            None,
+            answered,
         );
     })?;
     Ok(Some(lobby))
@@ -328,6 +335,32 @@ fn peek(stream: &std::net::TcpStream, buf: &mut [u8]) -> Option<usize> {
         Ok((n, _)) => Some(n.min(room)),
         Err(rustix::io::Errno::AGAIN) => None,
         Err(_) => Some(0),
+    }
+}
+
+/// The socket failed while the fast lane took its request: close it.
+#[cfg(target_os = "linux")]
+struct Closed;
+
+/// The fast lane (`conn::answer_at_once`) for a plain-HTTP connection whose
+/// first bytes `first[..n]` have arrived (`sent` is [`peek`]'s answer).
+#[cfg(target_os = "linux")]
+fn fast_lane(
+    stream: &std::net::TcpStream,
+    sent: Option<usize>,
+    first: &[u8],
+    peer: SocketAddr,
+    shared: &Shared,
+    plain: bool,
+) -> Result<Option<Answered>, Closed> {
+    let Some(n) = sent.filter(|n| plain && *n > 0) else {
+        return Ok(None);
+    };
+    let sent = first.get(..n).unwrap_or_default();
+    match crate::conn::answer_at_once(stream, sent, peer, shared) {
+        AtOnce::NotHere => Ok(None),
+        AtOnce::Answered(a) => Ok(Some(a)),
+        AtOnce::Failed => Err(Closed),
     }
 }
 
@@ -539,33 +572,27 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
     let ip = peer.ip().to_canonical();
     match admit(shared, ip) {
         Ok(admitted) => {
-            let mut answered = None;
             // Until its first byte, a connection waits in the lobby, which
             // costs far less than a task (docs/architecture.md).
             // One that has already sent something (a client that connects
             // and asks at once, the usual case) skips it, and a page asked
             // for that way is answered at once by the fast lane.
             #[cfg(target_os = "linux")]
-            {
+            let answered = {
                 let mut first = [0u8; crate::conn::AT_ONCE_PEEK];
-                match peek(&stream, &mut first) {
-                    None => {
-                        if let Some(lobby) = to.lobby.as_deref() {
-                            lobby.park(stream, (peer, admitted));
-                            return;
-                        }
-                    }
-                    Some(n) if to.acceptor.is_none() => {
-                        let sent = first.get(..n).unwrap_or_default();
-                        match crate::conn::answer_at_once(&stream, sent, peer, shared) {
-                            AtOnce::NotHere => {}
-                            AtOnce::Answered(a) => answered = Some(a),
-                            AtOnce::Failed => return,
-                        }
-                    }
-                    Some(_) => {}
+                let sent = peek(&stream, &mut first);
+                if let (None, Some(lobby)) = (sent, to.lobby.as_deref()) {
+                    lobby.park(stream, (peer, admitted));
+                    return;
                 }
-            }
+                let plain = to.acceptor.is_none();
+                match fast_lane(&stream, sent, &first, peer, shared, plain) {
+                    Ok(answered) => answered,
+                    Err(Closed) => return,
+                }
+            };
+            #[cfg(not(target_os = "linux"))]
+            let answered = None;
             spawn_serving(
                 &to.handle,
                 stream,

@@ -807,6 +807,10 @@ impl egress_http::Handler for Paged {
     fn handle_now(&self, req: &Request) -> Option<Reply> {
         match req.path() {
             "/page" => Some(Response::text(200, "page from memory").into()),
+            // Up to one write's worth: answered by the fast lane.
+            "/mid" => Some(Response::new(200).with_body(vec![b'm'; 200 * 1024]).into()),
+            // More than one write: sent by the task.
+            "/big" => Some(Response::new(200).with_body(vec![b'b'; 1024 * 1024]).into()),
             "/hold" => {
                 self.holding
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -884,7 +888,8 @@ fn a_page_asked_at_once_is_answered_while_every_worker_is_busy() {
 }
 
 /// A first request the fast lane answers is answered as the usual path
-/// would: HEAD keeps the length and sends no body, HTTP/1.0 and
+/// would: HEAD keeps the length and sends no body, large answers arrive
+/// whole, HTTP/1.0 and
 /// `Connection: close` end the connection after the answer, and a first
 /// request that is not one whole bodiless request (pipelined, or a head
 /// the parser refuses) is left to the usual path whole.
@@ -915,6 +920,20 @@ fn the_fast_lane_answers_as_the_usual_path_does() {
     let resp = read_response(&mut c, false);
     assert_eq!(resp.header("connection"), Some("close"));
     assert_closed(&mut c);
+
+    // Large answers arrive whole, on either side of the one-write limit.
+    for (target, byte, len) in [("/mid", b'm', 200 * 1024), ("/big", b'b', 1024 * 1024)] {
+        let mut c = connect(&h);
+        send(
+            &mut c,
+            format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        );
+        let body = read_response(&mut c, false).body;
+        assert_eq!(body.len(), len, "{target}");
+        assert!(body.iter().all(|b| *b == byte), "{target}");
+        send(&mut c, b"GET /page HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(read_response(&mut c, false).body, b"page from memory");
+    }
 
     // Two requests in one write: both answered, in order.
     let mut c = connect(&h);
