@@ -717,6 +717,32 @@ fn a_file_shorter_than_announced_is_visibly_truncated() {
     let _ = std::fs::remove_file(&handler.path);
 }
 
+/// Opens `workers` connections that each send `request`, and waits (5 s at
+/// most) until `inside` says a handler holds each of them.
+fn hold_workers(
+    h: &ServerHandle,
+    request: &[u8],
+    inside: &std::sync::atomic::AtomicUsize,
+    workers: usize,
+) -> Vec<BufReader<TcpStream>> {
+    let held = (0..workers)
+        .map(|_| {
+            let mut c = connect(h);
+            send(&mut c, request);
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    while inside.load(std::sync::atomic::Ordering::SeqCst) < workers {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the holding requests never reached the handlers"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    held
+}
+
 /// Accepting is not a task of the serving runtime: with every worker stuck
 /// in a handler (as when thousands of held connections reach their deadline
 /// at once and the workers have thousands of tasks to run), a new
@@ -753,21 +779,12 @@ fn accepting_does_not_wait_for_busy_workers() {
     .expect("bind");
     // One blocking request per worker. The first holds the channel's lock;
     // the others wait for it: every worker is stuck either way.
-    let mut blocked: Vec<_> = (0..workers)
-        .map(|_| {
-            let mut c = connect(&h);
-            send(&mut c, b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
-            c
-        })
-        .collect();
-    let start = Instant::now();
-    while inside.load(Ordering::SeqCst) < workers {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "handlers never ran"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    let mut blocked = hold_workers(
+        &h,
+        b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n",
+        &inside,
+        workers,
+    );
     thread::sleep(Duration::from_millis(100));
 
     let mut late = connect(&h);
@@ -849,24 +866,12 @@ fn a_page_asked_at_once_is_answered_while_every_worker_is_busy() {
     let (h, holding, release) = paged();
     // A request with a body never takes the fast lane: each of these is
     // read and answered on a worker, and holds it.
-    let mut held: Vec<_> = (0..workers)
-        .map(|_| {
-            let mut c = connect(&h);
-            send(
-                &mut c,
-                b"POST /hold HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx",
-            );
-            c
-        })
-        .collect();
-    let start = Instant::now();
-    while holding.load(Ordering::SeqCst) < workers {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "the holding requests never reached the workers"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    let mut held = hold_workers(
+        &h,
+        b"POST /hold HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx",
+        &holding,
+        workers,
+    );
 
     let mut page = connect(&h);
     send(&mut page, b"GET /page HTTP/1.1\r\nHost: t\r\n\r\n");
