@@ -96,6 +96,19 @@ pub struct Service {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// [`crate::Handler::handle_now`] on `req`: `None` when the handler leaves
+/// it to the blocking pool; a panic gives a `500` reply and `true` (the
+/// connection is then closed after the answer).
+fn answer_now(shared: &Shared, req: &Request) -> Option<(Reply, bool)> {
+    match catch_unwind(AssertUnwindSafe(|| shared.handler.handle_now(req))) {
+        Ok(reply) => reply.map(|reply| (reply, false)),
+        Err(_) => Some((
+            Reply::Response(Response::text(500, "handler panicked\n")),
+            true,
+        )),
+    }
+}
+
 impl Service {
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
@@ -114,10 +127,8 @@ impl Service {
                 Err(_) => (panicked(), true),
             }
         } else {
-            match catch_unwind(AssertUnwindSafe(|| self.shared.handler.handle_now(&req))) {
-                Ok(Some(reply)) => return (reply, false),
-                Ok(None) => {}
-                Err(_) => return (panicked(), true),
+            if let Some(answer) = answer_now(&self.shared, &req) {
+                return answer;
             }
             let shared = Arc::clone(&self.shared);
             let run = move || catch_unwind(AssertUnwindSafe(|| shared.handler.handle(req)));
@@ -514,14 +525,8 @@ pub(crate) fn answer_at_once(
         body: Vec::new(),
         peer,
     };
-    let (reply, panicked) = match catch_unwind(AssertUnwindSafe(|| shared.handler.handle_now(&req)))
-    {
-        Ok(Some(reply)) => (reply, false),
-        Ok(None) => return AtOnce::NotHere,
-        Err(_) => (
-            Reply::Response(Response::text(500, "handler panicked\n")),
-            true,
-        ),
+    let Some((reply, panicked)) = answer_now(shared, &req) else {
+        return AtOnce::NotHere;
     };
     // The request is answered: take its bytes off the socket (they are
     // there: they were just peeked at).
