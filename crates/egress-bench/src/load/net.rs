@@ -267,9 +267,28 @@ pub(crate) fn request(path: &str, close: bool) -> String {
     )
 }
 
+/// Sets the calling thread's nice value (on Linux `setpriority` with no
+/// process id applies to the calling thread only) and returns the value it
+/// runs at, or why it could not be set (below 0 needs root).
+pub(crate) fn set_thread_nice(nice: i32) -> Result<i32, String> {
+    use rustix::process::{getpriority_process, setpriority_process};
+    setpriority_process(None, nice).map_err(|e| format!("nice {nice}: {e}"))?;
+    getpriority_process(None).map_err(|e| format!("reading the nice value: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nice_value_applies_to_the_calling_thread_only() {
+        let here = rustix::process::getpriority_process(None).expect("nice value");
+        let there = std::thread::spawn(|| set_thread_nice(19))
+            .join()
+            .expect("thread");
+        assert_eq!(there, Ok(19));
+        assert_eq!(rustix::process::getpriority_process(None), Ok(here));
+    }
 
     #[test]
     fn sources_spread_over_loopback() {

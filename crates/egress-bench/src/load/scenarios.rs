@@ -35,6 +35,10 @@ pub(crate) struct Settings {
     pub(crate) legit_every: Duration,
     /// How often a slow connection sends its next line.
     pub(crate) drip_every: Duration,
+    /// The nice value the legitimate client's thread asks for (below 0
+    /// needs root): the generator stands in for other machines, so the
+    /// client that measures should not wait behind it for a core.
+    pub(crate) legit_nice: i32,
 }
 
 /// How long opening all connections of a scenario may take.
@@ -239,7 +243,7 @@ fn take_response(slot: &mut Slot) -> Option<Result<(u16, bool), Unreadable>> {
 }
 
 /// What the legitimate client saw.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Legit {
     pub(crate) sent: usize,
     pub(crate) ok: usize,
@@ -247,31 +251,66 @@ pub(crate) struct Legit {
     pub(crate) latencies: Latencies,
     /// Why the first few failed ones failed.
     pub(crate) failures: Vec<String>,
+    /// The nice value its thread ran at, or why the one asked for could
+    /// not be set.
+    pub(crate) nice: Result<i32, String>,
 }
 
-/// One GET every `every` for `duration`, each on a new connection from
-/// 127.0.0.1, each bounded by [`LEGIT_WITHIN`].
-pub(crate) fn legit(addr: SocketAddr, page: &str, duration: Duration, every: Duration) -> Legit {
-    let mut out = Legit::default();
-    let start = Instant::now();
-    let mut next = start;
-    while start.elapsed() < duration {
-        let t0 = Instant::now();
-        out.sent += 1;
-        match net::one_get(addr, page, LEGIT_WITHIN) {
-            Ok(true) => {
-                out.ok += 1;
-                out.latencies.push(t0.elapsed());
-            }
-            Ok(false) => note(&mut out.failures, "a response other than 200".into()),
-            Err(e) => note(&mut out.failures, e.to_string()),
-        }
-        next += every;
-        if let Some(wait) = next.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
+impl Default for Legit {
+    fn default() -> Self {
+        Legit {
+            sent: 0,
+            ok: 0,
+            latencies: Latencies::default(),
+            failures: Vec::new(),
+            nice: Ok(0),
         }
     }
-    out
+}
+
+/// Starts the legitimate client on a thread of its own, at
+/// `Settings::legit_nice`: one GET every `legit_every` for `duration`,
+/// each on a new connection from 127.0.0.1, each bounded by
+/// [`LEGIT_WITHIN`]. `done` is set when it finishes.
+pub(crate) fn legit(
+    addr: SocketAddr,
+    s: &Settings,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Legit> {
+    let (page, duration, every, nice) = (s.page.clone(), s.duration, s.legit_every, s.legit_nice);
+    std::thread::spawn(move || {
+        let mut out = Legit {
+            nice: net::set_thread_nice(nice),
+            ..Legit::default()
+        };
+        let start = Instant::now();
+        let mut next = start;
+        while start.elapsed() < duration {
+            let t0 = Instant::now();
+            out.sent += 1;
+            match net::one_get(addr, &page, LEGIT_WITHIN) {
+                Ok(true) => {
+                    out.ok += 1;
+                    out.latencies.push(t0.elapsed());
+                }
+                Ok(false) => note(&mut out.failures, "a response other than 200".into()),
+                Err(e) => note(&mut out.failures, e.to_string()),
+            }
+            next += every;
+            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        out
+    })
+}
+
+/// Waits for the legitimate client's thread.
+pub(crate) fn joined(client: std::thread::JoinHandle<Legit>) -> io::Result<Legit> {
+    client
+        .join()
+        .map_err(|_| io::Error::other("the legitimate client's thread panicked"))
 }
 
 fn note(failures: &mut Vec<String>, why: String) {
@@ -324,15 +363,7 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     let connected = pool.open_count();
     let sampler = rss::Sampler::start(t.pid);
     let stop = Arc::new(AtomicBool::new(false));
-    let client = {
-        let (addr, page, duration, every) = (t.addr, s.page.clone(), s.duration, s.legit_every);
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let l = legit(addr, &page, duration, every);
-            stop.store(true, Ordering::SeqCst);
-            l
-        })
-    };
+    let client = legit(t.addr, s, Arc::clone(&stop));
     let mut last_drip = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         pool.poll(Duration::from_millis(50), &mut on)?;
@@ -364,9 +395,7 @@ pub(crate) fn held(t: &Target, s: &Settings, n: usize) -> io::Result<Held> {
     out.connected = connected;
     out.open_at_end = pool.open_count();
     out.peak_rss_kib = sampler.stop();
-    out.legit = client
-        .join()
-        .map_err(|_| io::Error::other("the legitimate client's thread panicked"))?;
+    out.legit = joined(client)?;
     Ok(out)
 }
 

@@ -11,7 +11,7 @@ pub(super) type Outcome<T> = Result<T, String>;
 #[derive(Default)]
 pub(super) struct Column {
     pub(super) idle: Option<Outcome<Idle>>,
-    pub(super) alone: Option<Legit>,
+    pub(super) alone: Option<Outcome<Legit>>,
     pub(super) held: Vec<Outcome<Held>>,
     pub(super) keep_alive: Option<Outcome<KeepAlive>>,
 }
@@ -124,22 +124,24 @@ pub(super) fn render(args: &Plan<'_>, cols: &[Column]) -> String {
     let held: Vec<usize> = args.held.iter().copied().filter(|h| *h > 0).collect();
     if !held.is_empty() {
         let every = args.legit_every.as_millis();
-        let alone: Vec<Option<&Legit>> = cols.iter().map(|c| c.alone.as_ref()).collect();
+        let alone: Vec<_> = cols.iter().map(|c| c.alone.as_ref()).collect();
         row(
             format!("legitimate client alone (1 GET every {every} ms), 200s"),
-            alone
-                .iter()
-                .map(|l| l.map_or_else(|| text("—".into()), |l| text(successes(l))))
-                .collect(),
+            per(&alone, |l| text(successes(l))),
             false,
         );
         row(
             "legitimate client alone, p99 latency, ms".into(),
-            alone
-                .iter()
-                .map(|l| l.map_or_else(|| text("—".into()), |l| ms(p99(&l.latencies))))
-                .collect(),
+            per(&alone, |l| ms(p99(&l.latencies))),
             true,
+        );
+        row(
+            "legitimate client's thread: nice value".into(),
+            per(&alone, |l| match &l.nice {
+                Ok(n) => text(n.to_string()),
+                Err(why) => text(format!("unchanged: {why}")),
+            }),
+            false,
         );
         for (k, h) in held.iter().enumerate() {
             let get: Vec<_> = cols.iter().map(|c| c.held.get(k)).collect();
@@ -157,7 +159,11 @@ pub(super) fn render(args: &Plan<'_>, cols: &[Column]) -> String {
                 format!("{h} held: legitimate p99 / unloaded p99"),
                 cols.iter()
                     .map(|c| {
-                        let base = c.alone.as_ref().and_then(|l| p99(&l.latencies));
+                        let base = c
+                            .alone
+                            .as_ref()
+                            .and_then(|l| l.as_ref().ok())
+                            .and_then(|l| p99(&l.latencies));
                         match (c.held.get(k), base) {
                             (Some(Ok(r)), Some(b)) if b > 0 => match p99(&r.legit.latencies) {
                                 Some(v) => num(v as f64 / b as f64, 2),
