@@ -10,6 +10,7 @@
 
 use egress_model::{Status, Url};
 use egress_references::apt::canary::AptCanary;
+use egress_suite::common::smuggling;
 use egress_suite::Report;
 use egress_testbed::suite::{self, apt_lab, Variant};
 use egress_testbed::{start, Context, PeerConfig, Running};
@@ -101,24 +102,45 @@ fn apt_cacher_ng_as_shipped_and_hardened_under_the_apt_suite() {
             "{}",
             r.target_name
         );
-        // One smuggling case kills it (the test below); the sub-probe that
-        // sent it cannot tell a refusal from the crash, so it never PASSes
-        // (INCONCLUSIVE, or FAIL when a case sent to the restarted cache is
-        // answered past its refusal: docs/results.md), and the suite waits
-        // for the restarted cache, so what comes after is measured.
-        assert_ne!(
+        // One smuggling case kills it (the test below), and the cases in
+        // flight with it are not sent. The suite sends every case that was
+        // not answered again, alone, once the cache serves again: the
+        // folded Transfer-Encoding stops it again (the page asked for
+        // right after is not served), and on the running cache requests
+        // hidden behind others that it answers 5xx/4xx are answered too.
+        let row = reason(r, "P3.request-smuggling");
+        assert_eq!(
             status(r, "P3.request-smuggling"),
-            Status::Pass,
-            "{} {}",
-            r.target_name,
-            reason(r, "P3.request-smuggling")
+            Status::Fail,
+            "{} {row}",
+            r.target_name
+        );
+        assert!(
+            row.contains("the request hidden behind it was answered"),
+            "{}: {row}",
+            r.target_name
         );
         let rec = r.probe("P3.request-smuggling").expect("smuggling record");
+        let exchange = |label: &str| rec.exchanges.iter().find(|ex| ex.label == label);
+        let folded = "smuggling case obs-fold-te";
         assert!(
-            rec.observations.iter().any(|o| matches!(
-                o,
-                egress_model::Observation::Alive { exchange } if exchange.status() == Some(200)
-            )),
+            exchange(&smuggling::alone_label(folded)).is_some_and(|ex| ex.status().is_none()),
+            "{}: the folded Transfer-Encoding was not sent again alone, or was answered",
+            r.target_name
+        );
+        assert!(
+            exchange(&smuggling::after_label(folded)).is_some_and(|ex| ex.status() != Some(200)),
+            "{}: the cache still served right after the folded Transfer-Encoding",
+            r.target_name
+        );
+        // The suite waited for the restarted cache, so what comes after is
+        // measured on a running cache.
+        assert!(
+            rec.exchanges
+                .iter()
+                .any(|ex| ex.label.starts_with(
+                    "the page, before smuggling case obs-fold-tab is sent again alone"
+                ) && ex.status() == Some(200)),
             "{}: the restarted cache was not seen serving again",
             r.target_name
         );

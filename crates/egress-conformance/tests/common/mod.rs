@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod canary;
+pub(crate) mod crash_front;
 pub(crate) mod h2_front;
 pub(crate) mod lax_front;
 pub(crate) mod mutant;

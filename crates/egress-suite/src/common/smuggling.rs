@@ -22,6 +22,13 @@
 //! the target answers a second request on one connection at all: for a
 //! PASS, the positive control pipelines the hidden request three times (the
 //! last with `Connection: close`), and the first two must be answered 200.
+//!
+//! When the target stops taking connections while the cases are in flight
+//! (a case crashed it), the cases that were not sent or got no answer go
+//! again, alone, each once the target serves the page again and each
+//! followed by the page: the case after which the page is not served is
+//! named as the one that stops the target (a crash refuses nothing), and
+//! the others are judged on a running target.
 
 use crate::collect::{token, Collector, Evidence};
 use crate::common::cases::{self, CaseVerdict, Outcomes};
@@ -132,13 +139,69 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
             })
             .collect();
         let client = c.client;
-        for ex in cases::in_order(&payloads, |(label, raw)| {
+        let batch = cases::in_order(&payloads, |(label, raw)| {
             client.send_raw_listening(label, raw, &listen)
-        }) {
-            ev.push(ex);
+        });
+        // A case the target never took means it stopped (crashed,
+        // restarting) while the cases were in flight. Then every case that
+        // got no answer or was not sent goes again, alone, each once the
+        // target serves again and each followed by the page: the case
+        // that stops the target is named, and the others are measured on
+        // a running target.
+        let stopped = batch.iter().any(|ex| ex.after.is_none());
+        let again: Vec<&(String, Vec<u8>)> = payloads
+            .iter()
+            .zip(&batch)
+            .filter(|(_, ex)| ex.after.is_none() || ex.status().is_none())
+            .map(|(p, _)| p)
+            .collect();
+        ev.exchanges.extend(batch);
+        if stopped {
+            for (label, raw) in again {
+                let back = serving_again(c, &hidden.path, hidden.accept, label);
+                let up = back.status() == Some(200);
+                ev.push(back);
+                if !up {
+                    break;
+                }
+                ev.push(client.send_raw_listening(&alone_label(label), raw, &listen));
+                ev.push(client.get(&after_label(label), &hidden.path, Some(hidden.accept)));
+            }
         }
     });
     ev
+}
+
+/// The label of a case sent again on its own (after the target stopped
+/// while the cases were in flight).
+pub fn alone_label(case_label: &str) -> String {
+    format!("{case_label}, sent again alone")
+}
+
+/// The label of the page asked for right after a case sent alone.
+pub fn after_label(case_label: &str) -> String {
+    format!("the page, right after {case_label} sent alone")
+}
+
+/// How long a target that stopped is waited for before a case is sent
+/// again alone (a supervisor restarting a crashed server takes a moment).
+const BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Asks for the page until it is served, at most [`BACK_WITHIN`]; returns
+/// the exchange that showed it served, or the last one that did not.
+fn serving_again<P>(c: &Collector<P>, path: &str, accept: &str, before: &str) -> Exchange {
+    let start = std::time::Instant::now();
+    loop {
+        let label = format!(
+            "the page, before {before} is sent again alone ({} ms waited)",
+            start.elapsed().as_millis()
+        );
+        let ex = c.client.get(&label, path, Some(accept));
+        if ex.status() == Some(200) || start.elapsed() >= BACK_WITHIN {
+            return ex;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// A response the target sent after its first on a connection.
@@ -420,6 +483,31 @@ pub fn judge_case(
     })
 }
 
+/// Judges a case sent again alone, and the page asked for right after it:
+/// no answer followed by the page not served is the target stopping (a
+/// crash), which refuses nothing.
+fn judge_alone(
+    case: &SmugglingCase,
+    ex: &Exchange,
+    after: Option<&Exchange>,
+    hidden: &[Sha256Digest],
+    record: &ProbeRecord,
+) -> CaseVerdict {
+    let v = judge_case(case, ex, hidden, record);
+    let served_after = after.is_some_and(|a| a.status() == Some(200));
+    match v {
+        CaseVerdict::Refused(_) if ex.status().is_none() && !served_after => {
+            CaseVerdict::Unclear(format!(
+                "{} ({}) stops the target: sent again alone, it got no answer, and the page asked for right after was not served ({}); a target that stops shows no refusal",
+                case.id,
+                case.what,
+                after.map_or_else(|| "not asked".into(), Exchange::summary)
+            ))
+        }
+        v => v,
+    }
+}
+
 /// The judge: requires the protocol's `control` (a served page), then this
 /// sub-probe's own positive control, then judges every case of the corpus.
 pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &str) -> Verdict {
@@ -433,8 +521,18 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
     let hidden = served.clone().unwrap_or_default();
     let mut o = Outcomes::default();
     for case in SMUGGLING_CORPUS {
-        let ex = find(rec, &case_label(case));
-        o.add(case.id, ex.map(|ex| judge_case(case, ex, &hidden, rec)));
+        let label = case_label(case);
+        let batch = find(rec, &label).map(|ex| judge_case(case, ex, &hidden, rec));
+        let alone = find(rec, &alone_label(&label))
+            .map(|ex| judge_alone(case, ex, find(rec, &after_label(&label)), &hidden, rec));
+        // What the case got among the others stands when it shows a fault;
+        // otherwise what it got alone, when it was sent again.
+        let verdict = match (batch, alone) {
+            (Some(f @ CaseVerdict::Fail(_)), _) => Some(f),
+            (_, Some(a)) => Some(a),
+            (b, None) => b,
+        };
+        o.add(case.id, verdict);
     }
     let total = SMUGGLING_CORPUS.len();
     // What a target answers out of step shows on its own; only a PASS
