@@ -8,6 +8,10 @@ use egress_transcript::{Client, Request};
 /// Redirects the suite follows when it fetches content (never off-origin).
 pub const MAX_REDIRECTS: usize = 5;
 
+/// How long a target that stopped answering is waited for (a supervisor
+/// restarting a crashed server takes a moment).
+pub const COME_BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Evidence of one sub-probe.
 #[derive(Debug, Default)]
 pub struct Evidence {
@@ -44,6 +48,28 @@ impl<P> Collector<'_, P> {
             return refused_locally(label, url);
         }
         self.client.get(label, &Self::target_of(url), accept)
+    }
+
+    /// Asks for `path` (origin-form) every 200 ms until it is answered 200,
+    /// for at most [`COME_BACK_WITHIN`]: returns the exchange that showed it
+    /// served, or the last one that did not. `label` names each attempt
+    /// from the milliseconds waited so far.
+    pub fn until_served(
+        &self,
+        path: &str,
+        accept: Option<&str>,
+        label: impl Fn(u128) -> String,
+    ) -> Exchange {
+        let start = std::time::Instant::now();
+        loop {
+            let ex = self
+                .client
+                .get(&label(start.elapsed().as_millis()), path, accept);
+            if ex.status() == Some(200) || start.elapsed() >= COME_BACK_WITHIN {
+                return ex;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     pub fn send(&self, label: &str, req: &Request) -> Exchange {

@@ -117,14 +117,11 @@ fn alive_target<S: Suite>(records: &[ProbeRecord]) -> Option<String> {
         .map(egress_model::Exchange::request_target)
 }
 
-/// How long a target that stopped answering is waited for before the next
-/// sub-probe (a supervisor restarting a crashed server takes a moment).
-const COME_BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// When a request of `ev` got no answer, asks for the control page again
 /// and records it ([`Observation::Alive`]): judges count that silence as a
 /// refusal only if the target still served then (the first `alive`
-/// observation). If it did not, waits up to [`COME_BACK_WITHIN`] for the
+/// observation). If it did not, waits up to
+/// [`COME_BACK_WITHIN`](crate::collect::COME_BACK_WITHIN) for the
 /// target to serve again, and records the answer that showed it back as a
 /// second `alive` observation, so that the sub-probes after a crash measure
 /// a running target; once a target has not come back, it is not waited
@@ -147,20 +144,14 @@ fn prove_alive<P>(
     if served || gone.get() {
         return;
     }
-    let start = std::time::Instant::now();
-    while start.elapsed() < COME_BACK_WITHIN {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let label = format!(
-            "alive again, {} ms after it stopped answering",
-            start.elapsed().as_millis()
-        );
-        let again = c.client.get(&label, target, None);
-        if again.status() == Some(200) {
-            ev.observations.push(Observation::Alive { exchange: again });
-            return;
-        }
+    let again = c.until_served(target, None, |ms| {
+        format!("alive again, {ms} ms after it stopped answering")
+    });
+    if again.status() == Some(200) {
+        ev.observations.push(Observation::Alive { exchange: again });
+    } else {
+        gone.set(true);
     }
-    gone.set(true);
 }
 
 fn collector<'a, P>(wire: &'a Wire, plan: &'a Plan<P>, fresh: &'a str) -> Collector<'a, P> {

@@ -158,7 +158,9 @@ pub fn collect_with<P>(c: &Collector<P>, hidden: Option<&Hidden>, listen: Listen
         ev.exchanges.extend(batch);
         if stopped {
             for (label, raw) in again {
-                let back = serving_again(c, &hidden.path, hidden.accept, label);
+                let back = c.until_served(&hidden.path, Some(hidden.accept), |ms| {
+                    format!("the page, before {label} is sent again alone ({ms} ms waited)")
+                });
                 let up = back.status() == Some(200);
                 ev.push(back);
                 if !up {
@@ -181,27 +183,6 @@ pub fn alone_label(case_label: &str) -> String {
 /// The label of the page asked for right after a case sent alone.
 pub fn after_label(case_label: &str) -> String {
     format!("the page, right after {case_label} sent alone")
-}
-
-/// How long a target that stopped is waited for before a case is sent
-/// again alone (a supervisor restarting a crashed server takes a moment).
-const BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Asks for the page until it is served, at most [`BACK_WITHIN`]; returns
-/// the exchange that showed it served, or the last one that did not.
-fn serving_again<P>(c: &Collector<P>, path: &str, accept: &str, before: &str) -> Exchange {
-    let start = std::time::Instant::now();
-    loop {
-        let label = format!(
-            "the page, before {before} is sent again alone ({} ms waited)",
-            start.elapsed().as_millis()
-        );
-        let ex = c.client.get(&label, path, Some(accept));
-        if ex.status() == Some(200) || start.elapsed() >= BACK_WITHIN {
-            return ex;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
 }
 
 /// A response the target sent after its first on a connection.
