@@ -5,7 +5,7 @@
 //! restarting it would. What `P3.request-smuggling` meets in apt-cacher-ng
 //! 3.7.4 (docs/results.md), without the real peer.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -90,7 +90,7 @@ fn accept_loop(mut listener: TcpListener, addr: SocketAddr, s: &Arc<Shared>) {
                 let s = Arc::clone(s);
                 thread::spawn(move || relay(client, &s));
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => thread::sleep(Duration::from_millis(2)),
+            // Nothing waiting (WouldBlock), or a failed accept: look again soon.
             Err(_) => thread::sleep(Duration::from_millis(2)),
         }
     }
