@@ -9,6 +9,7 @@
 //! `out`.
 
 use crate::error::BuildError;
+use crate::select::{Dropped, Rules};
 use crate::store::write_atomic;
 use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
@@ -37,6 +38,8 @@ pub struct Common {
     pub out: PathBuf,
     /// PEM file of CA certificates to trust for https.
     pub cacert: Option<PathBuf>,
+    /// The cutoff and the universe rules, for every protocol.
+    pub rules: Rules,
 }
 
 /// The inputs of each source, as the protocols read them; see `crate::parts`.
@@ -48,6 +51,8 @@ pub(crate) struct Net<'a> {
     pub(crate) cacert: Option<&'a Path>,
     /// Partial downloads live here, so an interrupted run resumes.
     pub(crate) work: &'a Path,
+    /// The cutoff and the universe rules.
+    pub(crate) rules: &'a Rules,
 }
 
 /// What a part added to the builder.
@@ -56,6 +61,11 @@ pub(crate) struct Staged {
     pub(crate) files: usize,
     pub(crate) downloaded: usize,
     pub(crate) bytes: u64,
+    /// Projects (npm packages) and versions with at least one file.
+    pub(crate) projects: usize,
+    pub(crate) versions: usize,
+    /// What each selection rule dropped.
+    pub(crate) dropped: Dropped,
     /// Files to write beside the snapshot once it is written.
     pub(crate) extras: Vec<Extra>,
 }
@@ -225,6 +235,7 @@ pub(crate) fn run(
         jobs: common.jobs,
         cacert: common.cacert.as_deref(),
         work: &work,
+        rules: &common.rules,
     };
     let fetched = parts.iter_mut().try_for_each(|p| p.fetch(&net));
     // The partial files are only worth keeping for an interrupted run.
@@ -241,6 +252,9 @@ pub(crate) fn run(
         total.files += s.files;
         total.downloaded += s.downloaded;
         total.bytes += s.bytes;
+        total.projects += s.projects;
+        total.versions += s.versions;
+        total.dropped.merge(s.dropped);
         total.extras.extend(s.extras);
     }
     for (name, digest) in sources {

@@ -24,6 +24,9 @@ pub enum Kind {
     /// An upstream's signed index does not verify against the keyring
     /// given (apt's `InRelease` or `Release.gpg`); nothing was written.
     Unverified,
+    /// `--exclude-newer` was given and an upstream lists no upload time
+    /// for a file it would select: the cutoff cannot be kept.
+    NoUploadTimes,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +81,17 @@ pub enum BuildError {
     /// A signed index does not verify against the keyring given.
     #[error("{0}")]
     Unverified(String),
+    /// A universe file's line is not a project name with an optional
+    /// specifier.
+    #[error("{} line {line}: {why}", .path.display())]
+    Universe {
+        path: PathBuf,
+        line: usize,
+        why: String,
+    },
+    /// `--exclude-newer` was given and the upstream lists no upload time.
+    #[error("{0}")]
+    NoUploadTimes(String),
 }
 
 impl BuildError {
@@ -91,13 +105,15 @@ impl BuildError {
             | Self::Lock(_)
             | Self::Conflict(_)
             | Self::Client(_)
-            | Self::Rejected(_) => Kind::Input,
+            | Self::Rejected(_)
+            | Self::Universe { .. } => Kind::Input,
             Self::Write(SnapshotError::NotASnapshotDir(_) | SnapshotError::Symlink(_)) => {
                 Kind::Input
             }
             Self::Replay(_) | Self::Write(_) | Self::Io { .. } | Self::Fetch(_) => Kind::Internal,
             Self::Refused(_) => Kind::Refused,
             Self::Unverified(_) => Kind::Unverified,
+            Self::NoUploadTimes(_) => Kind::NoUploadTimes,
         }
     }
 }

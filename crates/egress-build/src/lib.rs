@@ -24,12 +24,14 @@ mod local;
 pub mod npm;
 mod progress;
 pub mod pypi;
+pub mod select;
 mod store;
 
 pub use build::{Common, DEFAULT_PRINCIPAL};
 pub use error::{BuildError, Kind};
 pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;
+pub use select::{Cutoff, Dropped, Rules};
 pub use store::write_atomic;
 
 /// Everything a build reads: the shared options and each protocol's inputs.

@@ -50,6 +50,10 @@ pub mod exit {
     /// and `Release.gpg`) does not verify against `--apt-keyring`; nothing
     /// is written.
     pub const UNVERIFIED: u8 = 8;
+    /// `snapshot build --exclude-newer`: an upstream lists no upload time
+    /// for a file it would select, so the cutoff cannot be kept; nothing
+    /// is written.
+    pub const NO_UPLOAD_TIMES: u8 = 9;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

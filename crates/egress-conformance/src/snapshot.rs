@@ -99,6 +99,69 @@ pub struct BuildArgs {
     /// distribution and first component; repeatable.
     #[arg(long, value_name = "DIR")]
     pub apt_debs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub select: SelectArgs,
+}
+
+/// A universe, its cutoff and the target filters (docs/snapshot-format.md,
+/// "Universes and targets").
+#[derive(clap::Args)]
+pub struct SelectArgs {
+    /// A PyPI universe: one project name per line, with an optional PEP 440
+    /// specifier (`requests>=2.30`); `#` starts a comment.
+    #[arg(long, value_name = "FILE", help_heading = "Universe")]
+    pub pypi_universe: Option<PathBuf>,
+    /// An npm universe: one package name per line, with an optional semver
+    /// range (`react@^18` or `react ^18`); `#` starts a comment.
+    #[arg(long, value_name = "FILE", help_heading = "Universe")]
+    pub npm_universe: Option<PathBuf>,
+    /// The cutoff, RFC 3339 (e.g. 2025-06-01T00:00:00Z): nothing uploaded
+    /// after it enters the snapshot, and the snapshot says so, signed.
+    #[arg(long, value_name = "TIME", help_heading = "Universe")]
+    pub exclude_newer: Option<String>,
+    /// The newest N versions of each project at or before the cutoff.
+    #[arg(long, value_name = "N", help_heading = "Universe")]
+    pub versions_per_project: Option<u32>,
+    /// Leave out any file larger than this many bytes.
+    #[arg(long, value_name = "BYTES", help_heading = "Universe")]
+    pub max_file_bytes: Option<u64>,
+    /// Follow dependencies under the same cutoff and filters (PyPI:
+    /// Requires-Dist from PEP 658 metadata, markers and extras evaluated for
+    /// the targets; npm: dependencies, non-optional peerDependencies and
+    /// the optional packages for the --os/--cpu/--libc platform).
+    #[arg(long, help_heading = "Universe")]
+    pub closure: bool,
+    /// Stop at a project the registry lacks or a file whose bytes do not
+    /// match the registry's hash, instead of reporting it and going on.
+    #[arg(long, help_heading = "Universe")]
+    pub strict: bool,
+    /// The target's Python version (e.g. 3.11); repeatable, one target each.
+    #[arg(long, value_name = "X.Y", help_heading = "Targets")]
+    pub python_version: Vec<String>,
+    /// A PEP 425 platform tag (e.g. manylinux_2_17_x86_64); repeatable, as
+    /// pip's --platform: wheels for any of them are kept.
+    #[arg(long, value_name = "TAG", help_heading = "Targets")]
+    pub platform: Vec<String>,
+    /// The Python implementation tag: cp (default), pp, py.
+    #[arg(long, value_name = "TAG", help_heading = "Targets")]
+    pub implementation: Option<String>,
+    /// An ABI tag (e.g. cp311, abi3, none); repeatable; by default derived
+    /// from the version and implementation, as pip does.
+    #[arg(long, value_name = "TAG", help_heading = "Targets")]
+    pub abi: Vec<String>,
+    /// Keep sdists too (with a target, only wheels are kept by default).
+    #[arg(long, help_heading = "Targets")]
+    pub include_sdists: bool,
+    /// npm: the target's operating system (e.g. linux); optional platform
+    /// packages for other systems are left out; repeatable.
+    #[arg(long, value_name = "OS", help_heading = "Targets")]
+    pub os: Vec<String>,
+    /// npm: the target's CPU (e.g. x64, arm64); repeatable.
+    #[arg(long, value_name = "CPU", help_heading = "Targets")]
+    pub cpu: Vec<String>,
+    /// npm: the target's C library (glibc or musl); repeatable.
+    #[arg(long, value_name = "LIBC", help_heading = "Targets")]
+    pub libc: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -115,6 +178,13 @@ pub struct AptKeyringArgs {
 }
 
 pub fn build(args: BuildArgs) -> Result<u8, Failure> {
+    let select = args.select;
+    let exclude_newer = select
+        .exclude_newer
+        .as_deref()
+        .map(|t| egress_build::Cutoff::parse(t, egress_model::Timestamp::now()))
+        .transpose()
+        .map_err(build_failure)?;
     let options = BuildOptions {
         common: Common {
             sign_key: args.sign_key,
@@ -122,6 +192,13 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             jobs: args.jobs,
             out: args.out,
             cacert: args.cacert,
+            rules: egress_build::Rules {
+                exclude_newer,
+                versions_per_project: select.versions_per_project,
+                max_file_bytes: select.max_file_bytes,
+                closure: select.closure,
+                strict: select.strict,
+            },
         },
         pypi: egress_build::pypi::Inputs {
             requirements: args.requirements,
@@ -129,11 +206,25 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             dist: args.dist,
             index_url: args.index_url,
             mirror_url: args.mirror_url,
+            universe: select.pypi_universe,
+            targets: egress_build::pypi::TargetArgs {
+                python_versions: select.python_version,
+                platforms: select.platform,
+                implementation: select.implementation,
+                abis: select.abi,
+                include_sdists: select.include_sdists,
+            },
         },
         npm: egress_build::npm::Inputs {
             npm_lock: args.npm_lock,
             npm_dist: args.npm_dist,
             npm_registry_url: args.npm_registry_url,
+            universe: select.npm_universe,
+            platform: egress_build::npm::PlatformArgs {
+                os: select.os,
+                cpu: select.cpu,
+                libc: select.libc,
+            },
         },
         apt: egress_build::apt::Inputs {
             apt_uris: args.apt_uris,
@@ -154,6 +245,7 @@ fn build_failure(e: BuildError) -> Failure {
         Kind::Internal => exit::INTERNAL,
         Kind::Refused => exit::REFUSED,
         Kind::Unverified => exit::UNVERIFIED,
+        Kind::NoUploadTimes => exit::NO_UPLOAD_TIMES,
     };
     Failure::new(code, e.to_string()).because(e)
 }

@@ -8,7 +8,7 @@
 
 use crate::error::SnapshotError;
 use crate::manifest::{
-    blob_path, Manifest, ServedEntry, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
+    blob_path, Manifest, Selection, ServedEntry, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
 };
 use crate::npm::{self, NpmDist, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
 use crate::{well_known, BlobStore, Snapshot};
@@ -55,6 +55,8 @@ pub struct SnapshotBuilder {
     npm_keys: Option<Sha256Digest>,
     /// apt files by served path: content type and blob.
     apt: BTreeMap<String, (String, Sha256Digest)>,
+    /// What the build selected by, recorded in `SNAPSHOT.json`.
+    selection: Option<Selection>,
 }
 
 impl SnapshotBuilder {
@@ -71,7 +73,14 @@ impl SnapshotBuilder {
             npm_registry: None,
             npm_keys: None,
             apt: BTreeMap::new(),
+            selection: None,
         }
+    }
+
+    /// Records the cutoff and filters the build selected by; `SNAPSHOT.json`
+    /// carries them under the signature.
+    pub fn selection(&mut self, selection: Selection) {
+        self.selection = Some(selection);
     }
 
     /// Serves `bytes` at `path` as `content_type`: an apt file (a signed
@@ -408,6 +417,7 @@ impl SnapshotBuilder {
             return Err(SnapshotError::IndexPath(self.index_path));
         }
         let mut served = Vec::new();
+        let mut upload_times = BTreeMap::new();
         let mut serve = |path: String, content_type: &str, sha256: Sha256Digest| {
             served.push(ServedEntry {
                 path,
@@ -428,6 +438,9 @@ impl SnapshotBuilder {
                 // The dist and metadata blobs were stored by `add_dist`.
                 let url = format!("{FILES_PREFIX}{}/{}", d.sha256.to_hex(), d.filename);
                 serve(url.clone(), OCTET_STREAM, d.sha256);
+                if let Some(t) = &d.upload_time {
+                    upload_times.insert(url.clone(), t.clone());
+                }
                 if let Some(md) = d.metadata {
                     serve(format!("{url}.metadata"), OCTET_STREAM, md);
                 }
@@ -506,6 +519,8 @@ impl SnapshotBuilder {
             created: created.to_string(),
             sources: self.sources,
             served,
+            upload_times,
+            selection: self.selection,
         };
         let doc_bytes = doc.to_canonical_json();
 

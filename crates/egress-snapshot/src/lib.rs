@@ -37,7 +37,7 @@ pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 #[cfg(unix)]
 pub use fingerprint::RACY_SECS;
-pub use manifest::{Manifest, ManifestError, ServedEntry, SnapshotDoc};
+pub use manifest::{Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc};
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
 pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
 #[cfg(unix)]

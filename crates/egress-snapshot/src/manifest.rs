@@ -172,6 +172,50 @@ pub struct SnapshotDoc {
     #[serde(default)]
     pub sources: BTreeMap<String, Sha256Digest>,
     pub served: Vec<ServedEntry>,
+    /// The upload time of each distribution file, by the path it is served
+    /// at (`/files/<sha256>/<filename>`, npm's `/<name>/-/<file>.tgz`), as
+    /// the upstream gave it and exactly as the mirror serves it (PEP 700
+    /// `upload-time`, npm `time`). A file the upstream gave no time for is
+    /// absent: none is ever invented.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub upload_times: BTreeMap<String, String>,
+    /// The cutoff and the target filters the build selected by, signed with
+    /// the rest; absent for a build that selected nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+}
+
+/// What a build selected by: `snapshot build`'s cutoff and target filters.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Selection {
+    /// `--exclude-newer`, RFC 3339 UTC: no file in the snapshot was
+    /// uploaded after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_newer: Option<String>,
+    /// PyPI targets, one per `--python-version`/`--platform` combination,
+    /// each as `<python version>/<implementation>/<abi,...>/<platform,...>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pypi_targets: Vec<String>,
+    /// `--include-sdists`: sdists kept beside the wheels.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_sdists: bool,
+    /// `--os`, `--cpu`, `--libc`: the npm platform the optional packages
+    /// were chosen for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub npm_os: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub npm_cpu: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub npm_libc: Vec<String>,
+    /// `--versions-per-project`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions_per_project: Option<u32>,
+    /// `--max-file-bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
+    /// `--closure`: dependencies followed under the same rules.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closure: bool,
 }
 
 pub const SNAPSHOT_SCHEMA: &str = "egress-mirror/snapshot/v1";

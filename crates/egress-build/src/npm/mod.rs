@@ -41,6 +41,19 @@ pub struct Inputs {
     /// The mirror's absolute base URL as npm clients will reach it; needed
     /// with a lock, because npm needs absolute tarball URLs in packuments.
     pub npm_registry_url: Option<String>,
+    /// `--npm-universe`: package names with optional semver ranges.
+    pub universe: Option<PathBuf>,
+    /// `--os`, `--cpu`, `--libc`: the platform optional packages are kept for.
+    pub platform: PlatformArgs,
+}
+
+/// The npm target: optional packages whose `os`, `cpu` or `libc` exclude
+/// it are left out (each empty list: any).
+#[derive(Default, Clone, Debug)]
+pub struct PlatformArgs {
+    pub os: Vec<String>,
+    pub cpu: Vec<String>,
+    pub libc: Vec<String>,
 }
 
 pub(crate) struct Npm {

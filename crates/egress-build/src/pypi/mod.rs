@@ -37,6 +37,22 @@ pub struct Inputs {
     /// The mirror's base URL: also write the rewritten uv.lock, whose file
     /// URLs point at the mirror.
     pub mirror_url: Option<String>,
+    /// `--pypi-universe`: project names with optional specifiers.
+    pub universe: Option<PathBuf>,
+    /// The targets wheels are chosen for.
+    pub targets: TargetArgs,
+}
+
+/// `--python-version`, `--platform`, `--implementation`, `--abi`,
+/// `--include-sdists`, as given. Without a version or platform, every file
+/// is kept (as before targets existed).
+#[derive(Default, Clone, Debug)]
+pub struct TargetArgs {
+    pub python_versions: Vec<String>,
+    pub platforms: Vec<String>,
+    pub implementation: Option<String>,
+    pub abis: Vec<String>,
+    pub include_sdists: bool,
 }
 
 /// A file some lock pins, and where.

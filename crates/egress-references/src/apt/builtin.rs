@@ -124,6 +124,7 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                 jobs: 1,
                 out: out.clone(),
                 cacert: None,
+                rules: Default::default(),
             },
             // No PyPI input: the index is never fetched, but must parse.
             pypi: egress_build::pypi::Inputs {

@@ -116,6 +116,8 @@ mod tests {
             created: String::new(),
             sources: Default::default(),
             served,
+            upload_times: Default::default(),
+            selection: None,
         };
         Held::of(&doc, "/simple/")
     }

@@ -1,0 +1,1 @@
+//! npm: semver versions and ranges, and the platform fields (`os`, `cpu`, `libc`).
