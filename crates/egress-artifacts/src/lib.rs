@@ -35,7 +35,7 @@ pub use sdist::{
     build_sdist, gunzip, gzip, read_sdist_pkg_info, read_top_level_file, TopLevelFile,
     MAX_SDIST_UNPACKED,
 };
-pub use wheel::{build_wheel, read_wheel_metadata};
+pub use wheel::{build_wheel, build_wheel_with, read_wheel_metadata};
 
 /// Largest METADATA or PKG-INFO the readers will return. Real ones are a few
 /// KiB; the cap stops a hostile archive from making us hold gigabytes.
@@ -51,6 +51,22 @@ pub struct WheelSpec {
     pub requires_python: Option<String>,
     /// Paths inside the wheel, e.g. `ec_present/__init__.py`, and contents.
     pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// What a wheel says beyond its [`WheelSpec`]: a compatibility tag other
+/// than `py3-none-any`, and dependencies. [`build_wheel_with`] builds it;
+/// the default is what [`build_wheel`] builds, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WheelExtras {
+    /// The filename's tag `{python}-{abi}-{platform}`, each part possibly a
+    /// compressed tag set (`cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64`);
+    /// `None` is `py3-none-any`. The WHEEL file lists every tag of the set,
+    /// and `Root-Is-Purelib` is `false` unless the platform is `any`.
+    pub tag: Option<String>,
+    /// `Requires-Dist` values (PEP 508, markers included), in order.
+    pub requires_dist: Vec<String>,
+    /// `Provides-Extra` values, in order.
+    pub provides_extra: Vec<String>,
 }
 
 /// What goes into a setuptools sdist.
@@ -128,22 +144,31 @@ impl std::error::Error for ArtifactError {}
 
 /// The exact METADATA bytes that [`build_wheel`] puts in the wheel.
 pub fn core_metadata(spec: &WheelSpec) -> Vec<u8> {
+    core_metadata_with(spec, &WheelExtras::default())
+}
+
+/// The exact METADATA bytes that [`build_wheel_with`] puts in the wheel
+/// (what an index serves as its PEP 658 metadata).
+pub fn core_metadata_with(spec: &WheelSpec, extras: &WheelExtras) -> Vec<u8> {
     metadata_text(
         &spec.name,
         &spec.version,
         &spec.summary,
         spec.requires_python.as_deref(),
+        (&extras.requires_dist, &extras.provides_extra),
         &spec.description,
     )
 }
 
-/// Core metadata 2.1 in its email-header form. Header values are forced onto
-/// one line: a newline in a summary would otherwise inject extra fields.
+/// Core metadata 2.1 in its email-header form, with `(Requires-Dist,
+/// Provides-Extra)` values after `Requires-Python`. Header values are forced
+/// onto one line: a newline in a summary would otherwise inject extra fields.
 fn metadata_text(
     name: &ProjectName,
     version: &Version,
     summary: &str,
     requires_python: Option<&str>,
+    (requires_dist, provides_extra): (&[String], &[String]),
     description: &str,
 ) -> Vec<u8> {
     let one_line = |s: &str| s.replace(['\r', '\n'], " ");
@@ -154,6 +179,12 @@ fn metadata_text(
     out.push_str(&format!("Summary: {}\n", one_line(summary)));
     if let Some(rp) = requires_python {
         out.push_str(&format!("Requires-Python: {}\n", one_line(rp)));
+    }
+    for requirement in requires_dist {
+        out.push_str(&format!("Requires-Dist: {}\n", one_line(requirement)));
+    }
+    for extra in provides_extra {
+        out.push_str(&format!("Provides-Extra: {}\n", one_line(extra)));
     }
     out.push_str("Description-Content-Type: text/plain\n\n");
     out.push_str(description);
@@ -238,11 +269,13 @@ mod tests {
             &Version::new("1").unwrap(),
             "a\nRequires-Dist: evil",
             None,
+            (&[], &["x\nName: evil".to_string()]),
             "body\n",
         );
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("Summary: a Requires-Dist: evil\n"));
         assert!(!text.contains("\nRequires-Dist"));
+        assert!(text.contains("Provides-Extra: x Name: evil\n"));
     }
 
     #[test]

@@ -25,6 +25,17 @@ pub struct NpmPackageSpec {
     pub scripts: BTreeMap<String, String>,
     /// `dependencies` of package.json (name to range).
     pub dependencies: BTreeMap<String, String>,
+    /// `peerDependencies` (name to range).
+    pub peer_dependencies: BTreeMap<String, String>,
+    /// The peers marked optional: `peerDependenciesMeta` lists each as
+    /// `{"optional": true}`.
+    pub optional_peers: Vec<String>,
+    /// `optionalDependencies` (name to range).
+    pub optional_dependencies: BTreeMap<String, String>,
+    /// `os`, `cpu` and `libc` of package.json: the platforms it installs on.
+    pub os: Vec<String>,
+    pub cpu: Vec<String>,
+    pub libc: Vec<String>,
     /// The text of `README.md`, if there is one.
     pub readme: Option<String>,
     /// Further files, by path below `package/`.
@@ -32,8 +43,8 @@ pub struct NpmPackageSpec {
 }
 
 impl NpmPackageSpec {
-    /// A spec with `main` `index.js`, no scripts, dependencies, readme or
-    /// extra files.
+    /// A spec with `main` `index.js`, no scripts, dependencies of any kind,
+    /// platform fields, readme or extra files.
     pub fn new(name: &str, version: &str, description: &str, index_js: &str) -> Self {
         Self {
             name: name.to_string(),
@@ -43,13 +54,20 @@ impl NpmPackageSpec {
             index_js: index_js.to_string(),
             scripts: BTreeMap::new(),
             dependencies: BTreeMap::new(),
+            peer_dependencies: BTreeMap::new(),
+            optional_peers: Vec::new(),
+            optional_dependencies: BTreeMap::new(),
+            os: Vec::new(),
+            cpu: Vec::new(),
+            libc: Vec::new(),
             readme: None,
             files: Vec::new(),
         }
     }
 
     /// The package.json document that [`build_npm_tarball`] writes, which is
-    /// also what a registry's packument repeats for the version.
+    /// also what a registry's packument repeats for the version. Empty
+    /// fields are left out.
     pub fn package_json(&self) -> serde_json::Value {
         let mut doc = serde_json::json!({
             "name": self.name,
@@ -62,8 +80,28 @@ impl NpmPackageSpec {
             if !self.scripts.is_empty() {
                 fields.insert("scripts".into(), serde_json::json!(self.scripts));
             }
-            if !self.dependencies.is_empty() {
-                fields.insert("dependencies".into(), serde_json::json!(self.dependencies));
+            let maps = [
+                ("dependencies", &self.dependencies),
+                ("peerDependencies", &self.peer_dependencies),
+                ("optionalDependencies", &self.optional_dependencies),
+            ];
+            for (key, map) in maps {
+                if !map.is_empty() {
+                    fields.insert(key.into(), serde_json::json!(map));
+                }
+            }
+            if !self.optional_peers.is_empty() {
+                let meta: serde_json::Map<String, serde_json::Value> = self
+                    .optional_peers
+                    .iter()
+                    .map(|p| (p.clone(), serde_json::json!({ "optional": true })))
+                    .collect();
+                fields.insert("peerDependenciesMeta".into(), meta.into());
+            }
+            for (key, list) in [("os", &self.os), ("cpu", &self.cpu), ("libc", &self.libc)] {
+                if !list.is_empty() {
+                    fields.insert(key.into(), serde_json::json!(list));
+                }
             }
         }
         doc
@@ -221,6 +259,53 @@ mod tests {
         let b = build_npm_tarball(&other);
         assert_ne!(a.integrity, b.integrity);
         assert_eq!(a.filename, b.filename);
+    }
+
+    #[test]
+    fn dependency_and_platform_fields() {
+        let plain = NpmPackageSpec::new("x", "1.0.0", "d", "");
+        let keys: Vec<String> = plain
+            .package_json()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for absent in ["dependencies", "peerDependencies", "os", "libc"] {
+            assert!(!keys.contains(&absent.to_string()), "{absent}");
+        }
+        let mut s = plain.clone();
+        s.dependencies.insert("a".into(), "^1.0.0".into());
+        s.peer_dependencies.insert("p".into(), "^2.0.0".into());
+        s.peer_dependencies.insert("q".into(), "*".into());
+        s.optional_peers.push("q".into());
+        s.optional_dependencies
+            .insert("@s/n".into(), "1.0.0".into());
+        s.os.push("linux".into());
+        s.cpu.push("x64".into());
+        s.libc.push("glibc".into());
+        let doc = s.package_json();
+        assert_eq!(doc["dependencies"], serde_json::json!({"a": "^1.0.0"}));
+        assert_eq!(
+            doc["peerDependencies"],
+            serde_json::json!({"p": "^2.0.0", "q": "*"})
+        );
+        assert_eq!(
+            doc["peerDependenciesMeta"],
+            serde_json::json!({"q": {"optional": true}})
+        );
+        assert_eq!(
+            doc["optionalDependencies"],
+            serde_json::json!({"@s/n": "1.0.0"})
+        );
+        assert_eq!(doc["os"], serde_json::json!(["linux"]));
+        assert_eq!(doc["cpu"], serde_json::json!(["x64"]));
+        assert_eq!(doc["libc"], serde_json::json!(["glibc"]));
+        let (_, manifest) = &entries(&build_npm_tarball(&s).bytes)[0];
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(manifest).unwrap(),
+            doc
+        );
     }
 
     #[test]

@@ -39,7 +39,14 @@ pub(crate) enum TarEntry {
 /// does not fit a ustar header (name 100 bytes, prefix 155 bytes).
 pub fn build_sdist(spec: &SdistSpec) -> BuiltDist {
     let top = dist_stem(&spec.name, &spec.version);
-    let pkg_info = metadata_text(&spec.name, &spec.version, &spec.summary, None, "");
+    let pkg_info = metadata_text(
+        &spec.name,
+        &spec.version,
+        &spec.summary,
+        None,
+        (&[], &[]),
+        "",
+    );
     let pyproject =
         "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n";
     let mut files: BTreeMap<String, TarEntry> = BTreeMap::new();

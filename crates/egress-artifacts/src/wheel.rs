@@ -1,8 +1,9 @@
 //! Wheels: a hand-written zip writer and a bounds-checked zip reader.
 
 use crate::{
-    assert_member_path, core_metadata, dist_stem, is_unsafe_path, unsafe_path_error,
-    urlsafe_b64_nopad, ArtifactError, BuiltDist, Sha256Digest, WheelSpec, MAX_METADATA,
+    assert_member_path, core_metadata_with, dist_stem, is_unsafe_path, unsafe_path_error,
+    urlsafe_b64_nopad, ArtifactError, BuiltDist, Sha256Digest, WheelExtras, WheelSpec,
+    MAX_METADATA,
 };
 
 const LOCAL_SIG: u32 = 0x0403_4b50;
@@ -22,6 +23,21 @@ const FLAG_UTF8: u16 = 1 << 11;
 /// segment, appears twice, or collides with the generated METADATA, WHEEL or
 /// RECORD; or if the archive would need zip64 (over 4 GiB or 65535 entries).
 pub fn build_wheel(spec: &WheelSpec) -> BuiltDist {
+    build_wheel_with(spec, &WheelExtras::default())
+}
+
+/// Builds a wheel with the tag and dependencies `extras` give (see
+/// [`WheelExtras`]); with the default extras, the bytes of [`build_wheel`].
+/// Its METADATA is [`core_metadata_with`]. Identical input gives identical
+/// bytes.
+///
+/// # Panics
+/// As [`build_wheel`]; and if the tag is not three `-`-separated parts of
+/// `.`-separated tags made of ASCII letters, digits and `_`.
+pub fn build_wheel_with(spec: &WheelSpec, extras: &WheelExtras) -> BuiltDist {
+    let tag = extras.tag.as_deref().unwrap_or("py3-none-any");
+    let expanded = expand_tag(tag);
+    let purelib = tag.rsplit('-').next() == Some("any");
     let stem = dist_stem(&spec.name, &spec.version);
     let dist_info = format!("{stem}.dist-info");
     let generated = ["METADATA", "WHEEL", "RECORD"].map(|f| format!("{dist_info}/{f}"));
@@ -40,12 +56,13 @@ pub fn build_wheel(spec: &WheelSpec) -> BuiltDist {
         panic!("duplicate wheel member {a:?}");
     }
     let [metadata_path, wheel_path, record_path] = generated;
-    files.push((metadata_path, core_metadata(spec)));
-    files.push((
-        wheel_path,
-        b"Wheel-Version: 1.0\nGenerator: egress-artifacts\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-            .to_vec(),
-    ));
+    files.push((metadata_path, core_metadata_with(spec, extras)));
+    let mut wheel =
+        format!("Wheel-Version: 1.0\nGenerator: egress-artifacts\nRoot-Is-Purelib: {purelib}\n");
+    for t in &expanded {
+        wheel.push_str(&format!("Tag: {t}\n"));
+    }
+    files.push((wheel_path, wheel.into_bytes()));
 
     let mut record = String::new();
     for (path, data) in &files {
@@ -59,7 +76,34 @@ pub fn build_wheel(spec: &WheelSpec) -> BuiltDist {
     record.push_str(&format!("{},,\n", csv_field(&record_path)));
     files.push((record_path, record.into_bytes()));
 
-    BuiltDist::new(format!("{stem}-py3-none-any.whl"), write_zip(&files))
+    BuiltDist::new(format!("{stem}-{tag}.whl"), write_zip(&files))
+}
+
+/// Every tag of a (possibly compressed) tag set, `python-abi-platform`, in
+/// the order the set names them.
+///
+/// # Panics
+/// If `tag` is not three parts of `.`-separated tags made of ASCII letters,
+/// digits and `_` (fixture code's mistake).
+fn expand_tag(tag: &str) -> Vec<String> {
+    let parts: Vec<Vec<&str>> = tag.split('-').map(|p| p.split('.').collect()).collect();
+    let ok = parts.len() == 3
+        && parts
+            .iter()
+            .flatten()
+            .all(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    assert!(ok, "invalid wheel tag {tag:?}");
+    let mut out = Vec::new();
+    if let [python, abi, platform] = parts.as_slice() {
+        for p in python {
+            for a in abi {
+                for pl in platform {
+                    out.push(format!("{p}-{a}-{pl}"));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn csv_field(s: &str) -> String {
@@ -318,6 +362,7 @@ fn extract(zip: &Reader, entry: &CentralEntry) -> Result<Vec<u8>, ArtifactError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core_metadata;
     use egress_model::{ProjectName, Version};
 
     fn spec() -> WheelSpec {
@@ -547,6 +592,64 @@ mod tests {
         assert_eq!(
             read_wheel_metadata(&bad),
             Err(ArtifactError::ChecksumMismatch("METADATA crc32"))
+        );
+    }
+
+    #[test]
+    fn tagged_wheels_with_dependencies() {
+        let s = spec();
+        assert_eq!(
+            build_wheel_with(&s, &WheelExtras::default()),
+            build_wheel(&s),
+            "the default extras are the pure wheel"
+        );
+        let extras = WheelExtras {
+            tag: Some("cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64".into()),
+            requires_dist: vec!["dep>=1.0".into(), "fast-dep; extra == \"fast\"".into()],
+            provides_extra: vec!["fast".into()],
+        };
+        let built = build_wheel_with(&s, &extras);
+        assert_eq!(
+            built.filename,
+            "ec_present-1.0.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+        );
+        let meta = read_wheel_metadata(&built.bytes).unwrap();
+        assert_eq!(meta, core_metadata_with(&s, &extras));
+        let text = String::from_utf8(meta).unwrap();
+        assert!(text.contains(
+            "Requires-Python: >=3.8\nRequires-Dist: dep>=1.0\nRequires-Dist: fast-dep; extra == \"fast\"\nProvides-Extra: fast\n"
+        ), "{text}");
+        let files = members(&built.bytes);
+        let (_, wheel) = files
+            .iter()
+            .find(|(p, _)| p.ends_with(".dist-info/WHEEL"))
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(wheel.clone()).unwrap(),
+            "Wheel-Version: 1.0\nGenerator: egress-artifacts\nRoot-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n"
+        );
+        assert_eq!(expand_tag("py2.py3-none-any").len(), 2);
+        let pure = members(&build_wheel(&s).bytes);
+        let (_, wheel) = pure
+            .iter()
+            .find(|(p, _)| p.ends_with(".dist-info/WHEEL"))
+            .unwrap();
+        assert_eq!(
+            wheel.as_slice(),
+            b"Wheel-Version: 1.0\nGenerator: egress-artifacts\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        );
+        assert_ne!(built.sha256, build_wheel(&s).sha256);
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid wheel tag")]
+    fn builder_refuses_bad_tags() {
+        build_wheel_with(
+            &spec(),
+            &WheelExtras {
+                tag: Some("cp311-linux".into()),
+                ..WheelExtras::default()
+            },
         );
     }
 

@@ -40,6 +40,8 @@ pub struct Common {
     pub cacert: Option<PathBuf>,
     /// The cutoff and the universe rules, for every protocol.
     pub rules: Rules,
+    /// Select and report, download nothing, write nothing.
+    pub dry_run: bool,
 }
 
 /// The inputs of each source, as the protocols read them; see `crate::parts`.
@@ -53,6 +55,8 @@ pub(crate) struct Net<'a> {
     pub(crate) work: &'a Path,
     /// The cutoff and the universe rules.
     pub(crate) rules: &'a Rules,
+    /// Select only: no file is downloaded.
+    pub(crate) dry_run: bool,
 }
 
 /// What a part added to the builder.
@@ -66,8 +70,23 @@ pub(crate) struct Staged {
     pub(crate) versions: usize,
     /// What each selection rule dropped.
     pub(crate) dropped: Dropped,
+    /// Distribution files the upstream gave no upload time for.
+    pub(crate) untimed: usize,
     /// Files to write beside the snapshot once it is written.
     pub(crate) extras: Vec<Extra>,
+}
+
+impl Staged {
+    fn add(&mut self, s: Staged) {
+        self.files += s.files;
+        self.downloaded += s.downloaded;
+        self.bytes += s.bytes;
+        self.projects += s.projects;
+        self.versions += s.versions;
+        self.dropped.merge(s.dropped);
+        self.untimed += s.untimed;
+        self.extras.extend(s.extras);
+    }
 }
 
 /// A file written after the snapshot (the rewritten uv.lock), and the line
@@ -88,8 +107,14 @@ pub(crate) trait Part {
     fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError>;
     /// Reads the locks and local files, each recorded in `sources`.
     fn read(&mut self, sources: &mut Sources) -> Result<(), BuildError>;
-    /// Downloads and verifies everything the locks pin.
+    /// Downloads and verifies everything the locks pin (in a dry run, only
+    /// selects it).
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError>;
+    /// After a dry run's `fetch`: what `stage` would add, sizes as the
+    /// index announced them. Nothing by default.
+    fn planned(&self) -> Staged {
+        Staged::default()
+    }
     /// Told the snapshot signing key and the build's time (seconds since
     /// the epoch) before `stage`, for a part that signs what it serves
     /// (apt's Release); nothing by default.
@@ -236,11 +261,46 @@ pub(crate) fn run(
         cacert: common.cacert.as_deref(),
         work: &work,
         rules: &common.rules,
+        dry_run: common.dry_run,
     };
+    // The partial and verified files stay until the snapshot is written: a
+    // run interrupted before then (killed, or the machine stopped) resumes
+    // from them. A build that fails leaves nothing behind.
     let fetched = parts.iter_mut().try_for_each(|p| p.fetch(&net));
-    // The partial files are only worth keeping for an interrupted run.
-    let _ = fs::remove_dir_all(&work);
+    if fetched.is_err() {
+        let _ = fs::remove_dir_all(&work);
+    }
     fetched?;
+    let rules = &common.rules;
+    if common.dry_run {
+        let mut total = Staged::default();
+        for part in &parts {
+            total.add(part.planned());
+        }
+        let _ = fs::remove_dir_all(&work);
+        report(&format!(
+            "dry run, nothing downloaded or written: would select {} projects, {} versions, {} files, {} (sizes as the index lists them)",
+            total.projects,
+            total.versions,
+            total.files,
+            crate::progress::human(total.bytes)
+        ));
+        for line in total.dropped.lines() {
+            report(&line);
+        }
+        return Ok(());
+    }
+    if rules.exclude_newer.is_some()
+        || rules.versions_per_project.is_some()
+        || rules.max_file_bytes.is_some()
+        || rules.closure
+    {
+        let s = builder.selection_mut();
+        s.exclude_newer = rules.exclude_newer.as_ref().map(|c| c.text.clone());
+        s.versions_per_project = rules.versions_per_project;
+        s.max_file_bytes = rules.max_file_bytes;
+        s.closure = rules.closure;
+    }
 
     let now = now_secs();
     for part in &mut parts {
@@ -248,23 +308,27 @@ pub(crate) fn run(
     }
     let mut total = Staged::default();
     for part in parts {
-        let s = part.stage(&mut builder, out)?;
-        total.files += s.files;
-        total.downloaded += s.downloaded;
-        total.bytes += s.bytes;
-        total.projects += s.projects;
-        total.versions += s.versions;
-        total.dropped.merge(s.dropped);
-        total.extras.extend(s.extras);
+        match part.stage(&mut builder, out) {
+            Ok(s) => total.add(s),
+            Err(e) => {
+                let _ = fs::remove_dir_all(&work);
+                return Err(e);
+            }
+        }
     }
     for (name, digest) in sources {
         builder.source(&name, digest);
     }
 
-    let snapshot = builder
+    let written = builder
         .build(&rfc3339(now), Some(&key), &principal)
-        .map_err(BuildError::Rejected)?;
-    snapshot.write_dir(out).map_err(BuildError::Write)?;
+        .map_err(BuildError::Rejected)
+        .and_then(|snapshot| {
+            snapshot.write_dir(out).map_err(BuildError::Write)?;
+            Ok(snapshot)
+        });
+    let _ = fs::remove_dir_all(&work);
+    let snapshot = written?;
     report(&format!(
         "snapshot {} written to {}: {} files ({} downloaded), {}, signed by {principal} ({})",
         snapshot.id(),
@@ -274,6 +338,30 @@ pub(crate) fn run(
         crate::progress::human(total.bytes),
         key.public().fingerprint()
     ));
+    if total.projects > 0 {
+        report(&format!(
+            "selected {} projects, {} versions, {} files, {}",
+            total.projects,
+            total.versions,
+            total.files,
+            crate::progress::human(total.bytes)
+        ));
+    }
+    if let Some(cutoff) = &rules.exclude_newer {
+        report(&format!(
+            "cutoff (signed): nothing uploaded after {}",
+            cutoff.text
+        ));
+    }
+    for line in total.dropped.lines() {
+        report(&line);
+    }
+    if total.untimed > 0 {
+        report(&format!(
+            "{} files have no upload time (local files, or the upstream gave none): none is invented, and SNAPSHOT.json lists no time for them",
+            total.untimed
+        ));
+    }
     for extra in total.extras {
         let fail = |cause| BuildError::Io {
             what: "write",

@@ -164,6 +164,10 @@ mod tests {
         assert_eq!(a.get("platform").unwrap().files, 2);
         let lines = a.lines();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("dropped by platform: 2 items (3.0 kB)"), "{}", lines[0]);
+        assert!(
+            lines[0].starts_with("dropped by platform: 2 items (3.0 kB)"),
+            "{}",
+            lines[0]
+        );
     }
 }

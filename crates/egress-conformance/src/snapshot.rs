@@ -135,6 +135,10 @@ pub struct SelectArgs {
     /// match the registry's hash, instead of reporting it and going on.
     #[arg(long, help_heading = "Universe")]
     pub strict: bool,
+    /// Select and report what each rule keeps and drops, with the sizes
+    /// the index lists; download nothing, write nothing.
+    #[arg(long, help_heading = "Universe")]
+    pub dry_run: bool,
     /// The target's Python version (e.g. 3.11); repeatable, one target each.
     #[arg(long, value_name = "X.Y", help_heading = "Targets")]
     pub python_version: Vec<String>,
@@ -199,6 +203,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
                 closure: select.closure,
                 strict: select.strict,
             },
+            dry_run: select.dry_run,
         },
         pypi: egress_build::pypi::Inputs {
             requirements: args.requirements,

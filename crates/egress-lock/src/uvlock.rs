@@ -38,6 +38,9 @@ struct Package {
     sdist: Option<Spanned<File>>,
     #[serde(default)]
     wheels: Vec<Spanned<File>>,
+    /// A forked resolution's markers: the environments this version is for.
+    #[serde(default, rename = "resolution-markers")]
+    resolution_markers: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -229,12 +232,24 @@ pub fn parse_uv_lock(file: &str, text: &str) -> Result<Lock, LockError> {
                 "a registry package lists no sdist and no wheels; re-lock with uv".into(),
             ));
         }
+        // A version uv chose for some environments only (a fork) holds
+        // where any of its resolution markers does.
+        let marker = match p.resolution_markers.as_slice() {
+            [] => None,
+            [one] => Some(one.clone()),
+            many => Some(
+                many.iter()
+                    .map(|m| format!("({m})"))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            ),
+        };
         lock.pins.push(Pin {
             name,
             version,
             files,
             extras: Vec::new(),
-            marker: None,
+            marker,
             line,
         });
     }

@@ -116,7 +116,10 @@ impl Timestamp {
         let d = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        Self::from_unix(i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos())
+        Self::from_unix(
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        )
     }
 
     pub fn unix_secs(&self) -> i64 {
@@ -235,13 +238,22 @@ mod tests {
         let t = |s| Timestamp::parse(s).unwrap();
         // PyPI's PEP 700 upload-time, npm's time, and an offset.
         assert_eq!(t("2024-01-31T12:00:00.123456Z").unix_secs(), 1_706_702_400);
-        assert_eq!(t("2024-01-31T12:00:00.123Z"), t("2024-01-31T12:00:00.123000Z"));
+        assert_eq!(
+            t("2024-01-31T12:00:00.123Z"),
+            t("2024-01-31T12:00:00.123000Z")
+        );
         assert_eq!(t("2024-01-31T13:00:00+01:00"), t("2024-01-31T12:00:00Z"));
         assert_eq!(t("1970-01-01T00:00:00Z").unix_secs(), 0);
         assert_eq!(t("1969-12-31T23:59:59Z").unix_secs(), -1);
         assert!(t("2025-06-01T00:00:00Z") < t("2025-06-01T00:00:00.000001Z"));
-        assert_eq!(t("2024-02-29T00:00:00Z").to_rfc3339(), "2024-02-29T00:00:00Z");
-        assert_eq!(t("2024-02-29T00:00:00.50Z").to_rfc3339(), "2024-02-29T00:00:00.5Z");
+        assert_eq!(
+            t("2024-02-29T00:00:00Z").to_rfc3339(),
+            "2024-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            t("2024-02-29T00:00:00.50Z").to_rfc3339(),
+            "2024-02-29T00:00:00.5Z"
+        );
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //! - that protocol's built-in pair: reference (A), the reference mirror
 //!   serving a signed snapshot of the canary's files, and (B).
 //!
+//! The PyPI and npm canaries can also serve a [`universe`]: many versions
+//! of a few related packages, upload times on either side of a cutoff, for
+//! the tests of `snapshot build`'s universe and closure (off by default).
+//!
 //! Beside them, shared by every protocol: [`hostile`] servers that misbehave
 //! at the HTTP or TCP level, for the suite's robustness tests, the relay and
 //! template engine both proxies use, and the request log both canaries keep.
@@ -41,12 +45,14 @@ pub mod remote;
 mod request_log;
 mod template;
 pub mod tunnel;
+pub mod universe;
 
 pub use hostile::{Hostile, HostileServer};
 pub use pypi::canary::Canary;
 pub use pypi::proxy::CachingProxy;
 pub use relay::{splice, SLOW_FETCH};
 pub use template::render_template;
+pub use universe::{Universe, UNIVERSE_CUTOFF};
 
 /// Every protocol's built-in pair, in the order they are reported: the one
 /// place a protocol is registered.

@@ -83,6 +83,12 @@ impl SnapshotBuilder {
         self.selection = Some(selection);
     }
 
+    /// The selection recorded so far, to add to (each protocol records its
+    /// own filters).
+    pub fn selection_mut(&mut self) -> &mut Selection {
+        self.selection.get_or_insert_with(Selection::default)
+    }
+
     /// Serves `bytes` at `path` as `content_type`: an apt file (a signed
     /// index, a Packages file, a `.deb`, the keyring; see [`crate::apt`]),
     /// rendered or verified by the caller. The path must pass

@@ -5,13 +5,17 @@
 //! is rewritten to install from the mirror.
 
 mod page;
+mod target;
+mod universe;
 
 use crate::build::{add_source, read_input, Extra, Net, Part, Sources, Staged, INDEX_PATH};
 use crate::error::BuildError;
 use crate::fetch::{self, FetchError, FileJob};
 use crate::progress::Progress;
+use crate::select::Dropped;
 use egress_lock::Lock;
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Url, Version};
+use egress_simple::FileEntry;
 use egress_snapshot::{pool, SnapshotBuilder, FILES_PREFIX};
 use egress_transcript::{Client, Limits};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -85,9 +89,29 @@ pub(crate) struct Pypi {
     /// The pinned digests to download, by project.
     by_project: BTreeMap<ProjectName, Vec<Sha256Digest>>,
     fetched: BTreeMap<String, File>,
+    targets: Option<target::Targets>,
+    universe: Vec<universe::Line>,
+    /// Universe files downloaded, each kept as a verified partial file.
+    chosen: Vec<(universe::Chosen, PathBuf)>,
+    dropped: Dropped,
+    counts: (usize, usize),
+    /// A dry run's universe: files and bytes it would download.
+    planned_files: usize,
+    planned: u64,
 }
 
 impl Pypi {
+    /// The projects and versions the locks pin.
+    fn pinned(&self) -> (usize, usize) {
+        let projects: BTreeSet<&ProjectName> = self.wanted.values().map(|w| &w.name).collect();
+        let versions: BTreeSet<(&ProjectName, &Version)> = self
+            .wanted
+            .values()
+            .map(|w| (&w.name, &w.version))
+            .collect();
+        (projects.len(), versions.len())
+    }
+
     pub(crate) fn new(inputs: Inputs) -> Self {
         Self {
             inputs,
@@ -98,22 +122,38 @@ impl Pypi {
             local: BTreeMap::new(),
             by_project: BTreeMap::new(),
             fetched: BTreeMap::new(),
+            targets: None,
+            universe: Vec::new(),
+            chosen: Vec::new(),
+            dropped: Dropped::default(),
+            counts: (0, 0),
+            planned_files: 0,
+            planned: 0,
         }
     }
 }
 
 impl Part for Pypi {
     fn input_flags(&self) -> &'static [&'static str] {
-        &["--requirements", "--uv-lock", "--dist"]
+        &["--requirements", "--uv-lock", "--dist", "--pypi-universe"]
     }
 
     fn has_inputs(&self) -> bool {
         let i = &self.inputs;
-        !i.requirements.is_empty() || i.uv_lock.is_some() || !i.dist.is_empty()
+        !i.requirements.is_empty()
+            || i.uv_lock.is_some()
+            || !i.dist.is_empty()
+            || i.universe.is_some()
     }
 
-    fn check(&mut self, _: &mut SnapshotBuilder) -> Result<(), BuildError> {
+    fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
         self.index = Some(index_url(&self.inputs.index_url)?);
+        self.targets = target::Targets::new(&self.inputs.targets)?;
+        if let Some(t) = &self.targets {
+            let s = builder.selection_mut();
+            s.pypi_targets = t.recorded();
+            s.include_sdists = t.include_sdists();
+        }
         if let Some(m) = &self.inputs.mirror_url {
             let url = Url::parse(m).map_err(|e| BuildError::Usage(format!("--mirror-url: {e}")))?;
             if url.path_and_query().contains('?') {
@@ -146,11 +186,26 @@ impl Part for Pypi {
             add_source(sources, "uv.lock", path, digest);
             self.uv_lock_text = Some((path.display().to_string(), text));
         }
+        if let Some(path) = &self.inputs.universe {
+            let (text, digest) = read_input("--pypi-universe", path)?;
+            self.universe = universe::read_lines(path, &text)?;
+            add_source(sources, "pypi-universe", path, digest);
+        }
         for lock in &locks {
             for note in &lock.notes {
                 eprintln!("note: {note}");
             }
             for pin in &lock.pins {
+                if let (Some(t), Some(marker)) = (&self.targets, &pin.marker) {
+                    // A marker pip could not read is kept, as pip keeps it.
+                    let applies = egress_select::pypi::Marker::parse(marker)
+                        .map_or(true, |m| t.applies(Some(&m), &[]));
+                    if !applies {
+                        let what = format!("{}=={} ; {marker}", pin.name, pin.version);
+                        self.dropped.drop("marker", &what, None);
+                        continue;
+                    }
+                }
                 for f in &pin.files {
                     let at = format!("{}:{}", lock.file, f.line);
                     match self.wanted.get(&f.sha256) {
@@ -212,8 +267,42 @@ impl Part for Pypi {
         let Some(index) = &self.index else {
             return Ok(());
         };
-        self.fetched = fetch_all(net, index, &self.wanted, &self.by_project)?;
+        let lock_target = LockTarget {
+            targets: self.targets.as_ref(),
+            dropped: &mut self.dropped,
+            planned: (&mut self.planned_files, &mut self.planned),
+        };
+        self.fetched = fetch_all(net, index, &self.wanted, &self.by_project, lock_target)?;
+        if !self.universe.is_empty() {
+            let selected = universe::select(net, index, &self.universe, self.targets.as_ref())?;
+            for note in &selected.notes {
+                eprintln!("note: {note}");
+            }
+            self.dropped.merge(selected.dropped);
+            self.counts = (selected.projects, selected.versions);
+            if net.dry_run {
+                self.planned += selected
+                    .files
+                    .iter()
+                    .filter_map(|c| c.entry.size)
+                    .sum::<u64>();
+                self.planned_files += selected.files.len();
+            } else {
+                self.chosen = download_universe(net, selected.files, &mut self.dropped)?;
+            }
+        }
         Ok(())
+    }
+
+    fn planned(&self) -> Staged {
+        Staged {
+            files: self.planned_files,
+            bytes: self.planned,
+            projects: self.counts.0 + self.pinned().0,
+            versions: self.counts.1 + self.pinned().1,
+            dropped: self.dropped.clone(),
+            ..Staged::default()
+        }
     }
 
     fn stage(
@@ -221,8 +310,32 @@ impl Part for Pypi {
         builder: &mut SnapshotBuilder,
         out: &Path,
     ) -> Result<Staged, BuildError> {
+        let pinned = self.pinned();
         let mut staged = self.local;
-        let downloaded = self.fetched.len();
+        let downloaded = self.fetched.len() + self.chosen.len();
+        for (c, part) in self.chosen {
+            let bytes = fs::read(&part).map_err(|cause| BuildError::Io {
+                what: "read",
+                path: part.clone(),
+                cause,
+            })?;
+            if Sha256Digest::of(&bytes) != c.sha256 {
+                return Err(BuildError::Refused(format!(
+                    "{} ({}): changed on disk after it was verified ({}); build again",
+                    c.entry.filename,
+                    c.project,
+                    part.display()
+                )));
+            }
+            staged.insert(
+                c.entry.filename.clone(),
+                File {
+                    bytes,
+                    yanked: c.entry.yanked.clone(),
+                    upload_time: c.entry.upload_time.clone(),
+                },
+            );
+        }
         for (filename, f) in self.fetched {
             if let Some(old) = staged.get(&filename) {
                 if Sha256Digest::of(&old.bytes) != Sha256Digest::of(&f.bytes) {
@@ -237,9 +350,15 @@ impl Part for Pypi {
         let mut done = Staged {
             files: staged.len(),
             downloaded,
+            projects: self.counts.0 + pinned.0,
+            versions: self.counts.1 + pinned.1,
+            dropped: self.dropped,
             ..Staged::default()
         };
         for (filename, f) in staged {
+            if f.upload_time.is_none() {
+                done.untimed += 1;
+            }
             let digest = Sha256Digest::of(&f.bytes);
             done.bytes += f.bytes.len() as u64;
             filenames.insert(digest, filename.clone());
@@ -312,6 +431,7 @@ fn fetch_all(
     index: &Url,
     wanted: &BTreeMap<Sha256Digest, Wanted>,
     by_project: &BTreeMap<ProjectName, Vec<Sha256Digest>>,
+    lock_target: LockTarget,
 ) -> Result<BTreeMap<String, File>, BuildError> {
     let page_client = Client::new(index.clone(), fetch::page_limits(), net.cacert)?;
     let projects: Vec<(&ProjectName, &Vec<Sha256Digest>)> = by_project.iter().collect();
@@ -327,6 +447,11 @@ fn fetch_all(
     // Each pinned digest must be listed on its project's page.
     let mut jobs: Vec<(FileJob, Option<String>, Option<String>)> = Vec::new();
     let mut unlisted = Vec::new();
+    // Pins (name, version) with a file for the target, and those without.
+    let mut kept_pins: BTreeSet<(&ProjectName, &Version)> = BTreeSet::new();
+    let mut left_out: BTreeMap<(&ProjectName, &Version), (&str, Vec<String>)> = BTreeMap::new();
+    // Each pin's files a target can install, to keep the best of.
+    let mut installable: BTreeMap<(&ProjectName, &Version), Vec<Listed>> = BTreeMap::new();
     for ((name, digests), page) in projects.iter().zip(pages) {
         let (page_url, page) = page?;
         for d in digests.iter() {
@@ -345,6 +470,43 @@ fn fetch_all(
                     entry.filename, w.name, w.version, w.at
                 )));
             }
+            if let Some(t) = lock_target.targets {
+                if let Err(rule) = t.file(&entry.filename) {
+                    lock_target.dropped.drop(rule, &entry.filename, entry.size);
+                    let e = left_out
+                        .entry((&w.name, &w.version))
+                        .or_insert((&w.at, Vec::new()));
+                    e.1.push(entry.filename.clone());
+                    continue;
+                }
+            }
+            kept_pins.insert((&w.name, &w.version));
+            installable.entry((&w.name, &w.version)).or_default().push((
+                *d,
+                page_url.clone(),
+                entry.clone(),
+            ));
+        }
+    }
+    for (_, files) in installable {
+        // With targets, only what an installer there would choose.
+        let keep = match lock_target.targets {
+            Some(t) => t.best(
+                &files
+                    .iter()
+                    .map(|(_, _, e)| e.filename.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            None => vec![true; files.len()],
+        };
+        for ((d, page_url, entry), keep) in files.into_iter().zip(keep) {
+            if !keep {
+                lock_target
+                    .dropped
+                    .drop("superseded", &entry.filename, entry.size);
+                continue;
+            }
+            let Some(w) = wanted.get(&d) else { continue };
             let url = page_url.join(&entry.url).map_err(|e| {
                 BuildError::Refused(format!("{page_url}: file URL of {}: {e}", entry.filename))
             })?;
@@ -353,11 +515,12 @@ fn fetch_all(
                 .clone()
                 .or_else(|| w.upload_time.clone())
                 .filter(|t| SnapshotBuilder::is_valid_upload_time(t));
+            check_cutoff(net, &entry.filename, w, upload_time.as_deref())?;
             jobs.push((
                 FileJob {
                     filename: entry.filename.clone(),
                     url,
-                    expect: fetch::Expect::Sha256(*d),
+                    expect: fetch::Expect::Sha256(d),
                     size: entry.size,
                 },
                 entry.yanked.clone(),
@@ -374,38 +537,28 @@ fn fetch_all(
             "{first}{more}; the index does not serve what the lock pins"
         )));
     }
-
-    // One client per origin: files often live elsewhere (PyPI's file host).
-    let mut clients: HashMap<String, Client> = HashMap::new();
-    for (job, _, _) in &jobs {
-        if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
-            let c = Client::new(job.url.clone(), Limits::download(), net.cacert)?;
-            slot.insert(c);
+    if let Some(t) = lock_target.targets {
+        let mut without = left_out.iter().filter(|(pin, _)| !kept_pins.contains(*pin));
+        if let Some(((name, version), (at, files))) = without.next() {
+            let more = match without.count() {
+                0 => String::new(),
+                n => format!(" (and {n} more pins)"),
+            };
+            return Err(BuildError::Usage(format!(
+                "{name}=={version} (pinned at {at}) has no file for the target {}: its files are {}{more}; add --platform or --python-version for it, or --include-sdists",
+                t.describe(),
+                files.join(", ")
+            )));
         }
     }
-    let total = jobs.iter().filter_map(|(j, _, _)| j.size).sum();
-    let progress = Progress::new(jobs.len(), total);
-    // After the first failure no new download starts.
-    let stop = AtomicBool::new(false);
-    let results = pool::map(&jobs, net.jobs, |(job, _, _)| {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let Some(client) = clients.get(&job.url.origin()) else {
-            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
-        };
-        let part = net.work.join(job.expect.part_name(&job.url));
-        let r = fetch::download(client, job, &part, &progress);
-        match &r {
-            Ok(bytes) => {
-                let _ = fs::remove_file(&part);
-                progress.done(&job.filename, bytes.len() as u64, "");
-            }
-            Err(_) => stop.store(true, Ordering::Relaxed),
-        }
-        Some(r)
-    });
-    progress.finish();
+
+    if net.dry_run {
+        *lock_target.planned.0 += jobs.len();
+        *lock_target.planned.1 += jobs.iter().filter_map(|(j, _, _)| j.size).sum::<u64>();
+        return Ok(BTreeMap::new());
+    }
+    let file_jobs: Vec<&FileJob> = jobs.iter().map(|(j, _, _)| j).collect();
+    let results = download_files(net, &file_jobs, Keep::Bytes)?;
 
     let mut out = BTreeMap::new();
     let mut first_error = None;
@@ -431,6 +584,161 @@ fn fetch_all(
                     "{} ({}=={}, pinned at {}) from {}: expected sha256 {expected}, got {actual}; refusing the whole snapshot",
                     job.filename, w.name, w.version, w.at, job.url
                 )));
+            }
+            Some(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(out),
+    }
+}
+
+/// What a lock build does with its targets: drops the files no target can
+/// install, and counts them.
+struct LockTarget<'a> {
+    targets: Option<&'a target::Targets>,
+    dropped: &'a mut Dropped,
+    /// A dry run's files and bytes.
+    planned: (&'a mut usize, &'a mut u64),
+}
+
+/// With `--exclude-newer`, a pinned file must have been uploaded at or
+/// before the cutoff: a lock that pins a newer file cannot be served under
+/// that cutoff, and one with no upload time cannot be shown to be.
+fn check_cutoff(
+    net: &Net,
+    filename: &str,
+    w: &Wanted,
+    upload_time: Option<&str>,
+) -> Result<(), BuildError> {
+    let Some(cutoff) = &net.rules.exclude_newer else {
+        return Ok(());
+    };
+    let pin = format!("{}=={} (pinned at {})", w.name, w.version, w.at);
+    match upload_time.map(egress_model::Timestamp::parse) {
+        Some(Ok(t)) if cutoff.excludes(t) => Err(BuildError::Refused(format!(
+            "{filename} of {pin} was uploaded at {t}, after --exclude-newer {}; pin an older version or move the cutoff",
+            cutoff.text
+        ))),
+        Some(Ok(_)) => Ok(()),
+        _ => Err(BuildError::NoUploadTimes(format!(
+            "{filename} of {pin}: the index lists no upload time for it, and --exclude-newer is given; use an index that serves PEP 700 upload times, or build without --exclude-newer"
+        ))),
+    }
+}
+
+/// A pinned file as its page lists it: digest, page URL, entry.
+type Listed = (Sha256Digest, Url, FileEntry);
+
+/// A download's bytes (empty with [`Keep::Part`]), or why it failed.
+type Downloaded = Result<Vec<u8>, FetchError>;
+
+/// What a download keeps once the bytes hash right.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The bytes, in memory; the partial file is removed.
+    Bytes,
+    /// The verified partial file, on disk, for the stage to read; a rerun
+    /// after an interruption finds it complete and fetches nothing.
+    Part,
+}
+
+/// Downloads every job, `net.jobs` at a time, each verified against its
+/// digest; after the first failure (with [`Keep::Bytes`]) no new download
+/// starts. One result per job, `None` for a job not started.
+fn download_files(
+    net: &Net,
+    jobs: &[&FileJob],
+    keep: Keep,
+) -> Result<Vec<Option<Downloaded>>, BuildError> {
+    // One client per origin: files often live elsewhere (PyPI's file host).
+    let mut clients: HashMap<String, Client> = HashMap::new();
+    for job in jobs {
+        if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
+            let c = Client::new(job.url.clone(), Limits::download(), net.cacert)?;
+            slot.insert(c);
+        }
+    }
+    let total = jobs.iter().filter_map(|j| j.size).sum();
+    let progress = Progress::new(jobs.len(), total);
+    let stop = AtomicBool::new(false);
+    let results = pool::map(jobs, net.jobs, |job| {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let Some(client) = clients.get(&job.url.origin()) else {
+            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
+        };
+        let part = net.work.join(job.expect.part_name(&job.url));
+        let r = fetch::download(client, job, &part, &progress);
+        match &r {
+            Ok(bytes) => {
+                if keep == Keep::Bytes {
+                    let _ = fs::remove_file(&part);
+                }
+                progress.done(&job.filename, bytes.len() as u64, "");
+            }
+            Err(_) if keep == Keep::Bytes => stop.store(true, Ordering::Relaxed),
+            Err(_) => {}
+        }
+        Some(match (r, keep) {
+            (Ok(_), Keep::Part) => Ok(Vec::new()),
+            (r, _) => r,
+        })
+    });
+    progress.finish();
+    Ok(results)
+}
+
+/// Downloads the universe's files into the work directory, each verified
+/// against the sha256 its page lists. A file whose bytes differ is left
+/// out and reported (under `--strict`, the build stops); so is one over
+/// `--max-file-bytes` whose page gave no size.
+fn download_universe(
+    net: &Net,
+    chosen: Vec<universe::Chosen>,
+    dropped: &mut Dropped,
+) -> Result<Vec<(universe::Chosen, PathBuf)>, BuildError> {
+    let jobs: Vec<FileJob> = chosen
+        .iter()
+        .map(|c| FileJob {
+            filename: c.entry.filename.clone(),
+            url: c.url.clone(),
+            expect: fetch::Expect::Sha256(c.sha256),
+            size: c.entry.size,
+        })
+        .collect();
+    let refs: Vec<&FileJob> = jobs.iter().collect();
+    let results = download_files(net, &refs, Keep::Part)?;
+    let mut out = Vec::new();
+    let mut first_error = None;
+    for ((c, job), r) in chosen.into_iter().zip(&jobs).zip(results) {
+        let part = net.work.join(job.expect.part_name(&job.url));
+        match r {
+            Some(Ok(_)) => {
+                let size = fs::metadata(&part).map_or(0, |m| m.len());
+                if net.rules.max_file_bytes.is_some_and(|max| size > max) {
+                    dropped.drop("max-file-bytes", &c.entry.filename, Some(size));
+                    continue;
+                }
+                out.push((c, part));
+            }
+            Some(Err(FetchError::Mismatch { expected, actual })) => {
+                let what = format!(
+                    "{} from {} (sha256 {actual}, the index lists {expected})",
+                    c.entry.filename, c.url
+                );
+                if net.rules.strict {
+                    return Err(BuildError::Refused(format!(
+                        "{what}: the bytes do not match the registry's hash; --strict stops here"
+                    )));
+                }
+                eprintln!("refused: {what}: the bytes do not match the registry's hash; left out");
+                dropped.drop("hash-mismatch", &c.entry.filename, c.entry.size);
             }
             Some(Err(e)) => {
                 first_error.get_or_insert(e);

@@ -125,6 +125,7 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                 out: out.clone(),
                 cacert: None,
                 rules: Default::default(),
+                dry_run: false,
             },
             // No PyPI input: the index is never fetched, but must parse.
             pypi: egress_build::pypi::Inputs {

@@ -17,8 +17,8 @@
 //! Every version but those of [`NO_INTEGRITY`] and [`BAD_INTEGRITY`] carries
 //! the `dist.integrity` (sha512 SRI) of its served bytes, and every one but
 //! those of [`OFFSITE`] an absolute `dist.tarball` URL on the canary's own
-//! origin. `dist.shasum` (sha1) is left out: npm checks `integrity` when it
-//! is there.
+//! origin. `dist.shasum` (sha1) is left out (npm checks `integrity` when it
+//! is there), but for the universe's packages, which list both.
 //!
 //! Like registry.npmjs.org, the canary signs every version that lists an
 //! integrity: `dist.signatures` (full and abbreviated packuments alike) is
@@ -57,6 +57,13 @@
 //! | `ec-bad-integrity` | 1.0.0, a well-formed sha512 `dist.integrity` of other bytes | upstream only |
 //! | `ec-offsite` | 1.0.0, its `dist.tarball` on the CDN origin | upstream only |
 //!
+//! Started with a [`Universe`] ([`NpmCanary::start_with`],
+//! [`NpmCanary::serve_with`]): the universe's packages too (`eu-*`, `@eu/*`,
+//! see [`super::universe`]), each version with the publish time its table
+//! gives, `dist.shasum` beside `dist.integrity`, and its dependency and
+//! platform fields in both packument forms. Without one (the default)
+//! nothing of it is served and nothing else changes.
+//!
 //! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
 //! kit's packages too (`egress-kit-*`, `@egress-kit/scoped`, see
 //! [`super::kit`]), built by the kit's code with the tripwire aimed at the
@@ -65,8 +72,10 @@
 //! (a new version, a tarball rebuilt, a dist-tag moved) act on it.
 
 use super::kit::{self, index_js, spec, template_spec, tripwire_spec};
+use super::universe;
 use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
+use crate::universe::Universe;
 use egress_artifacts::{build_npm_tarball, NpmPackageSpec, NpmTarball};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
@@ -173,6 +182,9 @@ enum Role {
     /// holds it when the lab added the kit; never part of
     /// [`NpmCanary::tarballs`].
     Kit,
+    /// The universe's (only when started with one); never part of
+    /// [`NpmCanary::tarballs`].
+    Universe,
 }
 
 /// What a version's `dist` lists as the digest of its tarball.
@@ -189,7 +201,7 @@ enum Listed {
 struct PackageVersion {
     spec: NpmPackageSpec,
     tarball: NpmTarball,
-    /// Event number of the publish (see [`iso_time`]).
+    /// Unix time of the publish (see [`event_time`]).
     published: u64,
     listed: Listed,
     /// `dist.signatures[0].sig`: the registry signature over
@@ -231,10 +243,15 @@ struct Package {
     role: Role,
     versions: Vec<PackageVersion>,
     dist_tags: BTreeMap<String, String>,
-    /// Event number of the latest change.
+    /// Unix time of the latest change.
     modified: u64,
     /// Whether its tarballs are served by the CDN origin (and only there).
     offsite: bool,
+    /// Whether its packuments list times (`time`, `modified`): all but the
+    /// universe's `eu-no-time`.
+    dated: bool,
+    /// Whether its versions list `dist.shasum` too: the universe's.
+    shasum: bool,
 }
 
 impl Package {
@@ -281,16 +298,19 @@ impl Content {
     }
 }
 
-/// `2025-01-01T00:00:00.000Z` plus `event` seconds (capped below a day), so
-/// the content is the same on every run.
-fn iso_time(event: u64) -> String {
-    let s = event.min(86_399);
-    format!(
-        "2025-01-01T{:02}:{:02}:{:02}.000Z",
-        s / 3_600,
-        s / 60 % 60,
-        s % 60
-    )
+/// The Unix time of event number `event`: 2025-01-01T00:00:00Z plus
+/// `event` seconds (capped below a day), so the content is the same on
+/// every run.
+fn event_time(event: u64) -> u64 {
+    const BASE_TIME: u64 = 1_735_689_600;
+    BASE_TIME + event.min(86_399)
+}
+
+/// A Unix time as registry.npmjs.org writes it: `2025-01-01T00:00:00.000Z`.
+fn iso_time(secs: u64) -> String {
+    let t = egress_model::Timestamp::from_unix(i64::try_from(secs).unwrap_or(i64::MAX), 0);
+    let text = t.to_rfc3339();
+    format!("{}.000Z", text.trim_end_matches('Z'))
 }
 
 struct State {
@@ -324,10 +344,21 @@ impl NpmCanary {
         Self::serve(&ServeOptions::default())
     }
 
+    /// [`NpmCanary::start`], serving `universe` too (see
+    /// [`super::universe`]).
+    pub fn start_with(universe: Universe) -> io::Result<NpmCanary> {
+        Self::serve_with(&ServeOptions::default(), Some(universe))
+    }
+
     /// Binds where `options` say (the CDN origin on the same address, on
     /// a free port), with a control API when they give a secret (the
     /// standalone canary).
     pub fn serve(options: &ServeOptions) -> io::Result<NpmCanary> {
+        Self::serve_with(options, None)
+    }
+
+    /// [`NpmCanary::serve`], serving `universe` too when given.
+    pub fn serve_with(options: &ServeOptions, universe: Option<Universe>) -> io::Result<NpmCanary> {
         let state = Arc::new(State {
             key: RegistryKey::generate()?,
             origin: OnceLock::new(),
@@ -363,6 +394,9 @@ impl NpmCanary {
             let mut packages = initial_packages(&origin, &mut content, &state.key);
             if options.kit {
                 packages.extend(kit_packages(&origin, &mut content, &state.key));
+            }
+            if let Some(universe) = universe {
+                packages.extend(universe_packages(universe, &state.key));
             }
             content.packages = packages;
         }
@@ -540,7 +574,7 @@ impl State {
     fn publish(&self, name: &str) -> Result<Observation, UpstreamError> {
         let mut content = lock(&self.content);
         let version = format!("9.9.{}", 9 + content.published);
-        let event = content.next_event();
+        let event = event_time(content.next_event());
         let Some(package) = content.package_mut(name) else {
             return Err(UpstreamError::NotServed {
                 message: self.not_served(format!("the npm canary serves no package {name}")),
@@ -561,7 +595,7 @@ impl State {
         };
         package.versions.push(new);
         package.dist_tags.insert("latest".into(), version);
-        package.modified = event;
+        package.modified = package.modified.max(event);
         content.published += 1;
         Ok(observation)
     }
@@ -576,7 +610,7 @@ impl State {
         version: &str,
     ) -> Result<Observation, UpstreamError> {
         let mut content = lock(&self.content);
-        let event = content.next_event();
+        let event = event_time(content.next_event());
         let Some(package) = content.package_mut(name) else {
             return Err(UpstreamError::NotServed {
                 message: self.not_served(format!("the npm canary serves no package {name}")),
@@ -595,7 +629,7 @@ impl State {
         package
             .dist_tags
             .insert(tag.to_string(), version.to_string());
-        package.modified = event;
+        package.modified = package.modified.max(event);
         Ok(Observation::UpstreamMutation {
             description: format!(
                 "moved dist-tag {tag} of {name} from {} to {version} at the npm canary",
@@ -661,7 +695,7 @@ impl Upstream for State {
     fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
         let mut content = lock(&self.content);
         let n = content.replaced;
-        let event = content.next_event();
+        let event = event_time(content.next_event());
         let found = content.packages.iter_mut().find_map(|p| {
             let v = p
                 .versions
@@ -686,7 +720,7 @@ impl Upstream for State {
         let after = Sha256Digest::of(&new.tarball.bytes);
         debug_assert_eq!(new.tarball.filename, filename);
         package.versions[v] = new;
-        package.modified = event;
+        package.modified = package.modified.max(event);
         content.replaced += 1;
         Ok(Observation::UpstreamMutation {
             description: format!(
@@ -760,7 +794,7 @@ fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> V
         .map(|(name, role, specs)| {
             let versions: Vec<PackageVersion> = specs
                 .into_iter()
-                .map(|s| PackageVersion::build(s, content.next_event(), key))
+                .map(|s| PackageVersion::build(s, event_time(content.next_event()), key))
                 .collect();
             // The last version listed is `latest`, as after publishing in order.
             let latest = versions
@@ -775,6 +809,8 @@ fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> V
                 dist_tags: BTreeMap::from([("latest".to_string(), latest)]),
                 modified,
                 offsite: name == OFFSITE,
+                dated: true,
+                shasum: false,
             }
         })
         .collect()
@@ -786,7 +822,7 @@ fn initial_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> V
 fn kit_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<Package> {
     let mut packages: Vec<Package> = Vec::new();
     for s in kit::specs(origin) {
-        let version = PackageVersion::build(s, content.next_event(), key);
+        let version = PackageVersion::build(s, event_time(content.next_event()), key);
         let (name, number, published) = (
             version.spec.name.clone(),
             version.spec.version.clone(),
@@ -802,6 +838,8 @@ fn kit_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<P
                     dist_tags: BTreeMap::new(),
                     modified: 0,
                     offsite: false,
+                    dated: true,
+                    shasum: false,
                 });
                 packages.len() - 1
             }
@@ -814,6 +852,32 @@ fn kit_packages(origin: &str, content: &mut Content, key: &RegistryKey) -> Vec<P
         p.modified = published;
     }
     packages
+}
+
+/// The universe's packages (see [`super::universe`]), each version at its
+/// publish time.
+fn universe_packages(universe: Universe, key: &RegistryKey) -> Vec<Package> {
+    universe::packages(universe)
+        .into_iter()
+        .map(|u| {
+            let versions: Vec<PackageVersion> = u
+                .versions
+                .into_iter()
+                .map(|(spec, at)| PackageVersion::build(spec, at, key))
+                .collect();
+            let modified = versions.iter().map(|v| v.published).max().unwrap_or(0);
+            Package {
+                name: u.name.to_string(),
+                role: Role::Universe,
+                versions,
+                dist_tags: u.dist_tags,
+                modified,
+                offsite: false,
+                dated: u.dated,
+                shasum: true,
+            }
+        })
+        .collect()
 }
 
 /// What a registry signature covers: `<name>@<version>:<integrity>`.
@@ -882,6 +946,11 @@ fn dist(docs: Docs<'_>, p: &Package, v: &PackageVersion) -> serde_json::Value {
     if let Some(integrity) = v.listed_integrity() {
         dist["integrity"] = integrity.into();
     }
+    if p.shasum {
+        let sha1 = digest::digest(&digest::SHA1_FOR_LEGACY_USE_ONLY, &v.tarball.bytes);
+        let hex: String = sha1.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        dist["shasum"] = hex.into();
+    }
     if let Some(sig) = &v.signature {
         dist["signatures"] = serde_json::json!([{ "keyid": docs.keyid, "sig": sig }]);
     }
@@ -913,6 +982,7 @@ fn full_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
     for v in &p.versions {
         time.insert(v.spec.version.clone(), iso_time(v.published).into());
     }
+
     let latest = p
         .dist_tags
         .get("latest")
@@ -921,7 +991,7 @@ fn full_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
     let (description, readme) = latest
         .map(|v| (v.spec.description.clone(), v.spec.readme.clone()))
         .unwrap_or_default();
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "_id": p.name,
         "name": p.name,
         "description": description,
@@ -931,7 +1001,19 @@ fn full_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
         "readme": readme.unwrap_or_default(),
         "readmeFilename": "README.md",
         "license": "Apache-2.0",
-    })
+    });
+    if !p.dated {
+        undated(&mut doc, "time");
+    }
+    doc
+}
+
+/// `doc` without its field `key`: a packument of a package whose times
+/// are not listed.
+fn undated(doc: &mut serde_json::Value, key: &str) {
+    if let Some(fields) = doc.as_object_mut() {
+        fields.remove(key);
+    }
 }
 
 /// npm's abbreviated metadata: per version only what installing needs.
@@ -946,18 +1028,37 @@ fn abbreviated_packument(origin: Docs<'_>, p: &Package) -> serde_json::Value {
                 "dependencies": v.spec.dependencies,
                 "dist": dist(origin, p, v),
             });
+            // What installing needs of package.json beyond `dependencies`,
+            // when set (npm's abbreviated form lists these too).
+            let full = v.spec.package_json();
+            for key in [
+                "peerDependencies",
+                "peerDependenciesMeta",
+                "optionalDependencies",
+                "os",
+                "cpu",
+                "libc",
+            ] {
+                if let Some(value) = full.get(key) {
+                    doc[key] = value.clone();
+                }
+            }
             if v.spec.has_install_script() {
                 doc["hasInstallScript"] = true.into();
             }
             (v.spec.version.clone(), doc)
         })
         .collect();
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "name": p.name,
         "modified": iso_time(p.modified),
         "dist-tags": p.dist_tags,
         "versions": versions,
-    })
+    });
+    if !p.dated {
+        undated(&mut doc, "modified");
+    }
+    doc
 }
 
 // ------------------------------------------------------------------ routing
@@ -1227,7 +1328,9 @@ mod tests {
 
     #[test]
     fn times() {
-        assert_eq!(iso_time(0), "2025-01-01T00:00:00.000Z");
-        assert_eq!(iso_time(3_661), "2025-01-01T01:01:01.000Z");
+        assert_eq!(iso_time(event_time(0)), "2025-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(event_time(3_661)), "2025-01-01T01:01:01.000Z");
+        assert_eq!(iso_time(event_time(1_000_000)), "2025-01-01T23:59:59.000Z");
+        assert_eq!(iso_time(1_748_736_000), "2025-06-01T00:00:00.000Z");
     }
 }

@@ -6,3 +6,4 @@ pub mod canary;
 pub mod client;
 pub mod kit;
 pub mod proxy;
+pub mod universe;

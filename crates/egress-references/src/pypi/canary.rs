@@ -38,6 +38,12 @@
 //! | `ec-no-digest` | 1.0.0 wheel listed without any hash | upstream only |
 //! | `ec-bad-digest` | 1.0.0 wheel listed with a sha256 that is not its own | upstream only |
 //!
+//! Started with a [`Universe`] ([`Canary::start_with`], [`Canary::serve_with`]):
+//! the universe's projects too (`eu-*`, see [`super::universe`]), each file
+//! with the upload time its table gives, listed on the JSON simple pages
+//! (PEP 700 `upload-time`) with `requires-python` and `yanked`. Without one
+//! (the default) nothing of it is served and nothing else changes.
+//!
 //! Served with [`ServeOptions::kit`] (the standalone canary): the conformance
 //! kit's projects too (`egress-kit-*`, see [`super::kit`]), built by the
 //! kit's code with the tripwire aimed at the canary's origin, so the same
@@ -47,9 +53,11 @@
 use super::kit::{
     self, sdist_spec, template_text, tripwire_preamble, wheel_spec, DistSpec as Spec,
 };
+use super::universe;
 use crate::control::{self, Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
-use egress_artifacts::{core_metadata, BuiltDist};
+use crate::universe::Universe;
+use egress_artifacts::{core_metadata_with, BuiltDist};
 use egress_http::{Limits, Method, Reply, Request, Response, Server, ServerHandle};
 use egress_model::upstream::TRIPWIRE_PATH;
 use egress_model::{
@@ -88,6 +96,21 @@ enum Role {
     /// The conformance kit's (standalone canary only): a lab's snapshot
     /// holds it when the lab added the kit; never part of [`Canary::dists`].
     Kit,
+    /// The universe's (only when started with one); never part of
+    /// [`Canary::dists`].
+    Universe,
+}
+
+/// Where a project's upload times are listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Times {
+    /// In the JSON API only: the canary's own projects, as they always were.
+    JsonApiOnly,
+    /// On the JSON simple pages (PEP 700 `upload-time`) and in the JSON API:
+    /// the universe's.
+    Everywhere,
+    /// Nowhere: the universe's `eu-no-time`.
+    Nowhere,
 }
 
 /// How a project's files are listed on its page.
@@ -105,20 +128,23 @@ struct File {
     metadata: Option<Vec<u8>>,
     /// Unix time of the changelog entry that added these bytes.
     uploaded: u64,
+    /// PEP 592: yanked, with this reason (the universe's only).
+    yanked: Option<String>,
 }
 
 impl File {
     fn build(spec: Spec) -> Self {
         let dist = spec.build();
-        let metadata = match &spec {
-            Spec::Wheel(w) => Some(core_metadata(w)),
-            Spec::Sdist(_) => None,
-        };
+        let metadata = spec
+            .wheel()
+            .zip(spec.wheel_extras())
+            .map(|(w, extras)| core_metadata_with(w, extras));
         File {
             spec,
             dist,
             metadata,
             uploaded: 0,
+            yanked: None,
         }
     }
 
@@ -128,15 +154,21 @@ impl File {
 
     fn version(&self) -> &Version {
         match &self.spec {
-            Spec::Wheel(w) => &w.version,
+            Spec::Wheel(w) | Spec::WheelWith(w, _) => &w.version,
             Spec::Sdist(s) => &s.version,
         }
     }
 
-    /// PyPI's `python_version` for the file: the wheel's tag or `source`.
-    fn python_version(&self) -> &'static str {
-        match self.spec {
+    /// PyPI's `python_version` for the file: the wheel's python tag or
+    /// `source`.
+    fn python_version(&self) -> &str {
+        match &self.spec {
             Spec::Wheel(_) => "py3",
+            Spec::WheelWith(_, extras) => extras
+                .tag
+                .as_deref()
+                .and_then(|t| t.split('-').next())
+                .unwrap_or("py3"),
             Spec::Sdist(_) => "source",
         }
     }
@@ -163,6 +195,7 @@ struct Project {
     name: ProjectName,
     role: Role,
     listing: Listing,
+    times: Times,
     files: Vec<File>,
     /// Serial of this project's latest changelog entry.
     last_serial: u64,
@@ -209,9 +242,15 @@ impl Content {
     /// Appends a changelog entry for project `p` with the next serial and
     /// returns its timestamp.
     fn record(&mut self, p: usize, version: &Version, action: String) -> u64 {
+        self.record_at(p, version, action, None)
+    }
+
+    /// [`Self::record`], at time `at` (Unix seconds) when given, else at
+    /// [`BASE_TIME`] plus the serial.
+    fn record_at(&mut self, p: usize, version: &Version, action: String, at: Option<u64>) -> u64 {
         self.serial += 1;
         let serial = self.serial;
-        let timestamp = BASE_TIME + serial;
+        let timestamp = at.unwrap_or(BASE_TIME + serial);
         let project = &mut self.projects[p];
         project.last_serial = serial;
         self.changelog.push(Change {
@@ -228,6 +267,11 @@ impl Content {
     /// time. Unless `replacing`, a "new release" entry comes first when no
     /// other file of that version is there yet.
     fn record_upload(&mut self, p: usize, f: usize, replacing: bool) {
+        self.record_upload_at(p, f, replacing, None);
+    }
+
+    /// [`Self::record_upload`], at time `at` (Unix seconds) when given.
+    fn record_upload_at(&mut self, p: usize, f: usize, replacing: bool, at: Option<u64>) {
         let file = &self.projects[p].files[f];
         let version = file.version().clone();
         let add = format!("add {} file {}", file.python_version(), file.dist.filename);
@@ -238,9 +282,9 @@ impl Content {
                 .enumerate()
                 .any(|(i, other)| i != f && other.uploaded != 0 && other.version() == &version);
         if new_release {
-            self.record(p, &version, "new release".into());
+            self.record_at(p, &version, "new release".into(), at);
         }
-        let timestamp = self.record(p, &version, add);
+        let timestamp = self.record_at(p, &version, add, at);
         self.projects[p].files[f].uploaded = timestamp;
     }
 }
@@ -270,9 +314,19 @@ impl Canary {
         Self::serve(&ServeOptions::default())
     }
 
+    /// [`Canary::start`], serving `universe` too (see [`super::universe`]).
+    pub fn start_with(universe: Universe) -> io::Result<Canary> {
+        Self::serve_with(&ServeOptions::default(), Some(universe))
+    }
+
     /// Binds where `options` say, with a control API when they give a
     /// secret (the standalone canary).
     pub fn serve(options: &ServeOptions) -> io::Result<Canary> {
+        Self::serve_with(options, None)
+    }
+
+    /// [`Canary::serve`], serving `universe` too when given.
+    pub fn serve_with(options: &ServeOptions, universe: Option<Universe>) -> io::Result<Canary> {
         let state = Arc::new(State {
             origin: OnceLock::new(),
             content: Mutex::new(Content {
@@ -305,6 +359,9 @@ impl Canary {
                 for f in 0..content.projects[p].files.len() {
                     content.record_upload(p, f, false);
                 }
+            }
+            if let Some(universe) = universe {
+                add_universe(&mut content, universe);
             }
         }
         Ok(Canary {
@@ -475,10 +532,14 @@ impl Upstream for State {
             |name: &ProjectName| format!("{}/_replaced_{n}.txt", name.wheel_component());
         let extra = format!("replaced at the canary during the run ({n})\n").into_bytes();
         match &mut spec {
-            Spec::Wheel(w) => w.files.push((extra_path(&w.name), extra)),
+            Spec::Wheel(w) | Spec::WheelWith(w, _) => w.files.push((extra_path(&w.name), extra)),
             Spec::Sdist(s) => s.files.push((extra_path(&s.name), extra)),
         }
-        *file = File::build(spec);
+        let yanked = file.yanked.take();
+        *file = File {
+            yanked,
+            ..File::build(spec)
+        };
         let after = file.dist.sha256;
         debug_assert_eq!(file.dist.filename, filename);
         content.record_upload(p, f, true);
@@ -505,10 +566,48 @@ fn kit_projects(origin: &str) -> Vec<Project> {
             name,
             role: Role::Kit,
             listing: Listing::Digest,
+            times: Times::JsonApiOnly,
             files: specs.into_iter().map(File::build).collect(),
             last_serial: 0,
         })
         .collect()
+}
+
+/// Appends the universe's projects and records their uploads, in the order
+/// of their upload times, each at its time.
+fn add_universe(content: &mut Content, universe: Universe) {
+    let first = content.projects.len();
+    let mut uploads: Vec<(u64, usize, usize)> = Vec::new();
+    for (i, u) in universe::projects(universe).into_iter().enumerate() {
+        let files = u
+            .files
+            .into_iter()
+            .enumerate()
+            .map(|(f, uf)| {
+                uploads.push((uf.uploaded, first + i, f));
+                File {
+                    yanked: uf.yanked,
+                    ..File::build(uf.spec)
+                }
+            })
+            .collect();
+        content.projects.push(Project {
+            name: u.name,
+            role: Role::Universe,
+            listing: Listing::Digest,
+            times: if u.dated {
+                Times::Everywhere
+            } else {
+                Times::Nowhere
+            },
+            files,
+            last_serial: 0,
+        });
+    }
+    uploads.sort_unstable();
+    for (at, p, f) in uploads {
+        content.record_upload_at(p, f, false, Some(at));
+    }
 }
 
 fn initial_projects(origin: &str) -> Vec<Project> {
@@ -517,6 +616,7 @@ fn initial_projects(origin: &str) -> Vec<Project> {
         name: name(n),
         role,
         listing,
+        times: Times::JsonApiOnly,
         files: specs.into_iter().map(File::build).collect(),
         last_serial: 0,
     };
@@ -629,8 +729,11 @@ fn project_page(origin: &str, p: &Project) -> ProjectPage {
                 filename: f.dist.filename.clone(),
                 url: format!("{origin}{}", f.path()),
                 hashes,
+                requires_python: f.spec.wheel().and_then(|w| w.requires_python.clone()),
+                yanked: f.yanked.clone(),
                 core_metadata,
                 size: Some(f.dist.bytes.len() as u64),
+                upload_time: (p.times == Times::Everywhere).then(|| upload_times(f.uploaded).1),
                 ..FileEntry::default()
             }
         })
@@ -681,10 +784,16 @@ fn listed_digests(p: &Project, f: &File) -> serde_json::Value {
 
 /// One file as PyPI's JSON API describes it.
 fn file_json(origin: &str, p: &Project, f: &File) -> serde_json::Value {
-    let (upload_time, upload_time_iso) = upload_times(f.uploaded);
-    let (packagetype, requires_python) = match &f.spec {
-        Spec::Wheel(w) => ("bdist_wheel", w.requires_python.clone()),
-        Spec::Sdist(_) => ("sdist", None),
+    let (upload_time, upload_time_iso) = match p.times {
+        Times::Nowhere => (None, None),
+        Times::JsonApiOnly | Times::Everywhere => {
+            let (plain, iso) = upload_times(f.uploaded);
+            (Some(plain), Some(iso))
+        }
+    };
+    let (packagetype, requires_python) = match f.spec.wheel() {
+        Some(w) => ("bdist_wheel", w.requires_python.clone()),
+        None => ("sdist", None),
     };
     serde_json::json!({
         "comment_text": "",
@@ -699,9 +808,20 @@ fn file_json(origin: &str, p: &Project, f: &File) -> serde_json::Value {
         "upload_time": upload_time,
         "upload_time_iso_8601": upload_time_iso,
         "url": format!("{origin}{}", f.path()),
-        "yanked": false,
-        "yanked_reason": null,
+        "yanked": f.yanked.is_some(),
+        "yanked_reason": f.yanked,
     })
+}
+
+/// Whether `v` is a PEP 440 pre- or development release: a letter in it
+/// other than those of `post` or a local label. Enough for the canary's
+/// own versions (`2.1.0rc1`).
+fn is_prerelease(v: &Version) -> bool {
+    let public = v.as_str().split('+').next().unwrap_or_default();
+    public
+        .replace("post", "")
+        .bytes()
+        .any(|b| b.is_ascii_alphabetic())
 }
 
 /// PyPI's JSON API document for project `p`: the project view when
@@ -711,17 +831,25 @@ fn project_json(origin: &str, p: &Project, version: Option<&Version>) -> String 
     let mut versions: Vec<&Version> = p.files.iter().map(File::version).collect();
     versions.sort();
     versions.dedup();
-    let shown = version.or(versions.last().copied());
+    // As PyPI: the latest final release, a prerelease only when there is
+    // nothing else.
+    let latest = versions
+        .iter()
+        .rev()
+        .find(|v| !is_prerelease(v))
+        .or(versions.last())
+        .copied();
+    let shown = version.or(latest);
     let files_of =
         |v: &Version| -> Vec<&File> { p.files.iter().filter(|f| f.version() == v).collect() };
     let shown_files = shown.map(files_of).unwrap_or_default();
     // Text from the version's wheel if it has one (sdists carry no description).
     let described = shown_files
         .iter()
-        .find(|f| matches!(f.spec, Spec::Wheel(_)))
+        .find(|f| f.spec.wheel().is_some())
         .or(shown_files.first());
     let (summary, description, requires_python) = match described.map(|f| &f.spec) {
-        Some(Spec::Wheel(w)) => (
+        Some(Spec::Wheel(w) | Spec::WheelWith(w, _)) => (
             w.summary.clone(),
             w.description.clone(),
             w.requires_python.clone(),
@@ -729,6 +857,17 @@ fn project_json(origin: &str, p: &Project, version: Option<&Version>) -> String 
         Some(Spec::Sdist(s)) => (s.summary.clone(), String::new(), None),
         None => (String::new(), String::new(), None),
     };
+    // PyPI: `null` when the metadata names no dependency.
+    let requires_dist = described
+        .and_then(|f| f.spec.wheel_extras())
+        .filter(|x| !x.requires_dist.is_empty())
+        .map(|x| x.requires_dist.clone());
+    // PyPI: a version is yanked when all its files are.
+    let yanked_reason = shown_files
+        .iter()
+        .map(|f| f.yanked.clone())
+        .collect::<Option<Vec<String>>>()
+        .and_then(|reasons| reasons.into_iter().next());
     let info = serde_json::json!({
         "author": "",
         "author_email": "",
@@ -741,12 +880,12 @@ fn project_json(origin: &str, p: &Project, version: Option<&Version>) -> String 
         "name": p.name.as_str(),
         "platform": null,
         "project_urls": null,
-        "requires_dist": null,
+        "requires_dist": requires_dist,
         "requires_python": requires_python,
         "summary": summary,
         "version": shown.map(Version::to_string),
-        "yanked": false,
-        "yanked_reason": null,
+        "yanked": yanked_reason.is_some(),
+        "yanked_reason": yanked_reason,
     });
     let urls: Vec<serde_json::Value> = shown_files
         .iter()
@@ -1053,6 +1192,17 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prereleases() {
+        let v = |s: &str| Version::new(s).unwrap();
+        for pre in ["2.1.0rc1", "1.0a1", "1.0.b2", "1.0.dev3", "1.0rc1.post1"] {
+            assert!(is_prerelease(&v(pre)), "{pre}");
+        }
+        for fin in ["1.0", "1.0.post1", "1.0+local.abc", "1!2.0"] {
+            assert!(!is_prerelease(&v(fin)), "{fin}");
+        }
+    }
 
     #[test]
     fn upload_times_are_utc_civil_times() {

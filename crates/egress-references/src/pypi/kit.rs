@@ -11,7 +11,9 @@
 //! | `egress-kit-template` | 1.0.0 wheel, markers in Summary, Description (README) and so in PEP 658 metadata | P4.template-text |
 
 use crate::kit::{tripwire_url, KitFile};
-use egress_artifacts::{build_sdist, build_wheel, SdistSpec, WheelSpec};
+use egress_artifacts::{
+    build_sdist, build_wheel, build_wheel_with, SdistSpec, WheelExtras, WheelSpec,
+};
 use egress_model::upstream::TEMPLATE_MARKERS;
 use egress_model::{ProjectName, Version};
 
@@ -97,6 +99,8 @@ pub(crate) fn template_text() -> (String, String) {
 #[derive(Debug, Clone)]
 pub(crate) enum DistSpec {
     Wheel(WheelSpec),
+    /// A wheel with another tag or with dependencies (the universe's).
+    WheelWith(WheelSpec, WheelExtras),
     Sdist(SdistSpec),
 }
 
@@ -104,7 +108,31 @@ impl DistSpec {
     pub(crate) fn build(&self) -> egress_artifacts::BuiltDist {
         match self {
             DistSpec::Wheel(w) => build_wheel(w),
+            DistSpec::WheelWith(w, extras) => build_wheel_with(w, extras),
             DistSpec::Sdist(s) => build_sdist(s),
+        }
+    }
+
+    /// The wheel's spec, if it is a wheel.
+    pub(crate) fn wheel(&self) -> Option<&WheelSpec> {
+        match self {
+            DistSpec::Wheel(w) | DistSpec::WheelWith(w, _) => Some(w),
+            DistSpec::Sdist(_) => None,
+        }
+    }
+
+    /// What the wheel says beyond its spec (the default for a pure wheel
+    /// without dependencies); `None` for an sdist.
+    pub(crate) fn wheel_extras(&self) -> Option<&WheelExtras> {
+        static PURE: WheelExtras = WheelExtras {
+            tag: None,
+            requires_dist: Vec::new(),
+            provides_extra: Vec::new(),
+        };
+        match self {
+            DistSpec::Wheel(_) => Some(&PURE),
+            DistSpec::WheelWith(_, extras) => Some(extras),
+            DistSpec::Sdist(_) => None,
         }
     }
 }

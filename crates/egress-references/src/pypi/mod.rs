@@ -4,3 +4,4 @@ pub mod builtin;
 pub mod canary;
 pub mod kit;
 pub mod proxy;
+pub mod universe;
