@@ -545,9 +545,10 @@ fn fetch_all(
                 n => format!(" (and {n} more pins)"),
             };
             return Err(BuildError::Usage(format!(
-                "{name}=={version} (pinned at {at}) has no file for the target {}: its files are {}{more}; add --platform or --python-version for it, or --include-sdists",
+                "{name}=={version} (pinned at {at}) has no file for the target {}: its {} files are for other targets (e.g. {}){more}; add a --platform or --python-version it has a wheel for, or --include-sdists",
                 t.describe(),
-                files.join(", ")
+                files.len(),
+                t.nearest(files).join(", ")
             )));
         }
     }

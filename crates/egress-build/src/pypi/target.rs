@@ -143,6 +143,22 @@ impl Targets {
         keep
     }
 
+    /// A few of `files` to name in a message: the wheels for a target's
+    /// own interpreter first (`cp311`), then the rest, at most three.
+    pub(crate) fn nearest(&self, files: &[String]) -> Vec<String> {
+        let own: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| {
+                let d = t.describe();
+                format!("-{}-", d.split('/').next().unwrap_or(&d))
+            })
+            .collect();
+        let mut sorted: Vec<&String> = files.iter().collect();
+        sorted.sort_by_key(|f| (!own.iter().any(|o| f.contains(o.as_str())), f.as_str()));
+        sorted.into_iter().take(3).cloned().collect()
+    }
+
     /// Whether a file's `Requires-Python` admits some target's Python.
     pub(crate) fn requires_python(&self, spec: &str) -> bool {
         let Ok(spec) = Specifiers::parse(spec) else {

@@ -239,7 +239,7 @@ mod tests {
         ] {
             assert!(wheel_tags(bad).is_err(), "{bad:?}");
         }
-        let huge = format!("{0}-{0}-{0}", vec!["x"; 11].join("."));
+        let huge = format!("{0}-{0}-{0}", ["x"; 11].join("."));
         for bad in [
             huge.as_str(),
             "py3-none",

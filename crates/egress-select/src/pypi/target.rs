@@ -360,9 +360,10 @@ impl Target {
 
     /// The tags this target installs, best first, exactly as pip lists them
     /// for the same options (`pip debug --verbose --python-version ...
-    /// --platform ... --implementation ... --abi ...`, pip 23.2 to 24.2),
-    /// repeats included (pip lists `py311-none-any` twice for
-    /// `--implementation py`; the first place counts).
+    /// --platform ... --implementation ... --abi ...`; pip 24.2, and pip
+    /// 23.2 but for free-threaded ABIs such as `cp313t`, where it still
+    /// lists `abi3`), repeats included (pip lists `py311-none-any` twice
+    /// for `--implementation py`; the first place counts).
     pub fn supported_tags(&self) -> Vec<Tag> {
         self.tags.clone()
     }
@@ -437,8 +438,8 @@ impl Target {
     ///   `any_platform` is set: a marker comparing one counts as true.
     ///
     /// pip itself evaluates markers with the environment of the
-    /// interpreter it runs on, whatever `--platform` says; this is what a
-    /// pip running on the target would use.
+    /// interpreter it runs on, whatever `--platform` says (pypa/pip#11664);
+    /// this is what a pip running on the target would use.
     pub fn environment(&self) -> Environment {
         let minor = self.minor.unwrap_or(0);
         let python_version = format!("{}.{minor}", self.major);
