@@ -525,3 +525,105 @@ fn a_lock_keeps_per_pin_the_wheel_pip_would_choose_and_names_a_pin_without_one()
     );
     assert!(!dir.join(".snap.parts").exists());
 }
+
+/// An index that lists no PEP 658 metadata (as some mirrors still do):
+/// `eu-top` 1.0 needs `eu-dep`, and only the wheel says so.
+fn index_without_metadata() -> (
+    egress_http::ServerHandle,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use egress_artifacts::{build_wheel_with, WheelExtras, WheelSpec};
+    use egress_http::{Reply, Request, Response, Server};
+    let wheel = |name: &str, requires: &[&str]| {
+        build_wheel_with(
+            &WheelSpec {
+                name: egress_model::ProjectName::new(name).expect("name"),
+                version: egress_model::Version::new("1.0").expect("version"),
+                summary: "s".into(),
+                description: "d".into(),
+                requires_python: None,
+                files: vec![(
+                    format!("{}/__init__.py", name.replace('-', "_")),
+                    b"".to_vec(),
+                )],
+            },
+            &WheelExtras {
+                requires_dist: requires.iter().map(|r| r.to_string()).collect(),
+                ..WheelExtras::default()
+            },
+        )
+    };
+    let dists = [
+        ("eu-top", wheel("eu-top", &["eu-dep>=1"])),
+        ("eu-dep", wheel("eu-dep", &[])),
+    ];
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let server = Server::bind_loopback(move |req: Request| -> Reply {
+        log.lock().expect("log").push(req.target.clone());
+        for (name, d) in &dists {
+            if req.target == format!("/simple/{name}/") {
+                let page = serde_json::json!({
+                    "meta": {"api-version": "1.1"},
+                    "name": name,
+                    "files": [{
+                        "filename": d.filename,
+                        "url": format!("/f/{}", d.filename),
+                        "hashes": {"sha256": d.sha256.to_hex()},
+                        "size": d.bytes.len(),
+                        "upload-time": "2024-01-01T00:00:00.000000Z",
+                    }],
+                    "versions": ["1.0"],
+                });
+                return Response::new(200)
+                    .with_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                    .with_body(page.to_string().into_bytes())
+                    .into();
+            }
+            if req.target == format!("/f/{}", d.filename) {
+                return Response::new(200).with_body(d.bytes.clone()).into();
+            }
+        }
+        Response::text(404, "no\n").into()
+    })
+    .expect("bind");
+    (server, seen)
+}
+
+#[test]
+fn without_pep_658_metadata_the_closure_reads_the_wheel_and_downloads_it_once() {
+    let (server, seen) = index_without_metadata();
+    let dir = tmpdir("pypi-universe-no-658");
+    keygen(&dir);
+    let universe = dir.join("universe.txt");
+    std::fs::write(&universe, "eu-top\n").expect("write");
+    let index = format!("http://{}/simple/", server.addr());
+    let key = dir.join("key");
+    let snap = dir.join("snap");
+    let o = run(&[
+        "snapshot",
+        "build",
+        "--pypi-universe",
+        s(&universe),
+        "--index-url",
+        &index,
+        "--closure",
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let got: Vec<String> = files(&dir).into_iter().collect();
+    assert_eq!(
+        got,
+        ["eu_dep-1.0-py3-none-any.whl", "eu_top-1.0-py3-none-any.whl"]
+    );
+    // eu-top's wheel was fetched once: to read its dependencies, then kept.
+    let seen = seen.lock().expect("log").clone();
+    let top = seen
+        .iter()
+        .filter(|t| t.ends_with("eu_top-1.0-py3-none-any.whl"))
+        .count();
+    assert_eq!(top, 1, "{seen:?}");
+}

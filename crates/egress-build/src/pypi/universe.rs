@@ -8,7 +8,8 @@
 //! [`file_verdict`]); of the versions left, it takes the newest N that
 //! satisfy each requirement that reached the project. With `--closure`,
 //! each selected version's `Requires-Dist` (read from its PEP 658
-//! metadata, verified against the hash the page lists) is followed under
+//! metadata, verified against the hash the page lists, or from its wheel
+//! where the index lists none, as pip does) is followed under
 //! the same rules, its markers and extras evaluated for the targets, until
 //! nothing new is reached (without a target, for every common one).
 //! Nothing a distribution supplies is run: the
@@ -18,14 +19,14 @@ use super::page;
 use super::target::Targets;
 use crate::build::Net;
 use crate::error::BuildError;
-use crate::fetch::{self, get_whole, FetchError};
+use crate::fetch::{self, get_whole, Expect, FetchError, FileJob};
 use crate::progress::Progress;
 use crate::select::{Dropped, Rules};
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Timestamp, Url};
 use egress_select::pypi::{Pep440Version, Requirement, Specifiers};
 use egress_simple::{FileEntry, ProjectPage};
 use egress_snapshot::pool;
-use egress_transcript::Client;
+use egress_transcript::{Client, Limits};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -349,7 +350,7 @@ pub(crate) fn select(
         }
 
         // The metadata of each newly selected version, read in parallel.
-        let mut wanted_md: Vec<(String, Url, Sha256Digest)> = Vec::new();
+        let mut wanted_md: Vec<(String, Source)> = Vec::new();
         let mut plan: Vec<(ProjectName, Pep440Version, BTreeSet<String>, Option<String>)> =
             Vec::new();
         for (name, v, extras, _) in deps {
@@ -358,28 +359,28 @@ pub(crate) fn select(
             }
             let md = projects.get(&name).and_then(|p| metadata_source(p, &v));
             match md {
-                Some((url, digest)) => {
-                    let key = url.to_string();
-                    if !metadata.contains_key(&key) && !wanted_md.iter().any(|(k, _, _)| *k == key)
-                    {
-                        wanted_md.push((key.clone(), url, digest));
+                Some(source) => {
+                    let key = source.key();
+                    if !metadata.contains_key(&key) && !wanted_md.iter().any(|(k, _)| *k == key) {
+                        wanted_md.push((key.clone(), source));
                     }
                     plan.push((name, v, extras, Some(key)));
                 }
                 None => plan.push((name, v, extras, None)),
             }
         }
-        let read = pool::map(&wanted_md, net.jobs, |(_, url, digest)| {
-            read_metadata(&client, url, digest, &quiet)
+        let read = pool::map(&wanted_md, net.jobs, |(_, source)| match source {
+            Source::Pep658 { url, digest } => read_metadata(&client, url, digest, &quiet),
+            Source::Wheel(job) => read_wheel(net, job, &quiet),
         });
-        for ((key, _, _), r) in wanted_md.into_iter().zip(read) {
+        for ((key, _), r) in wanted_md.into_iter().zip(read) {
             metadata.insert(key, r);
         }
         for (name, v, extras, key) in plan {
             followed.insert((name.clone(), v.clone(), extras.clone()));
             let Some(key) = key else {
                 notes.push(format!(
-                    "{name} {v}: no kept wheel lists PEP 658 metadata, so its dependencies were not followed"
+                    "{name} {v}: no wheel kept (only an sdist, whose dependencies only a build could tell), so its dependencies were not followed"
                 ));
                 continue;
             };
@@ -431,9 +432,30 @@ pub(crate) fn select(
     Ok(tally(projects, notes, index))
 }
 
-/// The PEP 658 metadata of a selected version: that of its best kept
-/// wheel that lists metadata with a sha256.
-fn metadata_source(p: &Project, v: &Pep440Version) -> Option<(Url, Sha256Digest)> {
+/// Where a selected version's dependencies are read.
+enum Source {
+    /// Its best kept wheel's PEP 658 metadata file, with the sha256 the
+    /// page lists for it.
+    Pep658 { url: Url, digest: Sha256Digest },
+    /// The wheel itself, where the index lists no metadata file (as pip
+    /// does then): it is downloaded into the work directory, verified,
+    /// and its METADATA read; the download stays there for the snapshot.
+    Wheel(FileJob),
+}
+
+impl Source {
+    fn key(&self) -> String {
+        match self {
+            Self::Pep658 { url, .. } => url.to_string(),
+            Self::Wheel(job) => job.url.to_string(),
+        }
+    }
+}
+
+/// Where a selected version's dependencies are read: its best kept
+/// wheel's PEP 658 metadata when the page lists it with a sha256, else
+/// that wheel. `None` when it kept no wheel.
+fn metadata_source(p: &Project, v: &Pep440Version) -> Option<Source> {
     let (page_url, page) = p.page.as_ref()?;
     let files = p.selected.get(v)?;
     let mut best: Option<(usize, &FileEntry)> = None;
@@ -441,23 +463,46 @@ fn metadata_source(p: &Project, v: &Pep440Version) -> Option<(Url, Sha256Digest)
         let (Some(f), Some(Ok(prio))) = (page.files.get(i), p.verdicts.get(i)) else {
             continue;
         };
-        let has = f
-            .core_metadata
-            .as_ref()
-            .and_then(|h| h.get("sha256"))
-            .is_some();
-        if has && f.filename.ends_with(".whl") && best.is_none_or(|(b, _)| *prio < b) {
+        if f.filename.ends_with(".whl") && best.is_none_or(|(b, _)| *prio < b) {
             best = Some((*prio, f));
         }
     }
     let (_, f) = best?;
-    let digest = f
+    let pep658 = f
         .core_metadata
         .as_ref()
         .and_then(|h| h.get("sha256"))
-        .and_then(|h| Sha256Digest::from_hex(h).ok())?;
-    let url = page_url.join(&format!("{}.metadata", f.url)).ok()?;
-    Some((url, digest))
+        .and_then(|h| Sha256Digest::from_hex(h).ok());
+    match pep658 {
+        Some(digest) => {
+            let url = page_url.join(&format!("{}.metadata", f.url)).ok()?;
+            Some(Source::Pep658 { url, digest })
+        }
+        None => Some(Source::Wheel(FileJob {
+            filename: f.filename.clone(),
+            url: page_url.join(&f.url).ok()?,
+            expect: Expect::Sha256(listed_sha256(f)?),
+            size: f.size,
+        })),
+    }
+}
+
+/// Downloads a wheel into the work directory (where the snapshot's own
+/// download finds it complete) and returns its `Requires-Dist` values.
+fn read_wheel(net: &Net, job: &FileJob, progress: &Progress) -> Result<Vec<String>, String> {
+    let client =
+        Client::new(job.url.clone(), Limits::download(), net.cacert).map_err(|e| e.to_string())?;
+    let part = net.work.join(job.expect.part_name(&job.url));
+    let bytes = fetch::download(&client, job, &part, progress).map_err(|e| match e {
+        FetchError::Refused(m) | FetchError::Failed(m) => m,
+        FetchError::Mismatch { expected, actual } => {
+            format!("{}: sha256 is {actual}, the page lists {expected}", job.url)
+        }
+        other => format!("{other:?}"),
+    })?;
+    let metadata = egress_artifacts::read_wheel_metadata(&bytes)
+        .map_err(|e| format!("{}: {e}", job.filename))?;
+    Ok(requires_dist(&String::from_utf8_lossy(&metadata)))
 }
 
 /// Fetches a `.metadata` file, checks it against the page's hash, and
