@@ -250,3 +250,110 @@ fn get(base: &str, path: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A lab's uv.lock, locked by real uv against the upstream (every
+/// platform's wheels, as uv locks universally), built for one target: the
+/// snapshot holds the one wheel per package this machine's Python needs,
+/// and `uv sync --frozen` installs from the mirror with the rewritten lock,
+/// which names no other host.
+#[test]
+fn a_universal_uv_lock_built_for_one_target_syncs_from_the_mirror() {
+    let dir = tmpdir("universe-uvsync");
+    let uv = clients().join("bin/uv");
+    let python = clients().join("bin/python");
+    let canary = Canary::start_with(Universe::default()).expect("canary");
+    let project = dir.join("app");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.11\"\ndependencies = [\"eu-alpha<2\"]\n\n[tool.uv]\npackage = false\n",
+    )
+    .expect("pyproject");
+    let o = client(&uv)
+        .current_dir(&project)
+        .args([
+            "lock",
+            "--python",
+            s(&python),
+            "--cache-dir",
+            s(&dir.join("uv-cache")),
+            "--default-index",
+            &canary.index_url(),
+        ])
+        .output()
+        .expect("uv lock");
+    ok(&o, "uv lock");
+    let lock = std::fs::read_to_string(project.join("uv.lock")).expect("uv.lock");
+    assert!(
+        lock.contains("win_amd64"),
+        "uv locks every platform: {lock}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let mirror_url = format!("http://127.0.0.1:{port}");
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let snap = dir.join("snap");
+    let o = run(&[
+        "snapshot",
+        "build",
+        "--uv-lock",
+        s(&project.join("uv.lock")),
+        "--index-url",
+        &canary.index_url(),
+        "--python-version",
+        "3.11",
+        "--platform",
+        "manylinux_2_17_x86_64",
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&snap),
+        "--mirror-url",
+        &mirror_url,
+    ]);
+    ok(&o, "snapshot build --uv-lock with a target");
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(report.contains("dropped by platform: "), "{report}");
+    drop(canary);
+    let rewritten =
+        std::fs::read_to_string(snap.join("rewritten/uv.lock")).expect("rewritten uv.lock");
+    let canary_host = lock
+        .split("url = \"http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("the lock names the canary")
+        .to_string();
+    assert!(!rewritten.contains(&canary_host), "{rewritten}");
+    std::fs::write(project.join("uv.lock"), &rewritten).expect("replace uv.lock");
+
+    let mirror = MirrorProcess::start(&snap, &format!("127.0.0.1:{port}"));
+    let o = client(&uv)
+        .current_dir(&project)
+        .args([
+            "sync",
+            "--frozen",
+            "--python",
+            s(&python),
+            "--cache-dir",
+            s(&dir.join("uv-cache-2")),
+        ])
+        .output()
+        .expect("uv sync");
+    ok(&o, "uv sync --frozen");
+    let lines = mirror.lines();
+    assert!(
+        lines.iter().any(|l| l
+            .contains("eu_alpha-1.2.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+            && l.contains("status=200")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("status=404")),
+        "{lines:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

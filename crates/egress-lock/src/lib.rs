@@ -46,7 +46,7 @@ pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;
 pub use rewrite::rewrite_uv_lock;
 pub use urls::{lock_urls, LockFormat, LockUrl};
-pub use uvlock::parse_uv_lock;
+pub use uvlock::{parse_uv_lock, uv_lock_needed};
 
 /// Which format a [`Lock`] was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -255,3 +255,124 @@ pub fn parse_uv_lock(file: &str, text: &str) -> Result<Lock, LockError> {
     }
     Ok(lock)
 }
+
+/// A `uv.lock` read for its dependency graph only.
+#[derive(Deserialize)]
+struct GraphDoc {
+    #[serde(default)]
+    package: Vec<GraphPackage>,
+}
+
+#[derive(Deserialize)]
+struct GraphPackage {
+    name: String,
+    version: Option<String>,
+    source: Option<GraphSource>,
+    #[serde(default)]
+    dependencies: Vec<Edge>,
+    #[serde(default, rename = "optional-dependencies")]
+    optional: std::collections::BTreeMap<String, Vec<Edge>>,
+    #[serde(default, rename = "dev-dependencies")]
+    groups: std::collections::BTreeMap<String, Vec<Edge>>,
+}
+
+#[derive(Deserialize)]
+struct GraphSource {
+    editable: Option<String>,
+    #[serde(rename = "virtual")]
+    virtual_: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Edge {
+    name: String,
+    version: Option<String>,
+    marker: Option<String>,
+    #[serde(default)]
+    extra: Vec<String>,
+}
+
+/// The packages of a `uv.lock` that `uv sync` installs on a target:
+/// reached from the project's own packages (virtual or editable) through
+/// `dependencies` and the dependency groups (`dev-dependencies`, which
+/// `uv sync` installs by default), following an edge only where
+/// `applies(marker)` holds for its marker, and into a package's
+/// `optional-dependencies` for the extras an edge names. A lock without
+/// the project's own package gives every package.
+pub fn uv_lock_needed(
+    file: &str,
+    text: &str,
+    applies: &dyn Fn(&str) -> bool,
+) -> Result<std::collections::BTreeSet<(ProjectName, Version)>, LockError> {
+    use std::collections::BTreeSet;
+    let doc: GraphDoc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_at(text, s.start));
+        LockError::new(file, line, format!("not a uv.lock: {}", e.message()))
+    })?;
+    let norm = |n: &str| {
+        ProjectName::new(n)
+            .map(|p| p.to_string())
+            .unwrap_or_default()
+    };
+    let is_root = |p: &GraphPackage| {
+        p.source
+            .as_ref()
+            .is_some_and(|s| s.editable.is_some() || s.virtual_.is_some())
+    };
+    // (package index, extra) pairs still to visit; `None` is the package
+    // itself.
+    let mut todo: Vec<(usize, Option<String>)> = doc
+        .package
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| is_root(p))
+        .map(|(i, _)| (i, None))
+        .collect();
+    if todo.is_empty() {
+        todo = (0..doc.package.len()).map(|i| (i, None)).collect();
+    }
+    let mut seen: BTreeSet<(usize, Option<String>)> = BTreeSet::new();
+    while let Some((i, extra)) = todo.pop() {
+        if !seen.insert((i, extra.clone())) {
+            continue;
+        }
+        let Some(p) = doc.package.get(i) else {
+            continue;
+        };
+        let edges: Vec<&Edge> = match &extra {
+            None if is_root(p) => p
+                .dependencies
+                .iter()
+                .chain(p.groups.values().flatten())
+                .collect(),
+            None => p.dependencies.iter().collect(),
+            Some(x) => p.optional.get(x).into_iter().flatten().collect(),
+        };
+        for e in edges {
+            if !e.marker.as_deref().is_none_or(applies) {
+                continue;
+            }
+            let name = norm(&e.name);
+            for (j, q) in doc.package.iter().enumerate() {
+                let same = norm(&q.name) == name
+                    && e.version
+                        .as_ref()
+                        .is_none_or(|v| q.version.as_ref() == Some(v));
+                if same {
+                    todo.push((j, None));
+                    todo.extend(e.extra.iter().map(|x| (j, Some(x.clone()))));
+                }
+            }
+        }
+    }
+    Ok(seen
+        .into_iter()
+        .filter_map(|(i, _)| doc.package.get(i))
+        .filter(|p| !is_root(p))
+        .filter_map(|p| {
+            let name = ProjectName::new(&p.name).ok()?;
+            let version = Version::new(p.version.as_deref()?).ok()?;
+            Some((name, version))
+        })
+        .collect())
+}

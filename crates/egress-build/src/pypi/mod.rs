@@ -83,6 +83,9 @@ pub(crate) struct Pypi {
     mirror: Option<String>,
     /// The uv.lock's name and text, for the rewrite.
     uv_lock_text: Option<(String, String)>,
+    /// The uv.lock's file names by digest: where the rewrite points a file
+    /// a target left out (at the mirror too, where it is a 404).
+    uv_lock_files: BTreeMap<Sha256Digest, String>,
     wanted: BTreeMap<Sha256Digest, Wanted>,
     /// Local files by name.
     local: BTreeMap<String, File>,
@@ -118,6 +121,7 @@ impl Pypi {
             index: None,
             mirror: None,
             uv_lock_text: None,
+            uv_lock_files: BTreeMap::new(),
             wanted: BTreeMap::new(),
             local: BTreeMap::new(),
             by_project: BTreeMap::new(),
@@ -179,10 +183,28 @@ impl Part for Pypi {
         }
         if let Some(path) = &self.inputs.uv_lock {
             let (text, digest) = read_input("--uv-lock", path)?;
-            locks.push(egress_lock::parse_uv_lock(
-                &path.display().to_string(),
-                &text,
-            )?);
+            let mut lock = egress_lock::parse_uv_lock(&path.display().to_string(), &text)?;
+            for f in lock.pins.iter().flat_map(|p| &p.files) {
+                if let Some(name) = &f.filename {
+                    self.uv_lock_files.insert(f.sha256, name.clone());
+                }
+            }
+            // uv locks for every platform; with a target, only what `uv
+            // sync` installs there is wanted (its graph, markers evaluated).
+            if let Some(t) = &self.targets {
+                let needed = egress_lock::uv_lock_needed(&lock.file, &text, &|m| {
+                    egress_select::pypi::Marker::parse(m).map_or(true, |m| t.applies(Some(&m), &[]))
+                })?;
+                lock.pins.retain(|pin| {
+                    let keep = needed.contains(&(pin.name.clone(), pin.version.clone()));
+                    if !keep {
+                        let what = format!("{}=={} (not installed there)", pin.name, pin.version);
+                        self.dropped.drop("marker", &what, None);
+                    }
+                    keep
+                });
+            }
+            locks.push(lock);
             add_source(sources, "uv.lock", path, digest);
             self.uv_lock_text = Some((path.display().to_string(), text));
         }
@@ -369,9 +391,13 @@ impl Part for Pypi {
         // The rewrite is prepared before anything is written, so that a
         // lock it cannot rewrite leaves nothing behind.
         if let (Some(base), Some((name, text))) = (&self.mirror, &self.uv_lock_text) {
+            // A file a target left out keeps a URL on the mirror too (a 404
+            // there), so the lock names no other host; uv never asks for it
+            // on the target.
             let url_for = |d: &Sha256Digest| {
                 filenames
                     .get(d)
+                    .or_else(|| self.targets.as_ref().and(self.uv_lock_files.get(d)))
                     .map(|f| format!("{base}{FILES_PREFIX}{}/{f}", d.to_hex()))
             };
             let registry = format!("{base}{}", INDEX_PATH.trim_end_matches('/'));

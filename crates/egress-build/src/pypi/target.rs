@@ -307,3 +307,44 @@ mod tests {
         assert!(with_sdists.file("x-1.0.tar.gz").is_ok());
     }
 }
+
+#[cfg(test)]
+mod graph_tests {
+    use super::*;
+
+    /// What `uv sync` installs from uv's universal lock on CPython 3.11 on
+    /// Linux: numpy 2.4, not the 2.5 uv locked for Python 3.12 and later.
+    #[test]
+    fn a_real_uv_lock_graph_is_walked_with_the_targets_markers() {
+        let text = include_str!("../../tests/data/uv-24/uv.lock");
+        let t = Targets::new(&TargetArgs {
+            python_versions: vec!["3.11".into()],
+            platforms: vec!["manylinux_2_28_x86_64".into()],
+            ..TargetArgs::default()
+        })
+        .unwrap()
+        .unwrap();
+        let needed = egress_lock::uv_lock_needed("uv.lock", text, &|m| {
+            egress_select::pypi::Marker::parse(m).map_or(true, |m| t.applies(Some(&m), &[]))
+        })
+        .unwrap();
+        let names: Vec<String> = needed.iter().map(|(n, v)| format!("{n}=={v}")).collect();
+        assert!(
+            names.iter().any(|n| n.starts_with("numpy==2.4.")),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.starts_with("numpy==2.5.")),
+            "{names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n.starts_with("requests==")),
+            "{names:?}"
+        );
+        let all = egress_lock::parse_uv_lock("uv.lock", text)
+            .unwrap()
+            .pins
+            .len();
+        assert!(needed.len() < all, "{} of {all}", needed.len());
+    }
+}
