@@ -12,21 +12,8 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{mirror_bin, ok, run, s, tmpdir, workspace, MirrorProcess};
+use common::{client, clients, mirror_bin, ok, run, s, tmpdir, MirrorProcess};
 use egress_testca::TestCa;
-
-/// The pinned clients; set up by scripts/setup-clients (scripts/test runs it).
-fn clients() -> PathBuf {
-    let dir = std::env::var_os("EGRESS_CLIENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".tools/clients"));
-    assert!(
-        dir.join("bin/pip").is_file() && dir.join("bin/uv").is_file(),
-        "pip and uv are not installed in {}: run scripts/setup-clients (scripts/test does)",
-        dir.display()
-    );
-    dir
-}
 
 /// Runs `egress-conformance`, which must exit 0.
 fn conformance(args: &[&str]) -> Output {
@@ -39,22 +26,6 @@ fn conformance(args: &[&str]) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
-}
-
-/// A client command with no configuration from this machine: pip and uv
-/// read no config files or environment that could point them elsewhere.
-fn client(program: &Path) -> Command {
-    let mut c = Command::new(program);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("PIP_") || k.starts_with("UV_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("PIP_CONFIG_FILE", "/dev/null")
-        .env("UV_NO_CONFIG", "1")
-        .env("UV_PYTHON_DOWNLOADS", "never")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
-    c
 }
 
 /// The pinned pip's `install --isolated --no-cache-dir`, for more arguments.

@@ -7,38 +7,11 @@
 use egress_references::pypi::canary::Canary;
 use egress_references::pypi::universe::{Universe, UNIVERSE_CUTOFF};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 
-use common::{ok, run, s, tmpdir, workspace, MirrorProcess};
-
-fn clients() -> PathBuf {
-    let dir = std::env::var_os("EGRESS_CLIENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".tools/clients"));
-    assert!(
-        dir.join("bin/pip").is_file() && dir.join("bin/uv").is_file(),
-        "pip and uv are not installed in {}: run scripts/setup-clients (scripts/test does)",
-        dir.display()
-    );
-    dir
-}
-
-/// A client with no configuration from this machine.
-fn client(program: &Path) -> Command {
-    let mut c = Command::new(program);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("PIP_") || k.starts_with("UV_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("PIP_CONFIG_FILE", "/dev/null")
-        .env("UV_NO_CONFIG", "1")
-        .env("UV_PYTHON_DOWNLOADS", "never")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
-    c
-}
+use common::{client, clients, ok, run, s, tmpdir, MirrorProcess};
 
 /// The universe snapshot: `eu-alpha` and its closure, for CPython 3.11 on
 /// manylinux x86_64, at the universe's cutoff.

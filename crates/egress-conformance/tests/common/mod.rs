@@ -31,6 +31,36 @@ pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// The pinned pip and uv; set up by scripts/setup-clients (scripts/test
+/// runs it), or where `EGRESS_CLIENTS_DIR` says.
+pub(crate) fn clients() -> PathBuf {
+    let dir = std::env::var_os("EGRESS_CLIENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join(".tools/clients"));
+    assert!(
+        dir.join("bin/pip").is_file() && dir.join("bin/uv").is_file(),
+        "pip and uv are not installed in {}: run scripts/setup-clients (scripts/test does)",
+        dir.display()
+    );
+    dir
+}
+
+/// A pip or uv command with no configuration from this machine: they
+/// read no config files or environment that could point them elsewhere.
+pub(crate) fn client(program: &Path) -> Command {
+    let mut c = Command::new(program);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PIP_") || k.starts_with("UV_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("PIP_CONFIG_FILE", "/dev/null")
+        .env("UV_NO_CONFIG", "1")
+        .env("UV_PYTHON_DOWNLOADS", "never")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
+    c
+}
+
 /// Runs `egress-conformance` with `args`, whatever its exit code.
 pub(crate) fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
