@@ -49,11 +49,10 @@ use egress_http::{
 use egress_model::{Accept, Sha256Digest};
 use egress_simple::{negotiate, Format, HTML_V1, JSON_V1};
 use egress_snapshot::{
-    well_known, ServedEntry, Snapshot, FILES_PREFIX, NPM_ABBREVIATED, NPM_JSON, TEXT_PLAIN,
+    well_known, ServedIndex, Snapshot, FILES_PREFIX, NPM_ABBREVIATED, NPM_JSON, TEXT_PLAIN,
 };
 #[cfg(unix)]
 use egress_snapshot::{BlobProblem, StoredSnapshot};
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::ToSocketAddrs;
@@ -80,35 +79,44 @@ fn stderr_sink() -> LogSink {
 enum Source {
     /// Bytes already verified (a `BlobStore` blob or an evidence document).
     Memory(Arc<[u8]>),
-    /// The store's blob for `Rep::digest`, verified per request.
+    /// The store's file for `Rep::digest` (a blob, or `MANIFEST` or
+    /// `SNAPSHOT.json` by theirs), verified per request.
     Stored,
 }
 
 /// One representation: where its bytes are and the headers that describe
-/// them.
+/// them. Made per request from the served index (nothing per path is held
+/// beyond the index itself).
 #[derive(Debug, Clone)]
-struct Rep {
-    content_type: String,
+struct Rep<'a> {
+    content_type: &'a str,
     digest: Sha256Digest,
-    etag: String,
     cache_control: &'static str,
     source: Source,
 }
 
 #[derive(Debug, Clone)]
-enum Route {
-    One(Rep),
+enum Route<'a> {
+    One(Rep<'a>),
     /// A simple-API page in both serialisations (PEP 691).
     Negotiated {
-        html: Rep,
-        json: Rep,
+        html: Rep<'a>,
+        json: Rep<'a>,
     },
     /// An npm packument, full and abbreviated; the full one unless the
     /// client prefers the abbreviated one (see [`prefers_abbreviated`]).
     Packument {
-        full: Rep,
-        abbreviated: Rep,
+        full: Rep<'a>,
+        abbreviated: Rep<'a>,
     },
+}
+
+/// An evidence document: its well-known path, digest and bytes.
+#[derive(Debug)]
+struct Evidence {
+    path: &'static str,
+    digest: Sha256Digest,
+    source: Source,
 }
 
 #[derive(Debug)]
@@ -125,7 +133,10 @@ pub struct Mirror {
     id_hex: String,
     /// Answers attestation nonces when set ([`Mirror::attest`]).
     attestor: Option<Attestor>,
-    routes: HashMap<String, Route>,
+    /// What is served where, for a memory backend (a stored one has its
+    /// own: [`StoredSnapshot::served`]).
+    index: ServedIndex,
+    evidence: Vec<Evidence>,
     log_requests: bool,
     log: LogSink,
     /// Whether this process can serve sealed copies zero-copy: probed once,
@@ -139,18 +150,19 @@ impl std::fmt::Debug for Mirror {
         f.debug_struct("Mirror")
             .field("backend", &self.backend)
             .field("id_hex", &self.id_hex)
-            .field("paths", &self.routes.len())
+            .field("paths", &self.path_count())
             .field("log_requests", &self.log_requests)
             .finish_non_exhaustive()
     }
 }
 
-/// The evidence documents every mirror publishes, from their exact bytes.
-fn evidence(
+/// The evidence documents a mirror serving from memory publishes, from
+/// their exact bytes.
+fn evidence_in_memory(
     manifest_bytes: &[u8],
     doc_bytes: &[u8],
     signature: Option<&str>,
-) -> Vec<(&'static str, Vec<u8>)> {
+) -> Vec<Evidence> {
     let mut docs = vec![
         (well_known::MANIFEST, manifest_bytes.to_vec()),
         (well_known::SNAPSHOT_JSON, doc_bytes.to_vec()),
@@ -158,83 +170,13 @@ fn evidence(
     if let Some(sig) = signature {
         docs.push((well_known::SIGNATURE, sig.as_bytes().to_vec()));
     }
-    docs
-}
-
-/// Builds the route table: the one place that decides which paths exist.
-///
-/// `source` says where a served entry's blob is, or `None` if the backend
-/// does not have it: such an entry, and every other entry at its path, is
-/// left out of the table, so the path is answered 404 rather than with
-/// anything unverified. A path with an unexpected set of entries is left out
-/// too. The evidence documents are inserted last, so they win regardless
-/// (`check` forbids served entries at their paths anyway).
-fn build_routes(
-    served: &[ServedEntry],
-    evidence: Vec<(&'static str, Vec<u8>)>,
-    source: impl Fn(&Sha256Digest) -> Option<Source>,
-) -> HashMap<String, Route> {
-    let mut by_path: HashMap<&str, Vec<Rep>> = HashMap::new();
-    let mut incomplete = Vec::new();
-    for e in served {
-        match source(&e.sha256) {
-            Some(source) => by_path.entry(&e.path).or_default().push(Rep {
-                content_type: e.content_type.clone(),
-                digest: e.sha256,
-                etag: etag(&e.sha256),
-                cache_control: cache_control(&e.path),
-                source,
-            }),
-            None => incomplete.push(e.path.as_str()),
-        }
-    }
-    let mut routes = HashMap::new();
-    for (path, mut reps) in by_path {
-        if incomplete.contains(&path) {
-            continue;
-        }
-        let route = match reps.len() {
-            1 => reps.pop().map(Route::One),
-            2 => {
-                let find = |ct: &str| {
-                    reps.iter()
-                        .position(|r| r.content_type.eq_ignore_ascii_case(ct))
-                };
-                match (
-                    find(HTML_V1),
-                    find(JSON_V1),
-                    find(NPM_JSON),
-                    find(NPM_ABBREVIATED),
-                ) {
-                    (Some(h), Some(j), _, _) => Some(Route::Negotiated {
-                        html: reps[h].clone(),
-                        json: reps[j].clone(),
-                    }),
-                    (_, _, Some(f), Some(a)) => Some(Route::Packument {
-                        full: reps[f].clone(),
-                        abbreviated: reps[a].clone(),
-                    }),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        if let Some(route) = route {
-            routes.insert(path.to_string(), route);
-        }
-    }
-    for (path, bytes) in evidence {
-        let digest = Sha256Digest::of(&bytes);
-        let rep = Rep {
-            content_type: TEXT_PLAIN.to_string(),
-            digest,
-            etag: etag(&digest),
-            cache_control: EVIDENCE,
+    docs.into_iter()
+        .map(|(path, bytes)| Evidence {
+            path,
+            digest: Sha256Digest::of(&bytes),
             source: Source::Memory(Arc::from(bytes)),
-        };
-        routes.insert(path.to_string(), Route::One(rep));
-    }
-    routes
+        })
+        .collect()
 }
 
 impl Mirror {
@@ -242,21 +184,17 @@ impl Mirror {
     /// [`serve`] does, and as `load_dir` and the builder did): an entry whose
     /// blob is absent is answered 404 rather than with anything unverified.
     pub fn new(snapshot: Arc<Snapshot>) -> Self {
-        let routes = build_routes(
-            &snapshot.doc.served,
-            evidence(
-                &snapshot.manifest_bytes,
-                &snapshot.doc_bytes,
-                snapshot.signature.as_deref(),
-            ),
-            // The store holds only bytes that hash to their key, so a body
-            // from it matches the entry's digest without hashing again.
-            |d| snapshot.blobs.get(d).map(Source::Memory),
+        let index = ServedIndex::from_entries(&snapshot.doc.served);
+        let evidence = evidence_in_memory(
+            &snapshot.manifest_bytes,
+            &snapshot.doc_bytes,
+            snapshot.signature.as_deref(),
         );
         Self::with_routes(
             Backend::Memory(Arc::clone(&snapshot)),
             snapshot.id(),
-            routes,
+            index,
+            evidence,
         )
     }
 
@@ -265,23 +203,49 @@ impl Mirror {
     /// [`StoredSnapshot::open_blob`]); a blob that fails is a 500 and a log
     /// line naming it.
     #[cfg(unix)]
+    ///
+    /// Nothing per path is built: requests are looked up in the store's
+    /// [`ServedIndex`], and `MANIFEST` and `SNAPSHOT.json` are served from
+    /// their files, verified against their digests (the snapshot ID, and
+    /// the one `MANIFEST` lists) as blobs are, so a snapshot of a million
+    /// entries starts in about the time it takes to read those two files.
     pub fn from_store(store: Arc<StoredSnapshot>) -> Self {
-        let routes = build_routes(
-            &store.doc().served,
-            evidence(store.manifest_bytes(), store.doc_bytes(), store.signature()),
-            |d| store.has_blob(d).then_some(Source::Stored),
-        );
+        let mut evidence = vec![
+            Evidence {
+                path: well_known::MANIFEST,
+                digest: store.id(),
+                source: Source::Stored,
+            },
+            Evidence {
+                path: well_known::SNAPSHOT_JSON,
+                digest: store.doc_digest(),
+                source: Source::Stored,
+            },
+        ];
+        if let Some(sig) = store.signature() {
+            evidence.push(Evidence {
+                path: well_known::SIGNATURE,
+                digest: Sha256Digest::of(sig.as_bytes()),
+                source: Source::Memory(Arc::from(sig.as_bytes())),
+            });
+        }
         let id = store.id();
-        Self::with_routes(Backend::Stored(store), id, routes)
+        Self::with_routes(Backend::Stored(store), id, ServedIndex::default(), evidence)
     }
 
-    fn with_routes(backend: Backend, id: Sha256Digest, routes: HashMap<String, Route>) -> Self {
+    fn with_routes(
+        backend: Backend,
+        id: Sha256Digest,
+        index: ServedIndex,
+        evidence: Vec<Evidence>,
+    ) -> Self {
         Self {
             backend,
             id,
             id_hex: id.to_hex(),
             attestor: None,
-            routes,
+            index,
+            evidence,
             log_requests: false,
             log: stderr_sink(),
             zero_copy: OnceLock::new(),
@@ -376,7 +340,85 @@ impl Mirror {
 
     /// Number of distinct paths answered with 200.
     pub fn path_count(&self) -> usize {
-        self.routes.len()
+        self.served().path_count() + self.evidence.len()
+    }
+
+    /// What is served where.
+    fn served(&self) -> &ServedIndex {
+        match &self.backend {
+            Backend::Memory(_) => &self.index,
+            #[cfg(unix)]
+            Backend::Stored(store) => store.served(),
+        }
+    }
+
+    /// Where a served blob's bytes are, or `None` if the backend does not
+    /// have it: then its path is answered 404 rather than with anything
+    /// unverified.
+    fn source(&self, digest: &Sha256Digest) -> Option<Source> {
+        match &self.backend {
+            // The store holds only bytes that hash to their key, so a body
+            // from it matches the entry's digest without hashing again.
+            Backend::Memory(snapshot) => snapshot.blobs.get(digest).map(Source::Memory),
+            // The index's blob table is the blobs MANIFEST lists, so every
+            // digest it hands out is one (`StoredSnapshot::has_blob`).
+            #[cfg(unix)]
+            Backend::Stored(_) => Some(Source::Stored),
+        }
+    }
+
+    /// The one place that decides which paths exist: the evidence
+    /// documents (first, whatever the index says; `check` forbids served
+    /// entries at their paths anyway), then the served index, looked up by
+    /// binary search. A path with an unexpected set of entries, or with an
+    /// entry whose blob the backend does not have, does not exist.
+    fn route(&self, path: &str) -> Option<Route<'_>> {
+        if let Some(e) = self.evidence.iter().find(|e| e.path == path) {
+            return Some(Route::One(Rep {
+                content_type: TEXT_PLAIN,
+                digest: e.digest,
+                cache_control: EVIDENCE,
+                source: e.source.clone(),
+            }));
+        }
+        let at = self.served().at(path)?;
+        let cache_control = cache_control(path);
+        let mut reps: [Option<Rep>; 2] = [None, None];
+        if at.len() > reps.len() {
+            return None;
+        }
+        for (slot, (content_type, digest)) in reps.iter_mut().zip(at.iter()) {
+            *slot = Some(Rep {
+                content_type,
+                digest,
+                cache_control,
+                source: self.source(&digest)?,
+            });
+        }
+        match reps {
+            [Some(one), None] => Some(Route::One(one)),
+            [Some(a), Some(b)] => {
+                let find = |ct: &str| {
+                    [&a, &b]
+                        .into_iter()
+                        .find(|r| r.content_type.eq_ignore_ascii_case(ct))
+                        .cloned()
+                };
+                match (
+                    find(HTML_V1),
+                    find(JSON_V1),
+                    find(NPM_JSON),
+                    find(NPM_ABBREVIATED),
+                ) {
+                    (Some(html), Some(json), _, _) => Some(Route::Negotiated { html, json }),
+                    (_, _, Some(full), Some(abbreviated)) => {
+                        Some(Route::Packument { full, abbreviated })
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// The body of `rep` when it is already verified and in memory, found
@@ -499,12 +541,15 @@ impl Mirror {
         }
         // The query is dropped, never interpreted (`?url=` means nothing
         // here); the path is matched exactly as received.
-        let Some(route) = self.routes.get(req.path()) else {
+        let Some(route) = self.route(req.path()) else {
             let resp = Response::text(404, &format!("not in snapshot {}\n", &self.id_hex[..12]));
             return Some((resp, None));
         };
         let (rep, content_type, negotiated) = match route {
-            Route::One(rep) => (rep, rep.content_type.as_str(), false),
+            Route::One(rep) => {
+                let ct = rep.content_type;
+                (rep, ct, false)
+            }
             Route::Negotiated { html, json } => match negotiate(joined(req, "Accept").as_deref()) {
                 Some((Format::Json, ct)) => (json, ct, true),
                 Some((Format::Html, ct)) => (html, ct, true),
@@ -516,18 +561,20 @@ impl Mirror {
             },
             Route::Packument { full, abbreviated } => {
                 if prefers_abbreviated(joined(req, "Accept").as_deref()) {
-                    (abbreviated, abbreviated.content_type.as_str(), true)
+                    let ct = abbreviated.content_type;
+                    (abbreviated, ct, true)
                 } else {
-                    (full, full.content_type.as_str(), true)
+                    let ct = full.content_type;
+                    (full, ct, true)
                 }
             }
         };
         // Verified before any 2xx or 3xx: a blob that fails verification is
         // never answered as if it were fine, not even with a 304.
         let body = if now {
-            self.body_in_memory(rep)?
+            self.body_in_memory(&rep)?
         } else {
-            match self.body(rep) {
+            match self.body(&rep) {
                 Ok(body) => body,
                 Err(resp) => return Some((resp, Some(rep.digest))),
             }
@@ -536,11 +583,12 @@ impl Mirror {
         if negotiated {
             resp = resp.with_header("Vary", "Accept");
         }
-        resp = resp
-            .with_header("ETag", rep.etag.as_str())
-            .with_header("Cache-Control", rep.cache_control);
+        let tag = etag(&rep.digest);
         if let Some(tags) = joined(req, "If-None-Match") {
-            if etag_matches(&tags, &rep.etag) {
+            if etag_matches(&tags, &tag) {
+                resp = resp
+                    .with_header("ETag", tag)
+                    .with_header("Cache-Control", rep.cache_control);
                 // No body; the length is that of the representation.
                 let resp = Response {
                     status: 304,
@@ -551,6 +599,8 @@ impl Mirror {
             }
         }
         let resp = resp
+            .with_header("ETag", tag)
+            .with_header("Cache-Control", rep.cache_control)
             .with_header("Content-Type", content_type)
             .with_body(body);
         Some((resp, Some(rep.digest)))
@@ -741,7 +791,15 @@ pub fn server_config(limits: Limits) -> Config {
 }
 
 fn etag(digest: &Sha256Digest) -> String {
-    format!("\"sha256:{}\"", digest.to_hex())
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut tag = String::with_capacity(73);
+    tag.push_str("\"sha256:");
+    for b in digest.as_bytes() {
+        tag.push(char::from(HEX[usize::from(b >> 4)]));
+        tag.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    tag.push('"');
+    tag
 }
 
 fn cache_control(path: &str) -> &'static str {

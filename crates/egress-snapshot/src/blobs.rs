@@ -1,25 +1,89 @@
-//! The in-memory, content-addressed blob store.
+//! The content-addressed blob store: in memory, or streamed to a staging
+//! directory as blobs are added (for builds too large to hold in memory).
 
+use crate::nofollow::read_no_follow;
 use egress_model::Sha256Digest;
 use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Blobs by their SHA-256.
 ///
-/// Invariant: every stored blob hashes to the digest it is stored under. The
-/// map is private and the only way in outside this crate is
-/// [`BlobStore::insert`], which computes the digest itself; inside the crate,
-/// `insert_hashed` is called only with a digest just computed from the same
-/// bytes. So whoever serves a blob from here serves bytes that match its
-/// digest, without re-hashing on every request.
+/// Invariant: every blob handed out hashes to the digest it is stored under.
+/// In memory, the map is private and the only way in outside this crate is
+/// [`BlobStore::insert`], which computes the digest itself; inside the
+/// crate, `insert_hashed` is called only with a digest just computed from
+/// the same bytes. So whoever serves a blob from memory serves bytes that
+/// match its digest, without re-hashing on every request. On disk
+/// ([`BlobStore::on_disk`]) each blob is written to
+/// `<staging>/blobs/sha256/<hex>` as it is added and only its digest and
+/// length are kept; [`BlobStore::get`] reads the file back and hashes it
+/// again, so a staging file changed meanwhile is never handed out.
 #[derive(Debug, Clone, Default)]
 pub struct BlobStore {
-    blobs: HashMap<Sha256Digest, Arc<[u8]>>,
+    inner: Inner,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    Memory(HashMap<Sha256Digest, Arc<[u8]>>),
+    Disk(Disk),
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner::Memory(HashMap::new())
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Disk {
+    staging: Arc<Staging>,
+    /// Length of every blob written.
+    blobs: HashMap<Sha256Digest, u64>,
+    /// The first blob that could not be written: it is not in `blobs`, so
+    /// a snapshot that serves it fails its check, naming this.
+    failed: Option<String>,
+}
+
+/// A staging directory, removed when the last store using it is dropped.
+#[derive(Debug)]
+struct Staging {
+    root: PathBuf,
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
 }
 
 impl BlobStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store that writes every blob to `staging/blobs/sha256/<hex>` as it
+    /// is added and keeps only digests and lengths in memory; `staging`
+    /// must not exist yet, and is removed with the store (and its clones).
+    /// [`Snapshot::write_dir`](crate::Snapshot::write_dir) hard-links the
+    /// files into the snapshot (copying them across filesystems), so put
+    /// `staging` on the filesystem of the snapshot's directory.
+    pub fn on_disk(staging: &Path) -> io::Result<Self> {
+        fs::create_dir(staging)?;
+        let staging = Arc::new(Staging {
+            root: staging.to_path_buf(),
+        });
+        fs::create_dir_all(staging.root.join("blobs/sha256"))?;
+        Ok(Self {
+            inner: Inner::Disk(Disk {
+                staging,
+                blobs: HashMap::new(),
+                failed: None,
+            }),
+        })
     }
 
     /// Stores `bytes` and returns their digest. Storing the same bytes again
@@ -33,26 +97,106 @@ impl BlobStore {
     /// Only for a `digest` computed from `bytes` by the caller (see the type's
     /// invariant).
     pub(crate) fn insert_hashed(&mut self, digest: Sha256Digest, bytes: Vec<u8>) {
-        self.blobs.entry(digest).or_insert_with(|| Arc::from(bytes));
+        match &mut self.inner {
+            Inner::Memory(blobs) => {
+                blobs.entry(digest).or_insert_with(|| Arc::from(bytes));
+            }
+            Inner::Disk(disk) => {
+                if disk.blobs.contains_key(&digest) {
+                    return;
+                }
+                let path = disk.staging.blob_file(&digest);
+                match write_blob(&path, &bytes) {
+                    Ok(()) => {
+                        disk.blobs.insert(digest, bytes.len() as u64);
+                    }
+                    Err(e) => {
+                        if disk.failed.is_none() {
+                            disk.failed = Some(format!("cannot write {}: {e}", path.display()));
+                        }
+                    }
+                }
+            }
+        }
     }
 
+    /// The blob's bytes. From disk they are read back and hashed again:
+    /// `None` when the staging file is gone or no longer has these bytes.
     pub fn get(&self, digest: &Sha256Digest) -> Option<Arc<[u8]>> {
-        self.blobs.get(digest).cloned()
+        match &self.inner {
+            Inner::Memory(blobs) => blobs.get(digest).cloned(),
+            Inner::Disk(disk) => {
+                disk.blobs.get(digest)?;
+                let bytes = read_no_follow(&disk.staging.blob_file(digest)).ok()?;
+                (Sha256Digest::of(&bytes) == *digest).then(|| Arc::from(bytes))
+            }
+        }
     }
 
     pub fn contains(&self, digest: &Sha256Digest) -> bool {
-        self.blobs.contains_key(digest)
+        match &self.inner {
+            Inner::Memory(blobs) => blobs.contains_key(digest),
+            Inner::Disk(disk) => disk.blobs.contains_key(digest),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.blobs.len()
+        match &self.inner {
+            Inner::Memory(blobs) => blobs.len(),
+            Inner::Disk(disk) => disk.blobs.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.blobs.is_empty()
+        self.len() == 0
     }
 
-    pub fn digests(&self) -> impl Iterator<Item = &Sha256Digest> {
-        self.blobs.keys()
+    pub fn digests(&self) -> Box<dyn Iterator<Item = &Sha256Digest> + '_> {
+        match &self.inner {
+            Inner::Memory(blobs) => Box::new(blobs.keys()),
+            Inner::Disk(disk) => Box::new(disk.blobs.keys()),
+        }
+    }
+
+    /// For a store on disk: the first blob that could not be written.
+    pub fn write_error(&self) -> Option<&str> {
+        match &self.inner {
+            Inner::Memory(_) => None,
+            Inner::Disk(disk) => disk.failed.as_deref(),
+        }
+    }
+
+    /// For a store on disk: the staging file of a blob it holds.
+    pub(crate) fn staged_file(&self, digest: &Sha256Digest) -> Option<PathBuf> {
+        match &self.inner {
+            Inner::Memory(_) => None,
+            Inner::Disk(disk) => disk
+                .blobs
+                .contains_key(digest)
+                .then(|| disk.staging.blob_file(digest)),
+        }
+    }
+}
+
+impl Staging {
+    fn blob_file(&self, digest: &Sha256Digest) -> PathBuf {
+        self.root.join(crate::manifest::blob_path(digest))
+    }
+}
+
+/// A new file with `bytes`. An existing one (written by a clone of the
+/// store) is kept only if it has exactly these bytes. Not synced: the
+/// snapshot directory is synced as a whole when it is written.
+fn write_blob(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    match File::create_new(path) {
+        Ok(mut file) => file.write_all(bytes),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if read_no_follow(path).is_ok_and(|old| old == bytes) {
+                return Ok(());
+            }
+            fs::remove_file(path)?;
+            File::create_new(path)?.write_all(bytes)
+        }
+        Err(e) => Err(e),
     }
 }

@@ -77,6 +77,17 @@ impl SnapshotBuilder {
         }
     }
 
+    /// [`SnapshotBuilder::new`] with every blob streamed to `staging` as it
+    /// is added instead of held in memory (see [`BlobStore::on_disk`]):
+    /// for builds of many files. `staging` must not exist; put it beside
+    /// the snapshot's directory, on the same filesystem.
+    pub fn on_disk(index_path: &str, staging: &std::path::Path) -> Result<Self, SnapshotError> {
+        let mut builder = Self::new(index_path);
+        builder.blobs = BlobStore::on_disk(staging)
+            .map_err(|e| SnapshotError::io("create the blob staging directory", staging, e))?;
+        Ok(builder)
+    }
+
     /// Records the cutoff and filters the build selected by; `SNAPSHOT.json`
     /// carries them under the signature.
     pub fn selection(&mut self, selection: Selection) {

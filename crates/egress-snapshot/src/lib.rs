@@ -20,6 +20,7 @@ mod dir;
 mod error;
 #[cfg(unix)]
 mod fingerprint;
+mod index;
 pub mod manifest;
 mod nofollow;
 pub mod npm;
@@ -29,6 +30,7 @@ mod sealed;
 mod snapshot;
 #[cfg(unix)]
 mod store;
+mod stream;
 pub mod verify;
 
 pub use blobs::BlobStore;
@@ -37,6 +39,7 @@ pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 #[cfg(unix)]
 pub use fingerprint::RACY_SECS;
+pub use index::{ServedAt, ServedIndex};
 pub use manifest::{Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc};
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
 pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};

@@ -94,6 +94,9 @@ impl Snapshot {
                 kind: BlobProblemKind::Missing,
             })
             .collect();
+        if let (false, Some(why)) = (missing.is_empty(), self.blobs.write_error()) {
+            return bad(format!("the blob store could not hold every blob: {why}"));
+        }
         if !missing.is_empty() {
             missing.sort_by(|a, b| a.path.cmp(&b.path));
             return Err(SnapshotError::Blobs(missing));

@@ -85,21 +85,22 @@
 //! also confines itself (Landlock) to reading beneath the snapshot directory
 //! where the kernel allows it.
 
-use crate::consistency::check_structure;
 use crate::error::{BlobProblem, BlobProblemKind, SnapshotError};
 use crate::fingerprint::Fingerprint;
-use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::index::{IndexBuilder, ServedIndex};
+use crate::manifest::{blob_path, Manifest, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA};
 use crate::sealed::{self, CopyError, SealedBlob, SealedCache, ZeroCopyUsage};
-use crate::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
+use crate::stream::{read_doc, scan_manifest, DocSummary};
+use crate::{well_known, ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, Verified, SNAPSHOT_NAMESPACE};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The two directories above every blob, relative to the snapshot root.
@@ -134,19 +135,34 @@ struct DirId {
 pub struct StoredSnapshot {
     root: PathBuf,
     dirs: [DirId; 2],
-    manifest: Manifest,
-    manifest_bytes: Vec<u8>,
-    doc: SnapshotDoc,
-    doc_bytes: Vec<u8>,
+    /// The snapshot ID: the SHA-256 of the `MANIFEST` bytes read at open.
+    id: Sha256Digest,
+    /// The digest `MANIFEST` lists for `SNAPSHOT.json`.
+    doc_digest: Sha256Digest,
+    /// `SNAPSHOT.json` without `served` and `upload_times`.
+    summary: DocSummary,
+    /// What is served where, and the listed blobs (its blob table).
+    index: ServedIndex,
     signature: Option<String>,
     allowed_signers: Option<String>,
-    listed: HashSet<Sha256Digest>,
+    /// The whole documents, read again only when asked for (see
+    /// [`StoredSnapshot::manifest_bytes`]).
+    lazy: Lazy,
     verdicts: Mutex<HashMap<Sha256Digest, Verdict>>,
     /// Verified bytes of small blobs (pages, metadata), with the fingerprint
     /// of the file they were read from; see [`StoredSnapshot::small_blob`].
     small: RwLock<SmallCache>,
     /// Sealed copies of larger blobs; see [`StoredSnapshot::sealed_blob`].
     sealed: SealedCache,
+}
+
+/// The evidence documents as a whole, read from disk on first use.
+#[derive(Debug, Default)]
+struct Lazy {
+    manifest_bytes: OnceLock<Vec<u8>>,
+    manifest: OnceLock<Manifest>,
+    doc_bytes: OnceLock<Vec<u8>>,
+    doc: OnceLock<SnapshotDoc>,
 }
 
 /// Blobs up to this size are kept in memory once verified.
@@ -223,20 +239,20 @@ impl StoredSnapshot {
         let root = fs::canonicalize(dir)
             .map_err(|e| SnapshotError::io("open snapshot directory", dir, e))?;
 
-        let manifest_bytes = read_required(&root.join(MANIFEST_FILE))?;
-        let manifest = Manifest::parse(&manifest_bytes)?;
-        let listed_doc = manifest
-            .get(SNAPSHOT_JSON)
-            .ok_or(SnapshotError::NoSnapshotJson)?;
-        let doc_bytes = read_required(&root.join(SNAPSHOT_JSON))?;
-        let actual = Sha256Digest::of(&doc_bytes);
-        if actual != listed_doc {
+        // Both documents are read as streams, hashed as they are read, and
+        // never held whole: at a million entries they are hundreds of MB.
+        let manifest_path = root.join(MANIFEST_FILE);
+        let scan = scan_manifest(open_required(&manifest_path)?)?;
+        let doc_path = root.join(SNAPSHOT_JSON);
+        let mut builder = IndexBuilder::new(scan.blobs);
+        let read = read_doc(open_required(&doc_path)?, &mut builder)?;
+        if read.digest != scan.doc {
             return Err(SnapshotError::SnapshotJsonDigest {
-                listed: listed_doc,
-                actual,
+                listed: scan.doc,
+                actual: read.digest,
             });
         }
-        let doc = SnapshotDoc::parse(&doc_bytes)?;
+        let summary = read.parsed?;
         let signature = read_optional_text(&root.join(SIGNATURE_FILE))?;
         let allowed_signers = read_optional_text(&root.join(ALLOWED_SIGNERS_FILE))?;
 
@@ -255,17 +271,30 @@ impl StoredSnapshot {
             })?;
         }
 
-        let listed = check_structure(&manifest, &manifest_bytes, &doc, allowed_signers.as_deref())?;
+        // The rules of `check_structure` that need every entry.
+        let index = builder.finish().map_err(SnapshotError::Inconsistent)?;
+        if let Some(text) = &allowed_signers {
+            let served = index
+                .at(well_known::ALLOWED_SIGNERS)
+                .and_then(|at| at.iter().next())
+                .map(|(_, d)| d);
+            if served != Some(Sha256Digest::of(text.as_bytes())) {
+                return Err(SnapshotError::Inconsistent(format!(
+                    "allowed_signers differs from the blob served at {}",
+                    well_known::ALLOWED_SIGNERS
+                )));
+            }
+        }
         Ok(StoredSnapshot {
             root,
             dirs,
-            manifest,
-            manifest_bytes,
-            doc,
-            doc_bytes,
+            id: scan.id,
+            doc_digest: scan.doc,
+            summary,
+            index,
             signature,
             allowed_signers,
-            listed,
+            lazy: Lazy::default(),
             verdicts: Mutex::new(HashMap::new()),
             small: RwLock::new(SmallCache::default()),
             sealed: SealedCache::new(sealed::DEFAULT_ZERO_COPY_BUDGET),
@@ -274,7 +303,12 @@ impl StoredSnapshot {
 
     /// The snapshot ID: the SHA-256 of the `MANIFEST` bytes.
     pub fn id(&self) -> Sha256Digest {
-        Sha256Digest::of(&self.manifest_bytes)
+        self.id
+    }
+
+    /// The digest `MANIFEST` lists for `SNAPSHOT.json`.
+    pub fn doc_digest(&self) -> Sha256Digest {
+        self.doc_digest
     }
 
     /// The snapshot directory, canonicalised.
@@ -282,22 +316,73 @@ impl StoredSnapshot {
         &self.root
     }
 
+    /// What is served where: every served entry, held compactly and
+    /// looked up by binary search. Its blob table is the blobs `MANIFEST`
+    /// lists (every one of them served somewhere, as `open` checked).
+    pub fn served(&self) -> &ServedIndex {
+        &self.index
+    }
+
+    /// `SNAPSHOT.json`'s `schema`, `builder` and `created`.
+    pub fn doc_header(&self) -> (&str, &str, &str) {
+        (
+            &self.summary.schema,
+            &self.summary.builder,
+            &self.summary.created,
+        )
+    }
+
+    /// The parsed `MANIFEST`. Like [`StoredSnapshot::manifest_bytes`], read
+    /// on first use (at a million entries it is hundreds of MB in memory).
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        self.lazy
+            .manifest
+            .get_or_init(|| Manifest::parse(self.manifest_bytes()).unwrap_or_default())
     }
 
-    /// The exact `MANIFEST` bytes (what the signature covers).
+    /// The exact `MANIFEST` bytes (what the signature covers), read again
+    /// from disk on first use and kept: only if they still hash to the
+    /// snapshot ID, else empty. For tools and tests; the mirror serves the
+    /// file itself, verified like a blob (see [`StoredSnapshot::open_blob`]
+    /// with [`StoredSnapshot::id`]), and never holds it.
     pub fn manifest_bytes(&self) -> &[u8] {
-        &self.manifest_bytes
+        self.lazy
+            .manifest_bytes
+            .get_or_init(|| self.read_evidence(MANIFEST_FILE, &self.id))
     }
 
+    /// The parsed `SNAPSHOT.json`, read on first use as
+    /// [`StoredSnapshot::doc_bytes`] is; a document with this snapshot's
+    /// schema, builder and creation time and nothing else when the file no
+    /// longer has its listed digest. For tools and tests: the mirror uses
+    /// [`StoredSnapshot::served`].
     pub fn doc(&self) -> &SnapshotDoc {
-        &self.doc
+        self.lazy.doc.get_or_init(|| {
+            SnapshotDoc::parse(self.doc_bytes()).unwrap_or_else(|_| SnapshotDoc {
+                schema: SNAPSHOT_SCHEMA.to_string(),
+                builder: self.summary.builder.clone(),
+                created: self.summary.created.clone(),
+                sources: self.summary.sources.clone(),
+                served: Vec::new(),
+                upload_times: Default::default(),
+                selection: self.summary.selection.clone(),
+            })
+        })
     }
 
-    /// The exact `SNAPSHOT.json` bytes (what `MANIFEST` lists).
+    /// The exact `SNAPSHOT.json` bytes (what `MANIFEST` lists), read again
+    /// on first use: only if they still have the listed digest, else empty.
     pub fn doc_bytes(&self) -> &[u8] {
-        &self.doc_bytes
+        self.lazy
+            .doc_bytes
+            .get_or_init(|| self.read_evidence(SNAPSHOT_JSON, &self.doc_digest))
+    }
+
+    fn read_evidence(&self, name: &str, digest: &Sha256Digest) -> Vec<u8> {
+        read_no_follow(&self.root.join(name))
+            .ok()
+            .filter(|bytes| Sha256Digest::of(bytes) == *digest)
+            .unwrap_or_default()
     }
 
     pub fn signature(&self) -> Option<&str> {
@@ -310,18 +395,37 @@ impl StoredSnapshot {
 
     /// Number of blobs `MANIFEST` lists.
     pub fn blob_count(&self) -> usize {
-        self.listed.len()
+        self.index.blob_count()
     }
 
     /// Whether `MANIFEST` lists a blob with this digest.
     pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
-        self.listed.contains(digest)
+        self.index.has_blob(digest)
+    }
+
+    /// Whether `digest` is that of `MANIFEST` (the ID) or of `SNAPSHOT.json`:
+    /// those two files are served as blobs of their own digests, read and
+    /// verified as every blob is (see [`StoredSnapshot::open_blob`]).
+    fn is_evidence(&self, digest: &Sha256Digest) -> bool {
+        *digest == self.id || *digest == self.doc_digest
+    }
+
+    /// The file of `digest`, relative to the root: `blobs/sha256/<hex>`, or
+    /// `MANIFEST` or `SNAPSHOT.json` for theirs.
+    fn rel_path(&self, digest: &Sha256Digest) -> String {
+        if *digest == self.id {
+            MANIFEST_FILE.to_string()
+        } else if *digest == self.doc_digest {
+            SNAPSHOT_JSON.to_string()
+        } else {
+            blob_path(digest)
+        }
     }
 
     /// See [`Snapshot::verify_signature`](crate::Snapshot::verify_signature).
     pub fn verify_signature(&self, allowed: &AllowedSigners) -> Result<Verified, SnapshotError> {
         let sig = self.signature.as_deref().ok_or(SnapshotError::Unsigned)?;
-        egress_signing::verify(sig, SNAPSHOT_NAMESPACE, &self.manifest_bytes, allowed)
+        egress_signing::verify(sig, SNAPSHOT_NAMESPACE, self.manifest_bytes(), allowed)
             .map_err(SnapshotError::Signature)
     }
 
@@ -333,7 +437,7 @@ impl StoredSnapshot {
     /// may be served.
     pub fn open_blob(&self, digest: &Sha256Digest) -> Result<VerifiedBlob, BlobProblem> {
         let problem = |kind| BlobProblem {
-            path: blob_path(digest),
+            path: self.rel_path(digest),
             kind,
         };
         let (mut file, fingerprint) = self.open_checked(digest)?;
@@ -372,12 +476,20 @@ impl StoredSnapshot {
     /// and `fstat`ed through the handle: a regular file, and its
     /// fingerprint.
     fn open_checked(&self, digest: &Sha256Digest) -> Result<(File, Fingerprint), BlobProblem> {
-        let rel = blob_path(digest);
+        let rel = self.rel_path(digest);
         let problem = |kind| BlobProblem {
             path: rel.clone(),
             kind,
         };
-        if !self.listed.contains(digest) {
+        if self.is_evidence(digest) {
+            // MANIFEST or SNAPSHOT.json, served as a blob of its own digest.
+            let file = open_no_follow(&self.root.join(&rel)).map_err(problem)?;
+            let meta = file
+                .metadata()
+                .map_err(|e| problem(BlobProblemKind::Unreadable(e.to_string())))?;
+            return Ok((file, Fingerprint::of(&meta)));
+        }
+        if !self.index.has_blob(digest) {
             return Err(problem(BlobProblemKind::Unreadable(
                 "not listed in MANIFEST".into(),
             )));
@@ -425,7 +537,7 @@ impl StoredSnapshot {
         actual: Sha256Digest,
     ) -> Result<(), BlobProblem> {
         let problem = |kind| BlobProblem {
-            path: blob_path(digest),
+            path: self.rel_path(digest),
             kind,
         };
         let after = file
@@ -477,7 +589,7 @@ impl StoredSnapshot {
         if !cfg!(target_os = "linux") || self.sealed.budget() == 0 {
             return Ok(None);
         }
-        if let Ok(meta) = fs::symlink_metadata(self.root.join(blob_path(digest))) {
+        if let Ok(meta) = fs::symlink_metadata(self.root.join(self.rel_path(digest))) {
             if meta.is_file() {
                 if let Some(blob) = self.sealed.get(digest, &Fingerprint::of(&meta)) {
                     return Ok(Some(blob));
@@ -489,7 +601,7 @@ impl StoredSnapshot {
             return Ok(None);
         };
         let problem = |kind| BlobProblem {
-            path: blob_path(digest),
+            path: self.rel_path(digest),
             kind,
         };
         let (memfd, actual) = match sealed::copy(&mut file, fingerprint.size, digest) {
@@ -547,7 +659,7 @@ impl StoredSnapshot {
         if let Some(bytes) = self.cached_small_blob(digest) {
             return Ok(Some(bytes));
         }
-        if let Ok(meta) = fs::symlink_metadata(self.root.join(blob_path(digest))) {
+        if let Ok(meta) = fs::symlink_metadata(self.root.join(self.rel_path(digest))) {
             if meta.is_file() && meta.len() > SMALL_BLOB_MAX {
                 return Ok(None);
             }
@@ -564,7 +676,7 @@ impl StoredSnapshot {
         let (mut file, len) = blob.into_parts();
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
         let problem = |kind| BlobProblem {
-            path: blob_path(digest),
+            path: self.rel_path(digest),
             kind,
         };
         (&mut file)
@@ -601,7 +713,7 @@ impl StoredSnapshot {
     /// [`StoredSnapshot::small_blob`]); `None` otherwise, without reading or
     /// verifying anything, so a caller that must not block can try it first.
     pub fn cached_small_blob(&self, digest: &Sha256Digest) -> Option<Arc<[u8]>> {
-        let meta = fs::symlink_metadata(self.root.join(blob_path(digest))).ok()?;
+        let meta = fs::symlink_metadata(self.root.join(self.rel_path(digest))).ok()?;
         if !meta.is_file() || meta.len() > SMALL_BLOB_MAX {
             return None;
         }
@@ -655,8 +767,8 @@ fn evidence_error(path: &Path, kind: BlobProblemKind) -> SnapshotError {
     }
 }
 
-fn read_required(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    read_no_follow(path).map_err(|kind| evidence_error(path, kind))
+fn open_required(path: &Path) -> Result<File, SnapshotError> {
+    open_no_follow(path).map_err(|kind| evidence_error(path, kind))
 }
 
 /// `None` when absent; present but a symlink, not a file or not UTF-8 is an

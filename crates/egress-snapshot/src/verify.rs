@@ -116,9 +116,17 @@ fn read_no_follow(path: &Path) -> Result<Vec<u8>, ReadFail> {
     Ok(bytes)
 }
 
-/// Streams a file through SHA-256; returns the digest and the length.
-fn hash_file(path: &Path, size: u64) -> Result<(Sha256Digest, u64), ReadFail> {
-    let mut file = open_no_follow(path)?;
+/// Streams a file through SHA-256; returns the digest and the length. One
+/// `open` (`O_NOFOLLOW`) and one `fstat`, as `sha256sum` spends: at a
+/// million small blobs the system calls around the hashing are the cost.
+fn hash_file(path: &Path) -> Result<(Sha256Digest, u64), ReadFail> {
+    let mut file = crate::open_no_follow(path).map_err(|e| match e {
+        crate::NoFollowError::Missing => ReadFail::Missing,
+        crate::NoFollowError::Symlink => ReadFail::Symlink,
+        crate::NoFollowError::NotAFile => ReadFail::NotAFile,
+        crate::NoFollowError::Io(e) => ReadFail::Io(e),
+    })?;
+    let size = file.metadata().map_err(ReadFail::Io)?.len();
     let mut hasher = Sha256Hasher::new();
     // Large reads keep the hashing, not the syscalls, the bottleneck; small
     // files get a small buffer.
@@ -150,8 +158,9 @@ fn walk(
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = format!("{rel}/{name}");
-        let meta = fs::symlink_metadata(entry.path())?;
-        if meta.file_type().is_symlink() {
+        // The type from the directory entry itself: no `lstat` per file.
+        let meta = entry.file_type()?;
+        if meta.is_symlink() {
             problems.push(format!(
                 "{path} is a symlink (refused: a snapshot holds regular files only)"
             ));
@@ -159,7 +168,8 @@ fn walk(
         } else if meta.is_dir() {
             walk(root, &path, files, problems)?;
         } else if meta.is_file() {
-            files.insert(path, Some(meta.len()));
+            // The size is read when the file is opened to be hashed.
+            files.insert(path, Some(0));
         } else {
             problems.push(format!("{path} is not a regular file"));
             files.insert(path, None);
@@ -258,8 +268,12 @@ impl SnapshotDir {
                         match SnapshotDoc::parse(&bytes) {
                             Err(e) => problems.push(format!("SNAPSHOT.json does not parse: {e}")),
                             Ok(doc) => {
-                                for e in doc.served.iter().filter(|e| !manifest.has_blob(&e.sha256))
-                                {
+                                let blobs: std::collections::HashSet<Sha256Digest> = manifest
+                                    .entries()
+                                    .filter(|(p, d)| *p == blob_path(d))
+                                    .map(|(_, d)| d)
+                                    .collect();
+                                for e in doc.served.iter().filter(|e| !blobs.contains(&e.sha256)) {
                                     problems.push(format!(
                                     "SNAPSHOT.json serves {} from blob {}, which MANIFEST does not list",
                                     e.path, e.sha256
@@ -311,11 +325,11 @@ impl SnapshotDir {
                 }
             })?;
         }
-        let mut work: Vec<(&String, &Sha256Digest, u64)> = Vec::new();
+        let mut work: Vec<(&String, &Sha256Digest)> = Vec::new();
         if store_ok {
             for (path, digest) in &listed {
                 match on_disk.get(path) {
-                    Some(Some(size)) => work.push((path, digest, *size)),
+                    Some(Some(_)) => work.push((path, digest)),
                     // Already named: a symlink or not a regular file.
                     Some(None) => {}
                     None => problems.push(format!("{path} is missing")),
@@ -329,15 +343,12 @@ impl SnapshotDir {
             }
         }
 
-        // Largest first, so no thread is left with one big file at the end.
-        work.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+        // In path order (the directory is not stat'ed ahead for sizes).
         let hash_started = Instant::now();
-        let results = pool::map(&work, jobs, |(path, _, size)| {
-            hash_file(&dir.join(path), *size)
-        });
+        let results = pool::map(&work, jobs, |(path, _)| hash_file(&dir.join(path)));
         let hash_secs = hash_started.elapsed().as_secs_f64();
         let mut bytes = 0u64;
-        for ((path, digest, _), r) in work.iter().zip(results) {
+        for ((path, digest), r) in work.iter().zip(results) {
             match r {
                 Ok((actual, len)) => {
                     bytes += len;
