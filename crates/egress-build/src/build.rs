@@ -256,6 +256,16 @@ pub(crate) fn run(
         part.read(&mut sources)?;
     }
     let work = work_dir(out)?;
+    // Blobs go to disk as they are added, beside --out (the same
+    // filesystem, so writing the snapshot links them into place): a
+    // universe need not fit in memory. A staging directory left by an
+    // interrupted run is only a cache of what is rebuilt anyway.
+    let staging = work.join("staging");
+    let _ = fs::remove_dir_all(&staging);
+    if let Err(e) = builder.stage_on_disk(&staging) {
+        let _ = fs::remove_dir_all(&work);
+        return Err(BuildError::Write(e));
+    }
     let net = Net {
         jobs: common.jobs,
         cacert: common.cacert.as_deref(),

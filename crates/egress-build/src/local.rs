@@ -9,30 +9,39 @@ use std::path::{Path, PathBuf};
 /// One file read from the directory.
 pub(crate) struct LocalFile {
     pub path: PathBuf,
-    pub name: String,
     pub bytes: Vec<u8>,
 }
 
 /// Every regular file in `dir` whose name ends with one of `suffixes`,
-/// sorted by name. `flag` names the option in errors and notes, `kind`
-/// what the other files are not (`a .deb`).
+/// sorted by name, read whole. `flag` names the option in errors and
+/// notes, `kind` what the other files are not (`a .deb`).
 pub(crate) fn read_dir(
     dir: &Path,
     flag: &'static str,
     suffixes: &[&str],
     kind: &str,
 ) -> Result<Vec<LocalFile>, BuildError> {
-    let fail = |path: &Path| {
-        let path = path.to_path_buf();
-        move |cause| BuildError::Read {
-            what: flag,
-            path,
-            cause,
-        }
-    };
+    list_dir(dir, flag, suffixes, kind)?
+        .into_iter()
+        .map(|(_, path)| {
+            let bytes = fs::read(&path).map_err(fail(flag, &path))?;
+            Ok(LocalFile { path, bytes })
+        })
+        .collect()
+}
+
+/// What [`read_dir`] reads, named and not read: `(file name, path)`, for a
+/// caller that reads one file at a time (a directory of a million wheels
+/// does not fit in memory).
+pub(crate) fn list_dir(
+    dir: &Path,
+    flag: &'static str,
+    suffixes: &[&str],
+    kind: &str,
+) -> Result<Vec<(String, PathBuf)>, BuildError> {
     let mut found = Vec::new();
-    for entry in fs::read_dir(dir).map_err(fail(dir))? {
-        let entry = entry.map_err(fail(dir))?;
+    for entry in fs::read_dir(dir).map_err(fail(flag, dir))? {
+        let entry = entry.map_err(fail(flag, dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
         if !suffixes.iter().any(|x| name.ends_with(x)) || !path.is_file() {
@@ -42,11 +51,15 @@ pub(crate) fn read_dir(
         found.push((name, path));
     }
     found.sort();
-    found
-        .into_iter()
-        .map(|(name, path)| {
-            let bytes = fs::read(&path).map_err(fail(&path))?;
-            Ok(LocalFile { path, name, bytes })
-        })
-        .collect()
+    Ok(found)
+}
+
+/// A read error of a file `flag` gave.
+pub(crate) fn fail(flag: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+    let path = path.to_path_buf();
+    move |cause| BuildError::Read {
+        what: flag,
+        path,
+        cause,
+    }
 }

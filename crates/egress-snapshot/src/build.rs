@@ -88,6 +88,23 @@ impl SnapshotBuilder {
         Ok(builder)
     }
 
+    /// From now on, streams every blob to `staging` (as
+    /// [`SnapshotBuilder::on_disk`]): for a builder that was set up before
+    /// its staging directory could be chosen. Only before any blob was
+    /// added; `staging` must not exist.
+    pub fn stage_on_disk(&mut self, staging: &std::path::Path) -> Result<(), SnapshotError> {
+        if !self.blobs.is_empty() {
+            return Err(SnapshotError::io(
+                "stage blobs on disk after some were added in memory",
+                staging,
+                std::io::Error::other("blobs were already added"),
+            ));
+        }
+        self.blobs = BlobStore::on_disk(staging)
+            .map_err(|e| SnapshotError::io("create the blob staging directory", staging, e))?;
+        Ok(())
+    }
+
     /// Records the cutoff and filters the build selected by; `SNAPSHOT.json`
     /// carries them under the signature.
     pub fn selection(&mut self, selection: Selection) {
@@ -175,8 +192,11 @@ impl SnapshotBuilder {
         )
     }
 
-    /// [`SnapshotBuilder::add_npm_tarball`] with the dependencies and flags
-    /// the packuments list for the version.
+    /// [`SnapshotBuilder::add_npm_tarball`] with what the packuments list
+    /// for the version (dependencies, platform fields, publish time: see
+    /// [`NpmVersionMeta`]). A publish time must be RFC 3339; it is served
+    /// as given, and recorded in `SNAPSHOT.json`'s `upload_times` under the
+    /// tarball's path.
     pub fn add_npm_tarball_with(
         &mut self,
         name: &str,
@@ -192,6 +212,9 @@ impl SnapshotBuilder {
         }
         if !npm::is_safe_version(version) {
             return bad("not a semver version".into());
+        }
+        if let Err(why) = meta.check() {
+            return bad(why);
         }
         let filename_ok = filename.len() <= 255
             && filename.ends_with(".tgz")
@@ -497,7 +520,11 @@ impl SnapshotBuilder {
             for (name, dists) in &mut self.npm {
                 dists.sort_by(|a, b| npm::semver_cmp(&a.version, &b.version));
                 for d in dists.iter() {
-                    serve(npm::tarball_path(name, &d.filename), OCTET_STREAM, d.sha256);
+                    let path = npm::tarball_path(name, &d.filename);
+                    if let Some(t) = &d.meta.published {
+                        upload_times.insert(path.clone(), t.clone());
+                    }
+                    serve(path, OCTET_STREAM, d.sha256);
                 }
                 let [full, abbreviated] = npm::render_packuments(name, dists, registry);
                 let full = blobs.insert(full);

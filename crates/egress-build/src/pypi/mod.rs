@@ -70,11 +70,32 @@ struct Wanted {
     upload_time: Option<String>,
 }
 
-/// A file ready for the builder.
+/// A file ready for the builder: on disk (a local file, or a download
+/// verified in the work directory), read only when it is staged, one at a
+/// time.
 struct File {
-    bytes: Vec<u8>,
+    path: PathBuf,
+    sha256: Sha256Digest,
     yanked: Option<String>,
     upload_time: Option<String>,
+}
+
+impl File {
+    /// The file's bytes, which must still hash to what was verified.
+    fn read(&self, filename: &str) -> Result<Vec<u8>, BuildError> {
+        let bytes = fs::read(&self.path).map_err(|cause| BuildError::Io {
+            what: "read",
+            path: self.path.clone(),
+            cause,
+        })?;
+        if Sha256Digest::of(&bytes) != self.sha256 {
+            return Err(BuildError::Refused(format!(
+                "{filename}: {} changed after it was verified; build again",
+                self.path.display()
+            )));
+        }
+        Ok(bytes)
+    }
 }
 
 pub(crate) struct Pypi {
@@ -258,8 +279,15 @@ impl Part for Pypi {
         // them needs no download.
         let mut local_digests = BTreeSet::new();
         for dir in &self.inputs.dist {
-            for (name, bytes) in local_dists(dir)? {
-                let digest = Sha256Digest::of(&bytes);
+            let files = local_dists(dir)?;
+            // Hashed on every core, one file in memory per core.
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let digests = pool::map(&files, jobs, |(_, path)| {
+                let bytes = fs::read(path).map_err(crate::local::fail("--dist", path))?;
+                Ok::<_, BuildError>(Sha256Digest::of(&bytes))
+            });
+            for ((name, path), digest) in files.into_iter().zip(digests) {
+                let digest = digest?;
                 if self.local.contains_key(&name) {
                     return Err(BuildError::Conflict(format!(
                         "--dist: {name} is given twice; keep one"
@@ -270,7 +298,8 @@ impl Part for Pypi {
                 self.local.insert(
                     name,
                     File {
-                        bytes,
+                        path,
+                        sha256: digest,
                         yanked: None,
                         upload_time: None,
                     },
@@ -335,32 +364,18 @@ impl Part for Pypi {
         let pinned = self.pinned();
         let mut staged = self.local;
         let downloaded = self.fetched.len() + self.chosen.len();
-        for (c, part) in self.chosen {
-            let bytes = fs::read(&part).map_err(|cause| BuildError::Io {
-                what: "read",
-                path: part.clone(),
-                cause,
-            })?;
-            if Sha256Digest::of(&bytes) != c.sha256 {
-                return Err(BuildError::Refused(format!(
-                    "{} ({}): changed on disk after it was verified ({}); build again",
-                    c.entry.filename,
-                    c.project,
-                    part.display()
-                )));
-            }
-            staged.insert(
-                c.entry.filename.clone(),
-                File {
-                    bytes,
-                    yanked: c.entry.yanked.clone(),
-                    upload_time: c.entry.upload_time.clone(),
-                },
-            );
-        }
-        for (filename, f) in self.fetched {
+        let chosen = self.chosen.into_iter().map(|(c, path)| {
+            let f = File {
+                path,
+                sha256: c.sha256,
+                yanked: c.entry.yanked,
+                upload_time: c.entry.upload_time,
+            };
+            (c.entry.filename, f)
+        });
+        for (filename, f) in self.fetched.into_iter().chain(chosen) {
             if let Some(old) = staged.get(&filename) {
-                if Sha256Digest::of(&old.bytes) != Sha256Digest::of(&f.bytes) {
+                if old.sha256 != f.sha256 {
                     return Err(BuildError::Conflict(format!(
                         "{filename}: the file given with --dist differs from the one the lock pins; drop one"
                     )));
@@ -381,11 +396,11 @@ impl Part for Pypi {
             if f.upload_time.is_none() {
                 done.untimed += 1;
             }
-            let digest = Sha256Digest::of(&f.bytes);
-            done.bytes += f.bytes.len() as u64;
-            filenames.insert(digest, filename.clone());
+            let bytes = f.read(&filename)?;
+            done.bytes += bytes.len() as u64;
+            filenames.insert(f.sha256, filename.clone());
             builder
-                .add_dist_with(&filename, f.bytes, f.yanked, f.upload_time)
+                .add_dist_with(&filename, bytes, f.yanked, f.upload_time)
                 .map_err(BuildError::Rejected)?;
         }
         // The rewrite is prepared before anything is written, so that a
@@ -433,14 +448,13 @@ fn index_url(raw: &str) -> Result<Url, BuildError> {
 }
 
 /// Local wheels and sdists, sorted by name; other files are noted and left.
-fn local_dists(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, BuildError> {
-    let files = crate::local::read_dir(
+fn local_dists(dir: &Path) -> Result<Vec<(String, PathBuf)>, BuildError> {
+    crate::local::list_dir(
         dir,
         "--dist",
         &[".whl", ".tar.gz", ".zip"],
         "a wheel or sdist file",
-    )?;
-    Ok(files.into_iter().map(|f| (f.name, f.bytes)).collect())
+    )
 }
 
 /// A page entry's sha256, if it lists one.
@@ -585,17 +599,22 @@ fn fetch_all(
         return Ok(BTreeMap::new());
     }
     let file_jobs: Vec<&FileJob> = jobs.iter().map(|(j, _, _)| j).collect();
-    let results = download_files(net, &file_jobs, Keep::Bytes)?;
+    let results = download_files(net, &file_jobs, AfterFailure::Stop)?;
 
     let mut out = BTreeMap::new();
     let mut first_error = None;
     for ((job, yanked, upload_time), r) in jobs.into_iter().zip(results) {
         match r {
-            Some(Ok(bytes)) => {
+            Some(Ok(())) => {
+                let (path, sha256) = match &job.expect {
+                    fetch::Expect::Sha256(d) => (net.work.join(job.expect.part_name(&job.url)), *d),
+                    fetch::Expect::Sri512(_) => continue,
+                };
                 out.insert(
                     job.filename,
                     File {
-                        bytes,
+                        path,
+                        sha256,
                         yanked,
                         upload_time,
                     },
@@ -661,26 +680,26 @@ fn check_cutoff(
 /// A pinned file as its page lists it: digest, page URL, entry.
 type Listed = (Sha256Digest, Url, FileEntry);
 
-/// A download's bytes (empty with [`Keep::Part`]), or why it failed.
-type Downloaded = Result<Vec<u8>, FetchError>;
+/// A download verified and kept in the work directory, or why not.
+type Downloaded = Result<(), FetchError>;
 
-/// What a download keeps once the bytes hash right.
+/// Whether a failed download stops the others from starting.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Keep {
-    /// The bytes, in memory; the partial file is removed.
-    Bytes,
-    /// The verified partial file, on disk, for the stage to read; a rerun
-    /// after an interruption finds it complete and fetches nothing.
-    Part,
+enum AfterFailure {
+    /// A lock's: one missing file fails the build, so stop.
+    Stop,
+    /// A universe's: a file whose bytes differ is left out, go on.
+    GoOn,
 }
 
 /// Downloads every job, `net.jobs` at a time, each verified against its
-/// digest; after the first failure (with [`Keep::Bytes`]) no new download
-/// starts. One result per job, `None` for a job not started.
+/// digest and kept in the work directory (`part_name`) for the stage to
+/// read one at a time; a rerun after an interruption finds it complete and
+/// fetches nothing. One result per job, `None` for a job not started.
 fn download_files(
     net: &Net,
     jobs: &[&FileJob],
-    keep: Keep,
+    after_failure: AfterFailure,
 ) -> Result<Vec<Option<Downloaded>>, BuildError> {
     // One client per origin: files often live elsewhere (PyPI's file host).
     let mut clients: HashMap<String, Client> = HashMap::new();
@@ -703,19 +722,11 @@ fn download_files(
         let part = net.work.join(job.expect.part_name(&job.url));
         let r = fetch::download(client, job, &part, &progress);
         match &r {
-            Ok(bytes) => {
-                if keep == Keep::Bytes {
-                    let _ = fs::remove_file(&part);
-                }
-                progress.done(&job.filename, bytes.len() as u64, "");
-            }
-            Err(_) if keep == Keep::Bytes => stop.store(true, Ordering::Relaxed),
+            Ok(bytes) => progress.done(&job.filename, bytes.len() as u64, ""),
+            Err(_) if after_failure == AfterFailure::Stop => stop.store(true, Ordering::Relaxed),
             Err(_) => {}
         }
-        Some(match (r, keep) {
-            (Ok(_), Keep::Part) => Ok(Vec::new()),
-            (r, _) => r,
-        })
+        Some(r.map(drop))
     });
     progress.finish();
     Ok(results)
@@ -740,7 +751,7 @@ fn download_universe(
         })
         .collect();
     let refs: Vec<&FileJob> = jobs.iter().collect();
-    let results = download_files(net, &refs, Keep::Part)?;
+    let results = download_files(net, &refs, AfterFailure::GoOn)?;
     let mut out = Vec::new();
     let mut first_error = None;
     for ((c, job), r) in chosen.into_iter().zip(&jobs).zip(results) {

@@ -79,7 +79,6 @@ pub(crate) fn read_lines(path: &Path, text: &str) -> Result<Vec<Line>, BuildErro
 /// A file chosen for the snapshot.
 #[derive(Debug, Clone)]
 pub(crate) struct Chosen {
-    pub(crate) project: ProjectName,
     pub(crate) entry: FileEntry,
     /// Absolute.
     pub(crate) url: Url,
@@ -590,7 +589,6 @@ fn tally(projects: BTreeMap<ProjectName, Project>, notes: Vec<String>, index: &U
                         continue;
                     };
                     s.files.push(Chosen {
-                        project: name.clone(),
                         entry: f.clone(),
                         url,
                         sha256,
