@@ -119,9 +119,15 @@ pub(crate) struct Pypi {
     chosen: Vec<(universe::Chosen, PathBuf)>,
     dropped: Dropped,
     counts: (usize, usize),
-    /// A dry run's universe: files and bytes it would download.
-    planned_files: usize,
-    planned: u64,
+    /// A dry run's files and bytes: what it would download.
+    planned: Planned,
+}
+
+/// A dry run's files and bytes (as the index lists the sizes).
+#[derive(Default)]
+struct Planned {
+    files: usize,
+    bytes: u64,
 }
 
 impl Pypi {
@@ -152,8 +158,7 @@ impl Pypi {
             chosen: Vec::new(),
             dropped: Dropped::default(),
             counts: (0, 0),
-            planned_files: 0,
-            planned: 0,
+            planned: Planned::default(),
         }
     }
 }
@@ -321,7 +326,7 @@ impl Part for Pypi {
         let lock_target = LockTarget {
             targets: self.targets.as_ref(),
             dropped: &mut self.dropped,
-            planned: (&mut self.planned_files, &mut self.planned),
+            planned: &mut self.planned,
         };
         self.fetched = fetch_all(net, index, &self.wanted, &self.by_project, lock_target)?;
         if !self.universe.is_empty() {
@@ -332,12 +337,12 @@ impl Part for Pypi {
             self.dropped.merge(selected.dropped);
             self.counts = (selected.projects, selected.versions);
             if net.dry_run {
-                self.planned += selected
+                self.planned.bytes += selected
                     .files
                     .iter()
                     .filter_map(|c| c.entry.size)
                     .sum::<u64>();
-                self.planned_files += selected.files.len();
+                self.planned.files += selected.files.len();
             } else {
                 self.chosen = download_universe(net, selected.files, &mut self.dropped)?;
             }
@@ -347,8 +352,8 @@ impl Part for Pypi {
 
     fn planned(&self) -> Staged {
         Staged {
-            files: self.planned_files,
-            bytes: self.planned,
+            files: self.planned.files,
+            bytes: self.planned.bytes,
             projects: self.counts.0 + self.pinned().0,
             versions: self.counts.1 + self.pinned().1,
             dropped: self.dropped.clone(),
@@ -594,8 +599,8 @@ fn fetch_all(
     }
 
     if net.dry_run {
-        *lock_target.planned.0 += jobs.len();
-        *lock_target.planned.1 += jobs.iter().filter_map(|(j, _, _)| j.size).sum::<u64>();
+        lock_target.planned.files += jobs.len();
+        lock_target.planned.bytes += jobs.iter().filter_map(|(j, _, _)| j.size).sum::<u64>();
         return Ok(BTreeMap::new());
     }
     let file_jobs: Vec<&FileJob> = jobs.iter().map(|(j, _, _)| j).collect();
@@ -649,7 +654,7 @@ struct LockTarget<'a> {
     targets: Option<&'a target::Targets>,
     dropped: &'a mut Dropped,
     /// A dry run's files and bytes.
-    planned: (&'a mut usize, &'a mut u64),
+    planned: &'a mut Planned,
 }
 
 /// With `--exclude-newer`, a pinned file must have been uploaded at or
