@@ -115,6 +115,10 @@ pub struct SelectArgs {
     /// range (`react@^18` or `react ^18`); `#` starts a comment.
     #[arg(long, value_name = "FILE", help_heading = "Universe")]
     pub npm_universe: Option<PathBuf>,
+    /// The npm registry an --npm-universe is read from (default
+    /// https://registry.npmjs.org/).
+    #[arg(long, value_name = "URL", help_heading = "Universe")]
+    pub npm_upstream: Option<String>,
     /// The cutoff, RFC 3339 (e.g. 2025-06-01T00:00:00Z): nothing uploaded
     /// after it enters the snapshot, and the snapshot says so, signed.
     #[arg(long, value_name = "TIME", help_heading = "Universe")]
@@ -225,6 +229,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             npm_dist: args.npm_dist,
             npm_registry_url: args.npm_registry_url,
             universe: select.npm_universe,
+            registry: select.npm_upstream,
             platform: egress_build::npm::PlatformArgs {
                 os: select.os,
                 cpu: select.cpu,

@@ -7,6 +7,10 @@
 //! which arrive inside their parent's tarball) are not pins. An entry without
 //! an integrity, or with only a weaker one (sha1), is an error: a snapshot
 //! built from it would bind a name to bytes nobody vouched for (P1).
+//!
+//! Each pin also keeps what npm decides by whether it installs on a
+//! platform: the entry's `os`, `cpu` and `libc` lists, and whether it is
+//! `optional` (only then may npm leave it out where it does not fit).
 
 use crate::LockError;
 use egress_model::{Integrity, IntegrityError};
@@ -33,6 +37,14 @@ pub struct NpmPin {
     pub peer_dependencies: BTreeMap<String, String>,
     /// The lock's `hasInstallScript`.
     pub has_install_script: bool,
+    /// The entry's `os`, `cpu` and `libc` (a single string is a list of
+    /// one); empty when absent.
+    pub os: Vec<String>,
+    pub cpu: Vec<String>,
+    pub libc: Vec<String>,
+    /// `optional: true` on every entry with this pin: npm installs it only
+    /// where it fits, and goes on without it elsewhere.
+    pub optional: bool,
 }
 
 impl NpmPin {
@@ -73,6 +85,19 @@ pub fn sha512_of_integrity(integrity: &str) -> Result<[u8; 64], String> {
         ),
     })?;
     Ok(*sha512.as_bytes())
+}
+
+/// A platform field as package.json allows it: a string or an array of
+/// strings (other members are ignored).
+fn string_list(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn string_map(entry: &Map<String, Value>, field: &str) -> BTreeMap<String, String> {
@@ -225,15 +250,20 @@ pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> 
             optional_dependencies: string_map(entry, "optionalDependencies"),
             peer_dependencies: string_map(entry, "peerDependencies"),
             has_install_script: flag("hasInstallScript"),
+            os: string_list(entry.get("os")),
+            cpu: string_list(entry.get("cpu")),
+            libc: string_list(entry.get("libc")),
+            optional: flag("optional"),
         };
-        match pins.get(&(name.clone(), version.clone())) {
+        match pins.get_mut(&(name.clone(), version.clone())) {
             Some(old) if old.sha512 != pin.sha512 => {
                 return Err(err(format!(
                 "{name}@{version} is locked with two different integrities, at {:?} and {key:?}",
                 old.key
             )))
             }
-            Some(_) => {}
+            // Optional only if every place that installs it is.
+            Some(old) => old.optional &= pin.optional,
             None => {
                 pins.insert((name, version), pin);
             }
@@ -290,6 +320,31 @@ mod tests {
             assert_eq!(l.pins[1].dependencies["b"], "^2");
             assert_eq!(l.pins[2].sri(), sri(2));
         }
+    }
+
+    #[test]
+    fn platform_fields_and_optional() {
+        let text = lock(
+            3,
+            serde_json::json!({
+                "node_modules/n": { "version": "1.0.0", "resolved": "https://r/n/-/n-1.0.0.tgz", "integrity": sri(1), "optional": true, "os": ["linux"], "cpu": "x64", "libc": ["glibc", 7] },
+                "node_modules/m": { "version": "1.0.0", "resolved": "https://r/m/-/m-1.0.0.tgz", "integrity": sri(2), "optional": true },
+                "node_modules/a/node_modules/m": { "version": "1.0.0", "resolved": "https://r/m/-/m-1.0.0.tgz", "integrity": sri(2) },
+                "node_modules/d": { "version": "1.0.0", "resolved": "https://r/d/-/d-1.0.0.tgz", "integrity": sri(3), "devOptional": true },
+            }),
+        );
+        let l = parse_package_lock("l", &text).unwrap();
+        let pin = |n: &str| l.pins.iter().find(|p| p.name == n).unwrap();
+        let n = pin("n");
+        assert!(n.optional);
+        assert_eq!(
+            (n.os.as_slice(), n.cpu.as_slice()),
+            (&["linux".to_string()][..], &["x64".to_string()][..])
+        );
+        assert_eq!(n.libc, ["glibc"]);
+        // Required at one place: required.
+        assert!(!pin("m").optional);
+        assert!(!pin("d").optional && pin("d").os.is_empty());
     }
 
     #[test]

@@ -14,11 +14,22 @@
 //! that very integrity, its `dist.signatures` as the upstream listed them
 //! (replayed, never made here). Packuments are rendered by serde from plain
 //! strings; nothing a package supplies is evaluated (P4).
+//!
+//! What npm chooses a version by is served as the upstream gave it, in
+//! both packuments alike: each version's dependency ranges,
+//! `peerDependenciesMeta`, `os`, `cpu`, `libc`, `engines` and
+//! `deprecated`; each version's publish time (the full packument's `time`,
+//! with `created` the earliest and `modified` the latest of the snapshot's
+//! versions, the abbreviated one's `modified`; none at all when no version
+//! has one: a time is never invented), so `npm install --before` chooses
+//! from the mirror as from the upstream. `dist-tags` has only `latest`,
+//! the snapshot's own newest release (never the upstream's tag, which may
+//! name a version the snapshot does not hold).
 
 use egress_model::Sha256Digest;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The full packument's content type.
 pub const NPM_JSON: &str = "application/json";
@@ -28,14 +39,40 @@ pub const NPM_ABBREVIATED: &str = "application/vnd.npm.install-v1+json";
 /// verify with (`npm audit signatures` reads it), served as [`NPM_JSON`].
 pub const NPM_KEYS_PATH: &str = "/-/npm/v1/keys";
 
-/// What a packument says about one version besides its dist, as the lock
-/// records it.
+/// What a packument says about one version besides its dist, as the lock,
+/// the tarball's `package.json` or the upstream's packument records it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NpmVersionMeta {
     pub dependencies: BTreeMap<String, String>,
     pub optional_dependencies: BTreeMap<String, String>,
     pub peer_dependencies: BTreeMap<String, String>,
+    /// The peers `peerDependenciesMeta` marks `{"optional": true}`.
+    pub optional_peers: BTreeSet<String>,
     pub has_install_script: bool,
+    /// When the version was published (the upstream's `time[version]`),
+    /// RFC 3339 exactly as the upstream wrote it; `None` when it gave none.
+    pub published: Option<String>,
+    /// The platforms it installs on (`os`, `cpu`, `libc`; empty: any).
+    pub os: Vec<String>,
+    pub cpu: Vec<String>,
+    pub libc: Vec<String>,
+    /// `engines` (e.g. `{"node": ">=18"}`), string values only.
+    pub engines: BTreeMap<String, String>,
+    /// The upstream's deprecation message, if the version is deprecated.
+    pub deprecated: Option<String>,
+}
+
+impl NpmVersionMeta {
+    /// Why the fields cannot be served as they are, if they cannot: a
+    /// publish time that is not RFC 3339.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if let Some(t) = &self.published {
+            if egress_model::Timestamp::parse(t).is_err() {
+                return Err(format!("publish time {t:?} is not an RFC 3339 time"));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -166,18 +203,36 @@ pub fn semver_cmp(a: &str, b: &str) -> Ordering {
 
 fn version_doc(name: &str, d: &NpmDist, registry: &str, abbreviated: bool) -> Value {
     let mut doc = Map::new();
+    let meta = &d.meta;
     doc.insert("name".into(), json!(name));
     doc.insert("version".into(), json!(d.version));
     for (field, map) in [
-        ("dependencies", &d.meta.dependencies),
-        ("optionalDependencies", &d.meta.optional_dependencies),
-        ("peerDependencies", &d.meta.peer_dependencies),
+        ("dependencies", &meta.dependencies),
+        ("optionalDependencies", &meta.optional_dependencies),
+        ("peerDependencies", &meta.peer_dependencies),
+        ("engines", &meta.engines),
     ] {
         if !map.is_empty() {
             doc.insert(field.into(), json!(map));
         }
     }
-    if d.meta.has_install_script && abbreviated {
+    if !meta.optional_peers.is_empty() {
+        let peers: Map<String, Value> = meta
+            .optional_peers
+            .iter()
+            .map(|p| (p.clone(), json!({ "optional": true })))
+            .collect();
+        doc.insert("peerDependenciesMeta".into(), Value::Object(peers));
+    }
+    for (field, list) in [("os", &meta.os), ("cpu", &meta.cpu), ("libc", &meta.libc)] {
+        if !list.is_empty() {
+            doc.insert(field.into(), json!(list));
+        }
+    }
+    if let Some(message) = &meta.deprecated {
+        doc.insert("deprecated".into(), json!(message));
+    }
+    if meta.has_install_script && abbreviated {
         doc.insert("hasInstallScript".into(), json!(true));
     }
     if !abbreviated {
@@ -194,15 +249,53 @@ fn version_doc(name: &str, d: &NpmDist, registry: &str, abbreviated: bool) -> Va
     Value::Object(doc)
 }
 
+/// Whether a version (one [`is_safe_version`] accepts) is a pre-release.
+fn is_prerelease(v: &str) -> bool {
+    v.split('+').next().is_some_and(|core| core.contains('-'))
+}
+
+/// `dist-tags.latest`: the newest release among `versions` (semver
+/// order), or the newest version when all are pre-releases.
+pub fn latest<'a>(versions: impl IntoIterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    let newest = |all: bool| {
+        versions
+            .clone()
+            .into_iter()
+            .filter(|v| all || !is_prerelease(v))
+            .max_by(|a, b| semver_cmp(a, b))
+    };
+    newest(false).or_else(|| newest(true))
+}
+
+/// The full packument's `time`: each version's publish time as given,
+/// `created` the earliest and `modified` the latest; `None` when no
+/// version has one.
+fn times(dists: &[NpmDist]) -> Option<Map<String, Value>> {
+    let dated: Vec<(&str, &str, egress_model::Timestamp)> = dists
+        .iter()
+        .filter_map(|d| {
+            let text = d.meta.published.as_deref()?;
+            let at = egress_model::Timestamp::parse(text).ok()?;
+            Some((d.version.as_str(), text, at))
+        })
+        .collect();
+    let created = dated.iter().min_by_key(|(_, _, at)| *at)?;
+    let modified = dated.iter().max_by_key(|(_, _, at)| *at)?;
+    let mut time = Map::new();
+    time.insert("created".into(), json!(created.1));
+    time.insert("modified".into(), json!(modified.1));
+    for (version, text, _) in &dated {
+        time.insert((*version).to_string(), json!(text));
+    }
+    Some(time)
+}
+
 /// The full and the abbreviated packument of `name`, as bytes.
 /// `registry` is the mirror's base URL without a trailing `/`; `dists` is
 /// sorted by version and not empty.
 pub(crate) fn render_packuments(name: &str, dists: &[NpmDist], registry: &str) -> [Vec<u8>; 2] {
-    let latest = dists
-        .iter()
-        .map(|d| d.version.as_str())
-        .max_by(|a, b| semver_cmp(a, b))
-        .unwrap_or_default();
+    let latest = latest(dists.iter().map(|d| d.version.as_str())).unwrap_or_default();
+    let time = times(dists);
     [false, true].map(|abbreviated| {
         let versions: Map<String, Value> = dists
             .iter()
@@ -220,6 +313,17 @@ pub(crate) fn render_packuments(name: &str, dists: &[NpmDist], registry: &str) -
         doc.insert("name".into(), json!(name));
         doc.insert("dist-tags".into(), json!({ "latest": latest }));
         doc.insert("versions".into(), Value::Object(versions));
+        match (&time, abbreviated) {
+            (Some(time), false) => {
+                doc.insert("time".into(), Value::Object(time.clone()));
+            }
+            (Some(time), true) => {
+                if let Some(modified) = time.get("modified") {
+                    doc.insert("modified".into(), modified.clone());
+                }
+            }
+            (None, _) => {}
+        }
         let mut bytes = serde_json::to_vec_pretty(&Value::Object(doc)).unwrap_or_default();
         bytes.push(b'\n');
         bytes
@@ -263,6 +367,136 @@ mod tests {
         assert_eq!(
             packument_paths("@s/n"),
             ["/@s%2fn".to_string(), "/@s/n".to_string()]
+        );
+    }
+
+    fn dist(version: &str, meta: NpmVersionMeta) -> NpmDist {
+        NpmDist {
+            version: version.into(),
+            filename: format!("x-{version}.tgz"),
+            sha256: Sha256Digest::of(version.as_bytes()),
+            integrity: format!("sha512-{version}"),
+            meta,
+            signatures: None,
+        }
+    }
+
+    fn published(t: &str) -> NpmVersionMeta {
+        NpmVersionMeta {
+            published: Some(t.into()),
+            ..NpmVersionMeta::default()
+        }
+    }
+
+    fn render(dists: &[NpmDist]) -> (Value, Value) {
+        let [full, corgi] = render_packuments("x", dists, "http://m");
+        (
+            serde_json::from_slice(&full).unwrap(),
+            serde_json::from_slice(&corgi).unwrap(),
+        )
+    }
+
+    #[test]
+    fn latest_is_the_newest_release_held() {
+        assert_eq!(latest(["1.0.0", "2.0.0-rc.1", "1.10.0"]), Some("1.10.0"));
+        assert_eq!(latest(["1.0.0-a", "1.0.0-b+x"]), Some("1.0.0-b+x"));
+        assert_eq!(latest([]), None);
+    }
+
+    #[test]
+    fn times_are_served_as_given_and_never_invented() {
+        let meta = NpmVersionMeta {
+            optional_peers: ["p".to_string()].into(),
+            peer_dependencies: [("p".to_string(), "*".to_string())].into(),
+            os: vec!["linux".into()],
+            cpu: vec!["x64".into()],
+            libc: vec!["glibc".into()],
+            engines: [("node".to_string(), ">=18".to_string())].into(),
+            deprecated: Some("use y".into()),
+            ..published("2024-06-15T12:00:00.000Z")
+        };
+        let dists = [
+            dist("1.0.0", published("2024-02-01T12:00:00.000Z")),
+            dist("1.1.0", meta),
+            dist("1.2.0-beta.1", published("2025-04-10T14:00:00+02:00")),
+            dist("1.3.0", NpmVersionMeta::default()),
+        ];
+        let (full, corgi) = render(&dists);
+        let time = full["time"].as_object().unwrap();
+        assert_eq!(time["created"], "2024-02-01T12:00:00.000Z");
+        // The latest instant, in the upstream's own spelling.
+        assert_eq!(time["modified"], "2025-04-10T14:00:00+02:00");
+        assert_eq!(time["1.1.0"], "2024-06-15T12:00:00.000Z");
+        assert!(time.get("1.3.0").is_none(), "{time:?}");
+        assert_eq!(time.len(), 5);
+        assert_eq!(corgi["modified"], time["modified"]);
+        assert!(corgi.get("time").is_none());
+        assert_eq!(full["dist-tags"], json!({ "latest": "1.3.0" }));
+        assert_eq!(corgi["dist-tags"], full["dist-tags"]);
+        // What npm chooses by is in both, alike.
+        for doc in [&full, &corgi] {
+            let v = &doc["versions"]["1.1.0"];
+            assert_eq!(
+                v["peerDependenciesMeta"],
+                json!({ "p": { "optional": true } })
+            );
+            assert_eq!(v["os"], json!(["linux"]));
+            assert_eq!(v["libc"], json!(["glibc"]));
+            assert_eq!(v["engines"], json!({ "node": ">=18" }));
+            assert_eq!(v["deprecated"], "use y");
+            assert!(doc["versions"]["1.0.0"].get("os").is_none());
+            assert_eq!(
+                doc["versions"].as_object().unwrap().len(),
+                dists.len(),
+                "{doc}"
+            );
+        }
+        assert_eq!(
+            full["versions"]["1.1.0"]["dist"],
+            corgi["versions"]["1.1.0"]["dist"]
+        );
+        // No time at all: no `time`, no `modified`.
+        let (full, corgi) = render(&[dist("1.0.0", NpmVersionMeta::default())]);
+        assert!(full.get("time").is_none() && corgi.get("modified").is_none());
+        assert!(published("yesterday").check().is_err());
+        assert!(published("2024-02-01T12:00:00.000Z").check().is_ok());
+    }
+
+    #[test]
+    fn the_builder_signs_each_tarballs_time_under_its_path() {
+        use egress_artifacts::{build_npm_tarball, NpmPackageSpec};
+        let mut b = crate::SnapshotBuilder::new("/simple/");
+        b.npm_registry_url("http://127.0.0.1:8/").unwrap();
+        let t = |v: &str| build_npm_tarball(&NpmPackageSpec::new("@s/n", v, "d", ""));
+        let (old, new) = (t("1.0.0"), t("2.0.0"));
+        let time = "2024-02-01T12:00:00.000Z";
+        b.add_npm_tarball_with(
+            "@s/n",
+            "1.0.0",
+            &old.filename,
+            old.bytes.clone(),
+            &old.integrity,
+            published(time),
+        )
+        .unwrap();
+        let e = b
+            .clone()
+            .add_npm_tarball_with(
+                "@s/n",
+                "2.0.0",
+                &new.filename,
+                new.bytes.clone(),
+                &new.integrity,
+                published("2024-02-01"),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("not an RFC 3339 time"), "{e}");
+        b.add_npm_tarball("@s/n", "2.0.0", &new.filename, new.bytes, &new.integrity)
+            .unwrap();
+        let snap = b.build("2026-01-01T00:00:00Z", None, "p").unwrap();
+        assert_eq!(
+            snap.doc.upload_times,
+            [("/@s/n/-/n-1.0.0.tgz".to_string(), time.to_string())].into()
         );
     }
 }

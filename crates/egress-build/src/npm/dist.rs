@@ -1,8 +1,9 @@
 //! `--npm-dist DIR`: local npm tarballs added as they are (the conformance
 //! kit, or any `npm pack` output). Each tarball's `package/package.json`
 //! names its package and version and gives what the packuments list
-//! (dependencies, whether it has an install script); its integrity is that
-//! of its own bytes. Nothing is fetched and nothing is run.
+//! (dependencies, optional peers, platform fields, engines, whether it has
+//! an install script; no publish time: none is invented); its integrity is
+//! that of its own bytes. Nothing is fetched and nothing is run.
 
 use crate::error::BuildError;
 use egress_artifacts::{npm_tarball_filename, read_top_level_file, TopLevelFile};
@@ -53,13 +54,29 @@ pub(crate) fn read_tarball(path: &Path, bytes: Vec<u8>) -> Result<LocalTarball, 
     };
     let (name, version) = (field("name")?, field("version")?);
     let scripts = string_map(&doc, "scripts");
+    let list = |k: &str| super::universe::string_list(doc.get(k));
     let meta = NpmVersionMeta {
         dependencies: string_map(&doc, "dependencies"),
         optional_dependencies: string_map(&doc, "optionalDependencies"),
         peer_dependencies: string_map(&doc, "peerDependencies"),
+        optional_peers: doc
+            .get("peerDependenciesMeta")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| v.get("optional").and_then(Value::as_bool) == Some(true))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
         has_install_script: ["preinstall", "install", "postinstall"]
             .iter()
             .any(|s| scripts.contains_key(*s)),
+        os: list("os"),
+        cpu: list("cpu"),
+        libc: list("libc"),
+        engines: string_map(&doc, "engines"),
+        ..NpmVersionMeta::default()
     };
     Ok(LocalTarball {
         path: path.to_path_buf(),

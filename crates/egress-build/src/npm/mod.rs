@@ -2,7 +2,13 @@
 //! fetched from its `resolved` URL and verified against the lock's sha512
 //! `integrity` before it may enter the snapshot, and served with
 //! pre-rendered packuments. A mismatch refuses the whole snapshot. Local
-//! tarballs (`--npm-dist`, in `dist.rs`) are added as they are.
+//! tarballs (`--npm-dist`, in `dist.rs`) are added as they are. A universe
+//! (`--npm-universe`, in `universe.rs`) is selected from the upstream
+//! registry's packuments and served with their publish times.
+//!
+//! With `--os`, `--cpu` or `--libc`, a lock's optional entry whose
+//! platform fields exclude the target is left out (rule `platform`), as npm
+//! leaves it out there; a required one that excludes it refuses the build.
 //!
 //! Then the upstream registry's signatures ([`fetch_npm_signatures`]): the
 //! registry is the `resolved` URL less `/<name>/-/<file>`; its keys
@@ -14,21 +20,26 @@
 //! cannot check a signature whose key the registry does not publish).
 
 mod dist;
+mod universe;
 
 use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
 use crate::error::BuildError;
 use crate::fetch::{self, Expect, FetchError, FileJob};
 use crate::progress::Progress;
+use crate::select::Dropped;
 use egress_lock::{NpmLock, NpmPin};
 use egress_model::Url;
+use egress_select::npm::Platform;
 use egress_snapshot::npm::{is_keys_document, is_signatures_shape};
-use egress_snapshot::{pool, SnapshotBuilder, NPM_KEYS_PATH};
+use egress_snapshot::{pool, NpmVersionMeta, SnapshotBuilder, NPM_KEYS_PATH};
 use egress_transcript::{Client, Limits};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use universe::DEFAULT_UPSTREAM;
 
 /// The npm inputs of a build.
 #[derive(Default)]
@@ -43,6 +54,9 @@ pub struct Inputs {
     pub npm_registry_url: Option<String>,
     /// `--npm-universe`: package names with optional semver ranges.
     pub universe: Option<PathBuf>,
+    /// `--npm-upstream`: the registry a universe is read from; by default
+    /// [`DEFAULT_UPSTREAM`] (`https://registry.npmjs.org/`).
+    pub registry: Option<String>,
     /// `--os`, `--cpu`, `--libc`: the platform optional packages are kept for.
     pub platform: PlatformArgs,
 }
@@ -58,45 +72,182 @@ pub struct PlatformArgs {
 
 pub(crate) struct Npm {
     inputs: Inputs,
+    platform: Platform,
+    upstream: Option<Url>,
     lock: Option<NpmLock>,
     tarballs: Vec<NpmStaged>,
     local: Vec<dist::LocalTarball>,
     evidence: NpmRegistryEvidence,
+    universe: Vec<universe::Line>,
+    /// The universe's tarballs, each verified and kept as a partial file.
+    chosen: Vec<(universe::Chosen, PathBuf)>,
+    dropped: Dropped,
+    /// The universe's packages and versions selected.
+    counts: (usize, usize),
+    /// A dry run's files.
+    planned_files: usize,
 }
 
 impl Npm {
     pub(crate) fn new(inputs: Inputs) -> Self {
         Self {
             inputs,
+            platform: Platform::default(),
+            upstream: None,
             lock: None,
             tarballs: Vec::new(),
             local: Vec::new(),
             evidence: NpmRegistryEvidence::default(),
+            universe: Vec::new(),
+            chosen: Vec::new(),
+            dropped: Dropped::default(),
+            counts: (0, 0),
+            planned_files: 0,
+        }
+    }
+
+    /// The flag named in messages about the npm inputs.
+    fn flag(&self) -> &'static str {
+        if self.inputs.npm_lock.is_some() {
+            "--npm-lock"
+        } else if self.inputs.universe.is_some() {
+            "--npm-universe"
+        } else {
+            "--npm-dist"
         }
     }
 }
 
+/// `--os`, `--cpu`, `--libc` as a target: each value a plain word (no `!`:
+/// a target is what it is), `--libc` one of npm's two.
+fn platform(args: &PlatformArgs) -> Result<Platform, BuildError> {
+    for (flag, values) in [
+        ("--os", &args.os),
+        ("--cpu", &args.cpu),
+        ("--libc", &args.libc),
+    ] {
+        for v in values {
+            let word = !v.is_empty()
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !word {
+                return Err(BuildError::Usage(format!(
+                    "{flag} {v:?}: give the target's value as npm names it (e.g. --os linux --cpu x64 --libc glibc)"
+                )));
+            }
+            if flag == "--libc" && v != "glibc" && v != "musl" {
+                return Err(BuildError::Usage(format!(
+                    "--libc {v:?}: npm knows glibc and musl"
+                )));
+            }
+        }
+    }
+    Ok(Platform {
+        os: args.os.clone(),
+        cpu: args.cpu.clone(),
+        libc: args.libc.clone(),
+    })
+}
+
+/// The upstream registry as a directory URL (trailing `/`), no query.
+fn upstream_url(raw: &str) -> Result<Url, BuildError> {
+    let url = Url::parse(raw).map_err(|e| BuildError::Usage(format!("--npm-upstream: {e}")))?;
+    if url.path_and_query().contains('?') {
+        return Err(BuildError::Usage(
+            "--npm-upstream: must not carry a query string".into(),
+        ));
+    }
+    let path = url.path();
+    Ok(if path.ends_with('/') {
+        url
+    } else {
+        url.with_path(&format!("{path}/"))
+    })
+}
+
+/// Leaves out the lock's optional entries whose platform fields exclude
+/// the target (rule `platform`), as npm does there; a required entry that
+/// excludes it is an error naming its `packages` key and the target.
+fn filter_lock(
+    lock: &mut NpmLock,
+    platform: &Platform,
+    dropped: &mut Dropped,
+) -> Result<(), BuildError> {
+    if platform.is_any() {
+        return Ok(());
+    }
+    let mut kept = Vec::new();
+    for pin in std::mem::take(&mut lock.pins) {
+        let Err(field) = platform.accepts(&pin.os, &pin.cpu, &pin.libc) else {
+            kept.push(pin);
+            continue;
+        };
+        let listed = match field {
+            "os" => &pin.os,
+            "cpu" => &pin.cpu,
+            _ => &pin.libc,
+        };
+        if !pin.optional {
+            return Err(BuildError::Usage(format!(
+                "{}: package {:?} ({}@{}) is required (not optional) and its {field} {listed:?} excludes the target {}; npm would refuse to install it there: build for a platform it supports, or regenerate the lock",
+                lock.file,
+                pin.key,
+                pin.name,
+                pin.version,
+                platform.describe()
+            )));
+        }
+        dropped.drop(
+            "platform",
+            &format!(
+                "{}@{} ({field} {})",
+                pin.name,
+                pin.version,
+                listed.join(",")
+            ),
+            None,
+        );
+    }
+    lock.pins = kept;
+    Ok(())
+}
+
 impl Part for Npm {
     fn input_flags(&self) -> &'static [&'static str] {
-        &["--npm-lock", "--npm-dist"]
+        &["--npm-lock", "--npm-dist", "--npm-universe"]
     }
 
     fn has_inputs(&self) -> bool {
-        self.inputs.npm_lock.is_some() || !self.inputs.npm_dist.is_empty()
+        self.inputs.npm_lock.is_some()
+            || !self.inputs.npm_dist.is_empty()
+            || self.inputs.universe.is_some()
     }
 
     fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
-        let flag = if self.inputs.npm_lock.is_some() {
-            "--npm-lock"
-        } else {
-            "--npm-dist"
-        };
+        let flag = self.flag();
+        match (&self.inputs.registry, &self.inputs.universe) {
+            (Some(_), None) => {
+                return Err(BuildError::Usage(
+                    "--npm-upstream is only used with --npm-universe".into(),
+                ))
+            }
+            (Some(raw), Some(_)) => self.upstream = Some(upstream_url(raw)?),
+            (None, Some(_)) => self.upstream = Some(upstream_url(DEFAULT_UPSTREAM)?),
+            (None, None) => {}
+        }
+        self.platform = platform(&self.inputs.platform)?;
+        if self.has_inputs() && !self.platform.is_any() {
+            let s = builder.selection_mut();
+            s.npm_os = self.platform.os.clone();
+            s.npm_cpu = self.platform.cpu.clone();
+            s.npm_libc = self.platform.libc.clone();
+        }
         match (self.has_inputs(), &self.inputs.npm_registry_url) {
             (true, None) => Err(BuildError::Usage(format!(
                 "{flag} needs --npm-registry-url URL, the mirror's base URL as npm will reach it (npm requires absolute tarball URLs in packuments)"
             ))),
             (false, Some(_)) => Err(BuildError::Usage(
-                "--npm-registry-url is only used with --npm-lock or --npm-dist".into(),
+                "--npm-registry-url is only used with --npm-lock, --npm-dist or --npm-universe".into(),
             )),
             (true, Some(url)) => builder
                 .npm_registry_url(url)
@@ -108,10 +259,9 @@ impl Part for Npm {
     fn read(&mut self, sources: &mut Sources) -> Result<(), BuildError> {
         if let Some(path) = &self.inputs.npm_lock {
             let (text, digest) = read_input("--npm-lock", path)?;
-            self.lock = Some(egress_lock::parse_package_lock(
-                &path.display().to_string(),
-                &text,
-            )?);
+            let mut lock = egress_lock::parse_package_lock(&path.display().to_string(), &text)?;
+            filter_lock(&mut lock, &self.platform, &mut self.dropped)?;
+            self.lock = Some(lock);
             add_source(sources, "package-lock.json", path, digest);
         }
         for dir in &self.inputs.npm_dist {
@@ -121,20 +271,60 @@ impl Part for Npm {
                 self.local.push(t);
             }
         }
+        if let Some(path) = &self.inputs.universe {
+            let (text, digest) = read_input("--npm-universe", path)?;
+            self.universe = universe::read_lines(path, &text)?;
+            add_source(sources, "npm-universe", path, digest);
+        }
         Ok(())
     }
 
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
-        let Some(lock) = &self.lock else {
-            return Ok(());
-        };
-        self.tarballs = fetch_npm(lock, net.jobs, net.cacert, net.work)?;
-        // Only once every tarball matched its lock.
-        self.evidence = fetch_npm_signatures(lock, net.jobs, net.cacert)?;
-        for line in &self.evidence.lines {
-            eprintln!("{line}");
+        if let Some(lock) = &self.lock {
+            // A lock gives no publish times, and none is invented.
+            if let (Some(cutoff), Some(pin)) = (&net.rules.exclude_newer, lock.pins.first()) {
+                return Err(BuildError::NoUploadTimes(format!(
+                    "{}: a package-lock.json gives no publish times (e.g. for {}@{}), and --exclude-newer {} is given: the cutoff cannot be shown to hold for it; build the lock without --exclude-newer, or list its packages in an --npm-universe",
+                    lock.file, pin.name, pin.version, cutoff.text
+                )));
+            }
+            if net.dry_run {
+                self.planned_files += lock.pins.len();
+            } else {
+                self.tarballs = fetch_npm(lock, net.jobs, net.cacert, net.work)?;
+                // Only once every tarball matched its lock.
+                self.evidence = fetch_npm_signatures(lock, net.jobs, net.cacert)?;
+                for line in &self.evidence.lines {
+                    eprintln!("{line}");
+                }
+            }
+        }
+        if let (false, Some(upstream)) = (self.universe.is_empty(), &self.upstream) {
+            let selected = universe::select(net, upstream, &self.universe, &self.platform)?;
+            for note in &selected.notes {
+                eprintln!("note: {note}");
+            }
+            self.dropped.merge(selected.dropped);
+            self.counts = (selected.projects, selected.versions);
+            if net.dry_run {
+                self.planned_files += selected.files.len();
+            } else {
+                self.chosen = universe::download(net, selected.files, &mut self.dropped)?;
+            }
         }
         Ok(())
+    }
+
+    fn planned(&self) -> Staged {
+        let pins = self.lock.as_ref().map_or(&[][..], |l| &l.pins[..]);
+        let names: BTreeSet<&str> = pins.iter().map(|p| p.name.as_str()).collect();
+        Staged {
+            files: self.planned_files + self.local.len(),
+            projects: self.counts.0 + names.len(),
+            versions: self.counts.1 + pins.len(),
+            dropped: self.dropped.clone(),
+            ..Staged::default()
+        }
     }
 
     fn stage(
@@ -142,37 +332,81 @@ impl Part for Npm {
         builder: &mut SnapshotBuilder,
         _: &Path,
     ) -> Result<Staged, BuildError> {
-        let mut done = Staged {
-            files: self.lock.as_ref().map_or(0, |l| l.pins.len()) + self.local.len(),
-            downloaded: self.tarballs.len(),
-            ..Staged::default()
+        let mut adding = Adding {
+            builder,
+            added: BTreeMap::new(),
+            done: Staged {
+                downloaded: self.tarballs.len() + self.chosen.len(),
+                dropped: self.dropped,
+                ..Staged::default()
+            },
         };
+        // The universe first: it carries publish times; a lock or local
+        // tarball of the same bytes is the same version.
+        for (c, part) in self.chosen {
+            let bytes = fs::read(&part).map_err(|cause| BuildError::Io {
+                what: "read",
+                path: part.clone(),
+                cause,
+            })?;
+            if egress_artifacts::sri_sha512(&bytes) != c.integrity {
+                return Err(BuildError::Refused(format!(
+                    "{}@{}: changed on disk after it was verified ({}); build again",
+                    c.name,
+                    c.version,
+                    part.display()
+                )));
+            }
+            adding.add(Entry {
+                filename: egress_artifacts::npm_tarball_filename(&c.name, &c.version),
+                name: c.name,
+                version: c.version,
+                bytes,
+                integrity: c.integrity,
+                meta: c.meta,
+                from: "--npm-universe".into(),
+            })?;
+        }
         for t in self.tarballs {
-            done.bytes += t.bytes.len() as u64;
-            let meta = egress_snapshot::NpmVersionMeta {
+            let meta = NpmVersionMeta {
                 dependencies: t.pin.dependencies.clone(),
                 optional_dependencies: t.pin.optional_dependencies.clone(),
                 peer_dependencies: t.pin.peer_dependencies.clone(),
                 has_install_script: t.pin.has_install_script,
+                os: t.pin.os.clone(),
+                cpu: t.pin.cpu.clone(),
+                libc: t.pin.libc.clone(),
+                ..NpmVersionMeta::default()
             };
-            builder
-                .add_npm_tarball_with(
-                    &t.pin.name,
-                    &t.pin.version,
-                    &t.filename,
-                    t.bytes,
-                    &t.pin.sri(),
-                    meta,
-                )
-                .map_err(BuildError::Rejected)?;
+            adding.add(Entry {
+                integrity: t.pin.sri(),
+                from: format!("package {:?} of --npm-lock", t.pin.key),
+                name: t.pin.name,
+                version: t.pin.version,
+                filename: t.filename,
+                bytes: t.bytes,
+                meta,
+            })?;
         }
         for t in self.local {
-            done.bytes += t.bytes.len() as u64;
-            let sri = egress_model::Integrity::of(&t.bytes).to_string();
-            builder
-                .add_npm_tarball_with(&t.name, &t.version, &t.filename, t.bytes, &sri, t.meta)
-                .map_err(BuildError::Rejected)?;
+            adding.add(Entry {
+                integrity: egress_model::Integrity::of(&t.bytes).to_string(),
+                from: format!("--npm-dist {}", t.path.display()),
+                name: t.name,
+                version: t.version,
+                filename: t.filename,
+                bytes: t.bytes,
+                meta: t.meta,
+            })?;
         }
+        let Adding {
+            builder,
+            added,
+            mut done,
+        } = adding;
+        let names: BTreeSet<&str> = added.keys().map(|(n, _)| n.as_str()).collect();
+        done.projects = names.len();
+        done.versions = added.len();
         // Replayed as the upstream registry published them (see the module
         // documentation).
         if let Some(keys) = self.evidence.keys {
@@ -186,6 +420,60 @@ impl Part for Npm {
                 .map_err(BuildError::Replay)?;
         }
         Ok(done)
+    }
+}
+
+/// One tarball for the builder, and which input gave it.
+struct Entry {
+    name: String,
+    version: String,
+    filename: String,
+    bytes: Vec<u8>,
+    integrity: String,
+    meta: NpmVersionMeta,
+    /// The input, for messages.
+    from: String,
+}
+
+/// The builder and what was added to it, by `(name, version)`.
+struct Adding<'a> {
+    builder: &'a mut SnapshotBuilder,
+    added: BTreeMap<(String, String), String>,
+    done: Staged,
+}
+
+impl Adding<'_> {
+    /// Adds `e`, once: the same version from two inputs must be the same
+    /// bytes, and is added from the first (the universe, with its time).
+    fn add(&mut self, e: Entry) -> Result<(), BuildError> {
+        let key = (e.name.clone(), e.version.clone());
+        match self.added.get(&key) {
+            Some(i) if *i == e.integrity => return Ok(()),
+            Some(i) => {
+                return Err(BuildError::Conflict(format!(
+                    "{}@{} ({}) has integrity {}, but another input gives it {i}; one version cannot be two tarballs: drop one",
+                    e.name, e.version, e.from, e.integrity
+                )))
+            }
+            None => {}
+        }
+        self.done.files += 1;
+        self.done.bytes += e.bytes.len() as u64;
+        if e.meta.published.is_none() {
+            self.done.untimed += 1;
+        }
+        self.builder
+            .add_npm_tarball_with(
+                &e.name,
+                &e.version,
+                &e.filename,
+                e.bytes,
+                &e.integrity,
+                e.meta,
+            )
+            .map_err(BuildError::Rejected)?;
+        self.added.insert(key, e.integrity);
+        Ok(())
     }
 }
 
@@ -547,7 +835,92 @@ mod tests {
             optional_dependencies: BTreeMap::new(),
             peer_dependencies: BTreeMap::new(),
             has_install_script: false,
+            os: Vec::new(),
+            cpu: Vec::new(),
+            libc: Vec::new(),
+            optional: false,
         }
+    }
+
+    #[test]
+    fn a_lock_keeps_what_npm_installs_on_the_target() {
+        let target = platform(&PlatformArgs {
+            os: vec!["linux".into()],
+            cpu: vec!["x64".into()],
+            libc: vec!["glibc".into()],
+        })
+        .unwrap();
+        let native = |name: &str, os: &str, libc: &str, optional: bool| NpmPin {
+            os: vec![os.into()],
+            cpu: vec!["x64".into()],
+            libc: if libc.is_empty() {
+                Vec::new()
+            } else {
+                vec![libc.into()]
+            },
+            optional,
+            ..pin(name, "1.0.0", "https://r/x.tgz")
+        };
+        let mut lock = NpmLock {
+            file: "package-lock.json".into(),
+            lockfile_version: 3,
+            pins: vec![
+                pin("app", "1.0.0", "https://r/app.tgz"),
+                native("gnu", "linux", "glibc", true),
+                native("musl", "linux", "musl", true),
+                native("mac", "darwin", "", true),
+            ],
+        };
+        let mut dropped = Dropped::default();
+        filter_lock(&mut lock, &target, &mut dropped).unwrap();
+        let kept: Vec<&str> = lock.pins.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(kept, ["app", "gnu"]);
+        let t = dropped.get("platform").unwrap();
+        assert_eq!(t.files, 2);
+        assert_eq!(
+            t.examples,
+            ["musl@1.0.0 (libc musl)", "mac@1.0.0 (os darwin)"]
+        );
+        // No target: nothing is left out.
+        let mut all = lock.clone();
+        all.pins.push(native("mac", "darwin", "", true));
+        filter_lock(&mut all, &Platform::default(), &mut Dropped::default()).unwrap();
+        assert_eq!(all.pins.len(), 3);
+        // A required entry that does not fit: one line, the key and the target.
+        lock.pins.push(native("win", "win32", "", false));
+        let e = filter_lock(&mut lock, &target, &mut Dropped::default()).unwrap_err();
+        assert_eq!(e.kind(), crate::Kind::Usage);
+        let e = e.to_string();
+        assert!(
+            e.starts_with("package-lock.json: package \"node_modules/win\" (win@1.0.0) is required (not optional) and its os [\"win32\"] excludes the target os=linux cpu=x64 libc=glibc"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+        for bad in [
+            PlatformArgs {
+                libc: vec!["uclibc".into()],
+                ..PlatformArgs::default()
+            },
+            PlatformArgs {
+                os: vec!["!win32".into()],
+                ..PlatformArgs::default()
+            },
+            PlatformArgs {
+                cpu: vec![String::new()],
+                ..PlatformArgs::default()
+            },
+        ] {
+            assert_eq!(
+                platform(&bad).unwrap_err().kind(),
+                crate::Kind::Usage,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            upstream_url("http://r.example/npm").unwrap().to_string(),
+            "http://r.example/npm/"
+        );
+        assert!(upstream_url("http://r.example/?x").is_err());
     }
 
     #[test]
