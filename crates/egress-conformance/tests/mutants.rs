@@ -217,6 +217,25 @@ impl Handler for Mutant {
                 b.extend_from_slice(b"<!-- served but not in the manifest -->\n");
                 with_body(r, b)
             }
+            // One upload time on a page no other sub-probe holds to the
+            // manifest, moved after the signed cutoff, or rewritten to an
+            // earlier time (still before it).
+            "P5.cutoff-after" | "P5.cutoff-rewritten"
+                if path == "/simple/ec-template-text/" && !html =>
+            {
+                let r = self.inner(req);
+                let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body_of(&r)) else {
+                    return Reply::Response(r);
+                };
+                let time = match self.kind {
+                    "P5.cutoff-after" => "2025-07-01T00:00:00.000000Z",
+                    _ => "2024-12-01T00:00:00.000000Z",
+                };
+                if let Some(f) = v.get_mut("files").and_then(|f| f.get_mut(0)) {
+                    f["upload-time"] = time.into();
+                }
+                with_body(r, serde_json::to_vec(&v).unwrap_or_default())
+            }
             "P5.stable-bytes" if path.starts_with("/files/") && !path.ends_with(".metadata") => {
                 let r = self.inner(req);
                 if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
@@ -428,6 +447,7 @@ mutants! {
     p5_index_in_manifest: "P5.index-in-manifest" => "P5.index-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
     p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
+    p5_cutoff: "P5.cutoff-after" => "P5.cutoff";
     p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";
     p5_attest_uncertified_key: "attest-uncertified-key" => "P5.instance-attestation";
     p5_attest_wrong_certificate: "attest-wrong-certificate" => "P5.instance-attestation";
@@ -596,4 +616,54 @@ fn the_reference_attests_its_instance() {
     );
     let expected = report.probe("P5.expected-snapshot").expect("record");
     assert_eq!(expected.status, Status::Pass, "{}", expected.reason);
+}
+
+/// A page serving one file newer than the signed cutoff, and one whose
+/// upload time is rewritten to an earlier time still before it: both FAIL
+/// P5.cutoff naming the page, the file and both times, and nothing else
+/// (no other sub-probe holds that page to the manifest). The reference
+/// passes it, with its times compared.
+#[test]
+fn cutoff_faults_are_p5_cutoffs_alone() {
+    let cases = [
+        (
+            "P5.cutoff-after",
+            "/simple/ec-template-text/ serves ec_template_text-1.0.0-py3-none-any.whl with upload time 2025-07-01T00:00:00.000000Z, after the signed cutoff 2025-06-01T00:00:00Z; SNAPSHOT.json records 2025-01-01T",
+        ),
+        (
+            "P5.cutoff-rewritten",
+            "/simple/ec-template-text/ serves ec_template_text-1.0.0-py3-none-any.whl with upload time 2024-12-01T00:00:00.000000Z, SNAPSHOT.json records 2025-01-01T",
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(kind, words)| std::thread::spawn(move || (run_mutant(kind), kind, words)))
+        .collect();
+    for run in runs {
+        let (report, kind, words) = run.join().expect("mutant run");
+        mutant::assert_fails(&report, kind, "P5.cutoff");
+        let rec = report.probe("P5.cutoff").expect("record");
+        assert!(rec.reason.starts_with(words), "{kind}: {}", rec.reason);
+        for p in report.probes.iter().filter(|p| p.id != "P5.cutoff") {
+            assert!(
+                p.status == Status::Pass || mutant::skipped_for_plain_http(p),
+                "{kind}: {} {} {}",
+                p.id,
+                p.status,
+                p.reason
+            );
+        }
+    }
+    let reference = run_mutant("none");
+    let rec = reference.probe("P5.cutoff").expect("record");
+    assert_eq!(rec.status, Status::Pass, "{}", rec.reason);
+    assert!(
+        rec.reason
+            .contains("of the 3 JSON project pages SNAPSHOT.json lists")
+            && rec
+                .reason
+                .contains("none after the signed cutoff 2025-06-01T00:00:00Z"),
+        "{}",
+        rec.reason
+    );
 }

@@ -51,15 +51,83 @@ pub fn demo_snapshot(canary: &Canary) -> Result<egress_snapshot::Snapshot, Built
 
 /// (A)'s snapshot as built at another time `created`: the same content
 /// under another snapshot ID (a mirror started on another snapshot).
+///
+/// Each file carries the upload time the canary's JSON API gives it, as
+/// `snapshot build` carries a time over, and the snapshot records
+/// [`DEMO_CUTOFF`] as its cutoff: (A) serves those times on its JSON pages
+/// and `SNAPSHOT.json` signs them, which P5.cutoff holds it to.
 pub fn demo_snapshot_at(
     canary: &Canary,
     created: &str,
 ) -> Result<egress_snapshot::Snapshot, BuiltinError> {
+    let dists = canary.dists(false);
+    let times = upload_times(canary, dists.iter().map(|(name, _)| name))?;
     let mut builder = egress_snapshot::SnapshotBuilder::new("/simple/");
-    for (_, dist) in canary.dists(false) {
-        builder.add_dist(&dist.filename, dist.bytes, None)?;
+    builder.selection(egress_snapshot::Selection {
+        exclude_newer: Some(DEMO_CUTOFF.to_string()),
+        ..Default::default()
+    });
+    for (_, dist) in dists {
+        let time = times.get(&dist.filename).cloned();
+        builder.add_dist_with(&dist.filename, dist.bytes, None, time)?;
     }
     Ok(builder.build(created, Some(&demo_key()), DEMO_PRINCIPAL)?)
+}
+
+/// The cutoff (A)'s snapshot records: after every upload of the canary's
+/// own files (2025-01-01 plus a serial of seconds), so nothing (A) serves
+/// is newer.
+pub const DEMO_CUTOFF: &str = "2025-06-01T00:00:00Z";
+
+/// A file as the canary's JSON API lists it, as far as its time goes.
+#[derive(serde::Deserialize)]
+struct ApiFile {
+    filename: String,
+    upload_time_iso_8601: Option<String>,
+}
+
+/// The canary's JSON API document of a project, as far as its times go.
+#[derive(serde::Deserialize)]
+struct ApiProject {
+    releases: std::collections::BTreeMap<String, Vec<ApiFile>>,
+}
+
+/// Each file's upload time (`upload_time_iso_8601`) by filename, from the
+/// canary's JSON API (`/pypi/<name>/json`) for each project named. Asked
+/// before a run begins, so no run's upstream log shows it.
+fn upload_times<'a>(
+    canary: &Canary,
+    projects: impl Iterator<Item = &'a egress_model::ProjectName>,
+) -> Result<std::collections::BTreeMap<String, String>, BuiltinError> {
+    use serde::de::Error as _;
+    let base = Url::parse(&canary.base_url())?;
+    let api = client(&base)?;
+    let mut names: Vec<&egress_model::ProjectName> = projects.collect();
+    names.sort();
+    names.dedup();
+    let mut times = std::collections::BTreeMap::new();
+    for name in names {
+        let path = format!("/pypi/{name}/json");
+        let ex = api.get("upload times", &path, Some("application/json"));
+        let body = ex
+            .response
+            .as_ref()
+            .filter(|r| r.status == Some(200))
+            .and_then(|r| r.full_body())
+            .ok_or_else(|| {
+                serde_json::Error::custom(format!(
+                    "the canary's {path} was not served: {}",
+                    ex.summary()
+                ))
+            })?;
+        let project: ApiProject = serde_json::from_slice(body)?;
+        for file in project.releases.into_values().flatten() {
+            if let Some(t) = file.upload_time_iso_8601 {
+                times.insert(file.filename, t);
+            }
+        }
+    }
+    Ok(times)
 }
 
 /// Runs the suite against `index` with `canary` as the controlled upstream

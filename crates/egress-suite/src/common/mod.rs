@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod cases;
+pub mod cutoff;
 pub mod h2_smuggling;
 pub mod instance;
 pub mod passthrough;

@@ -9,6 +9,7 @@ use super::facts::Judge;
 use super::plan::Collector;
 use super::plan::{packument_url, ABBREVIATED, FULL};
 use crate::collect::Evidence;
+use crate::common::cutoff;
 use crate::common::snapshot::{
     changed_without_cause, input, manifest_to_compare, mutation, not_mutated, served_as_listed,
     whole_digest,
@@ -16,9 +17,65 @@ use crate::common::snapshot::{
 use crate::facts::{final_of, find, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{BodyEnd, NpmName, ProbeRecord, ProjectName};
+use egress_snapshot::SnapshotDoc;
+use serde_json::Value;
 
 pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     crate::common::snapshot::manifest_verdict(j, rec, "C.packument")
+}
+
+/// npm's part of P5.cutoff: the full packuments, and each version's
+/// `time[version]` for its tarball.
+pub const CUTOFF: cutoff::Pages = cutoff::Pages {
+    control: "C.packument",
+    what: "packument",
+    accept: FULL,
+    pages: packuments,
+    files: packument_times,
+};
+
+/// The full packuments a snapshot serves: `application/json` entries at
+/// `/<name>` or `/@scope%2fname` (the spelling npm asks for; the raw
+/// `/@scope/name` serves the same bytes).
+fn packuments(doc: &SnapshotDoc, _registry_path: &str) -> Vec<String> {
+    doc.served
+        .iter()
+        .filter(|e| e.content_type.eq_ignore_ascii_case(FULL))
+        .filter(|e| {
+            e.path
+                .strip_prefix('/')
+                .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        })
+        .map(|e| e.path.clone())
+        .collect()
+}
+
+/// Each version of a full packument, its `dist.tarball` and its
+/// `time[version]`, read leniently (a time that is not a string is kept as
+/// its JSON text). `created`, `modified` and the times of versions the
+/// packument does not list name no served file and are not read.
+fn packument_times(body: &[u8]) -> Result<Vec<cutoff::ServedFile>, String> {
+    let doc: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON ({e})"))?;
+    let versions = doc
+        .get("versions")
+        .and_then(Value::as_object)
+        .ok_or("no `versions` object")?;
+    let name = doc.get("name").and_then(Value::as_str).unwrap_or("?");
+    let times = doc.get("time").and_then(Value::as_object);
+    Ok(versions
+        .iter()
+        .map(|(version, v)| cutoff::ServedFile {
+            file: format!("{name}@{version}"),
+            url: v
+                .get("dist")
+                .and_then(|d| d.get("tarball"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            time: times
+                .and_then(|t| t.get(version))
+                .and_then(cutoff::time_text),
+        })
+        .collect())
 }
 
 const SERVED: &str = "served content";
@@ -416,4 +473,152 @@ pub fn judge_dist_tag(j: &Judge, rec: &ProbeRecord) -> Verdict {
         "dist-tag latest stays {} on the mirror after the upstream moved it",
         was.as_deref().unwrap_or("unset")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::cutoff::testing::{doc, manifest_record, pages_record, verdict, ORIGIN};
+    use egress_model::Status;
+
+    const TARBALL: &str = "/ec-present/-/ec-present-1.0.0.tgz";
+    const SCOPED_TARBALL: &str = "/@ec/scoped/-/scoped-1.0.0.tgz";
+    const TIME: &str = "2025-01-01T00:00:05.000Z";
+    const CUT: &str = "2025-06-01T00:00:00Z";
+
+    /// A full packument of `name` with one version whose tarball is at
+    /// `tarball` and whose `time` entry is `time` (and npm's `created` and
+    /// `modified`, which are not file times).
+    fn packument(name: &str, tarball: &str, time: Option<&str>) -> Vec<u8> {
+        let mut times = serde_json::json!({
+            "created": "2030-01-01T00:00:00.000Z",
+            "modified": "2030-01-01T00:00:00.000Z",
+            "9.9.9": "2030-01-01T00:00:00.000Z",
+        });
+        if let Some(t) = time {
+            times["1.0.0"] = t.into();
+        }
+        serde_json::to_vec(&serde_json::json!({
+            "_id": name,
+            "name": name,
+            "dist-tags": {"latest": "1.0.0"},
+            "versions": {"1.0.0": {"name": name, "version": "1.0.0", "dist": {
+                "tarball": format!("{ORIGIN}{tarball}"),
+                "integrity": "sha512-AAAA",
+            }}},
+            "time": times,
+        }))
+        .unwrap()
+    }
+
+    fn snapshot(times: &[(&str, &str)], cutoff: Option<&str>) -> SnapshotDoc {
+        doc(
+            &[
+                ("/ec-present", FULL),
+                ("/ec-present", "application/vnd.npm.install-v1+json"),
+                ("/@ec%2fscoped", FULL),
+                ("/@ec/scoped", FULL),
+                ("/-/npm/v1/keys", FULL),
+                (TARBALL, "application/octet-stream"),
+                (SCOPED_TARBALL, "application/octet-stream"),
+            ],
+            times,
+            cutoff,
+        )
+    }
+
+    fn judged(d: &SnapshotDoc, present: &[u8], scoped: &[u8]) -> Verdict {
+        verdict(
+            &CUTOFF,
+            "/",
+            true,
+            manifest_record(Some(d)),
+            pages_record(&[
+                ("/ec-present", 200, present),
+                ("/@ec%2fscoped", 200, scoped),
+            ]),
+        )
+    }
+
+    #[test]
+    fn the_packuments_are_those_npm_asks_for() {
+        assert_eq!(
+            packuments(&snapshot(&[], None), "/"),
+            ["/ec-present", "/@ec%2fscoped"]
+        );
+        let files = packument_times(&packument("ec-present", TARBALL, Some(TIME))).unwrap();
+        assert_eq!(
+            files,
+            [cutoff::ServedFile {
+                file: "ec-present@1.0.0".into(),
+                url: Some(format!("{ORIGIN}{TARBALL}")),
+                time: Some(TIME.into()),
+            }]
+        );
+        assert!(packument_times(b"{}").is_err() && packument_times(b"[]").is_err());
+    }
+
+    #[test]
+    fn version_times_equal_to_the_manifests_and_before_the_cutoff_pass() {
+        let d = snapshot(&[(TARBALL, TIME), (SCOPED_TARBALL, TIME)], Some(CUT));
+        let (s, r) = judged(
+            &d,
+            &packument("ec-present", TARBALL, Some(TIME)),
+            &packument("@ec/scoped", SCOPED_TARBALL, Some(TIME)),
+        );
+        assert_eq!(s, Status::Pass, "{r}");
+        assert!(
+            r.contains("2 upload times served on 2 read of the 2 packuments SNAPSHOT.json lists are exactly as SNAPSHOT.json records, none after the signed cutoff 2025-06-01T00:00:00Z"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_version_time_after_the_cutoff_or_rewritten_fails() {
+        let d = snapshot(&[(TARBALL, TIME), (SCOPED_TARBALL, TIME)], Some(CUT));
+        let scoped = packument("@ec/scoped", SCOPED_TARBALL, Some(TIME));
+        let (s, r) = judged(
+            &d,
+            &packument("ec-present", TARBALL, Some("2025-07-01T00:00:00.000Z")),
+            &scoped,
+        );
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.starts_with("/ec-present serves ec-present@1.0.0 with upload time 2025-07-01T00:00:00.000Z, after the signed cutoff 2025-06-01T00:00:00Z; SNAPSHOT.json records 2025-01-01T00:00:05.000Z"),
+            "{r}"
+        );
+        let (s, r) = judged(
+            &d,
+            &packument("ec-present", TARBALL, Some("2024-12-31T00:00:00.000Z")),
+            &scoped,
+        );
+        assert_eq!(s, Status::Fail, "{r}");
+        assert_eq!(r, "/ec-present serves ec-present@1.0.0 with upload time 2024-12-31T00:00:00.000Z, SNAPSHOT.json records 2025-01-01T00:00:05.000Z for /ec-present/-/ec-present-1.0.0.tgz");
+        let (s, r) = judged(&d, &packument("ec-present", TARBALL, None), &scoped);
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(r.contains("ec-present@1.0.0 without an upload time"), "{r}");
+    }
+
+    #[test]
+    fn packuments_without_times_or_refused_are_never_a_pass() {
+        // A snapshot that records times, a mirror that lists none anywhere
+        // and a manifest that records none either: nothing compared.
+        let d = snapshot(&[], Some(CUT));
+        let (s, r) = judged(
+            &d,
+            &packument("ec-present", TARBALL, None),
+            &packument("@ec/scoped", SCOPED_TARBALL, None),
+        );
+        assert_eq!(s, Status::Inconclusive, "{r}");
+        let d = snapshot(&[(TARBALL, TIME)], Some(CUT));
+        let (s, r) = verdict(
+            &CUTOFF,
+            "/",
+            true,
+            manifest_record(Some(&d)),
+            pages_record(&[("/ec-present", 404, b""), ("/@ec%2fscoped", 404, b"")]),
+        );
+        assert_eq!(s, Status::Inconclusive, "{r}");
+        assert!(r.contains("none of the 2 packuments"), "{r}");
+    }
 }

@@ -10,7 +10,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{instance, passthrough, runwide, snapshot, writes};
+use crate::common::{cutoff, instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -423,6 +423,16 @@ pub const TABLE: &[SubProbe<Npm>] = &[
         order: 29,
         collect: Collect::Plain(instance::collect_attestation),
         judge: |j, r| instance::judge_attestation(j, r, "C.packument"),
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.cutoff"),
+        predicate: Predicate::P5,
+        title: r#"served upload times are the ones the manifest records, none after its signed cutoff"#,
+        doc: r#"after P5.manifest, the full packuments that its verified `SNAPSHOT.json` serves (`application/json` at `/<name>` or `/@scope%2fname`), each `GET` with `Accept: application/json`, no redirect followed: all of them up to 64, else 64 spread evenly over the sorted list. Each version's `time[version]` is held to the signed cutoff (`selection.exclude_newer`) and, by the path its `dist.tarball` resolves to, to the time `upload_times` records for it."#,
+        phase: Phase::Reads,
+        order: 32,
+        collect: Collect::AfterRecords(|c, _, r| cutoff::collect(c, r, &p5::CUTOFF)),
+        judge: |j, r| cutoff::judge(j, r, &p5::CUTOFF),
     },
     SubProbe {
         id: SubProbeId::new("P5.upstream-new-version"),

@@ -7,6 +7,7 @@ use super::facts::Facts;
 use super::facts::Judge;
 use super::plan::Collector;
 use crate::collect::Evidence;
+use crate::common::cutoff;
 use crate::common::snapshot::{
     changed_without_cause, input, manifest_to_compare, manifest_verdict, mutation, not_mutated,
     served_as_listed, whole_digest,
@@ -15,9 +16,54 @@ use crate::facts::{find, success_body};
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
 use egress_model::{DistFilename, ProbeRecord};
 use egress_simple::{HTML_LEGACY, JSON_V1};
+use egress_snapshot::SnapshotDoc;
+use serde_json::Value;
 
 pub fn judge_manifest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     manifest_verdict(j, rec, "C.index")
+}
+
+/// PyPI's part of P5.cutoff: the PEP 691 JSON project pages and their
+/// files' PEP 700 `upload-time`.
+pub const CUTOFF: cutoff::Pages = cutoff::Pages {
+    control: "C.project-json",
+    what: "JSON project page",
+    accept: JSON_V1,
+    pages: json_pages,
+    files: json_files,
+};
+
+/// The PEP 691 JSON project pages a snapshot serves: JSON entries below
+/// the index path, the index itself aside.
+fn json_pages(doc: &SnapshotDoc, index_path: &str) -> Vec<String> {
+    doc.served
+        .iter()
+        .filter(|e| e.content_type.eq_ignore_ascii_case(JSON_V1))
+        .filter(|e| e.path.starts_with(index_path) && e.path != index_path)
+        .map(|e| e.path.clone())
+        .collect()
+}
+
+/// Each file of a PEP 691 project page with its `upload-time`, read
+/// leniently: a time that is not a string is kept as its JSON text.
+fn json_files(body: &[u8]) -> Result<Vec<cutoff::ServedFile>, String> {
+    let page: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON ({e})"))?;
+    let files = page
+        .get("files")
+        .and_then(Value::as_array)
+        .ok_or("no `files` array")?;
+    Ok(files
+        .iter()
+        .map(|f| cutoff::ServedFile {
+            file: f
+                .get("filename")
+                .and_then(Value::as_str)
+                .unwrap_or("a file without a filename")
+                .to_string(),
+            url: f.get("url").and_then(Value::as_str).map(str::to_string),
+            time: f.get("upload-time").and_then(cutoff::time_text),
+        })
+        .collect())
 }
 
 const SERVED: &str = "served content";
@@ -358,4 +404,176 @@ pub fn judge_replaced(j: &Judge, rec: &ProbeRecord) -> Verdict {
         return inconclusive("nothing was served after the upstream change");
     }
     pass(format!("{filename} replaced upstream mid-run; the mirror kept serving and listing the snapshot's bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::cutoff::testing::{doc, manifest_record, pages_record, verdict};
+    use egress_model::Status;
+
+    const PAGE: &str = "/simple/a/";
+    const FILE: &str = "/files/aa/a-1.0-py3-none-any.whl";
+    const TIME: &str = "2025-01-01T00:00:01.000000Z";
+    const CUT: &str = "2025-06-01T00:00:00Z";
+
+    fn page(time: Option<&str>) -> Vec<u8> {
+        let time = time.map_or(String::new(), |t| format!(r#","upload-time":"{t}""#));
+        format!(
+            r#"{{"meta":{{"api-version":"1.1"}},"name":"a","files":[{{"filename":"a-1.0-py3-none-any.whl","url":"{FILE}","hashes":{{}}{time}}}]}}"#
+        )
+        .into_bytes()
+    }
+
+    fn snapshot(times: &[(&str, &str)], cutoff: Option<&str>) -> SnapshotDoc {
+        doc(
+            &[
+                ("/simple/", JSON_V1),
+                ("/simple/", "application/vnd.pypi.simple.v1+html"),
+                (PAGE, JSON_V1),
+                (PAGE, "application/vnd.pypi.simple.v1+html"),
+                (FILE, "application/octet-stream"),
+            ],
+            times,
+            cutoff,
+        )
+    }
+
+    fn judged(d: Option<&SnapshotDoc>, body: &[u8]) -> Verdict {
+        verdict(
+            &CUTOFF,
+            "/simple/",
+            true,
+            manifest_record(d),
+            pages_record(&[(PAGE, 200, body)]),
+        )
+    }
+
+    #[test]
+    fn served_times_equal_to_the_manifests_and_before_the_cutoff_pass() {
+        let d = snapshot(&[(FILE, TIME)], Some(CUT));
+        let (s, r) = judged(Some(&d), &page(Some(TIME)));
+        assert_eq!(s, Status::Pass, "{r}");
+        assert!(
+            r.contains("1 upload time served on 1 read of the 1 JSON project page SNAPSHOT.json lists is exactly as SNAPSHOT.json records")
+                && r.contains("none after the signed cutoff 2025-06-01T00:00:00Z"),
+            "{r}"
+        );
+        // Without a cutoff, the times alone are compared.
+        let (s, r) = judged(Some(&snapshot(&[(FILE, TIME)], None)), &page(Some(TIME)));
+        assert_eq!(s, Status::Pass, "{r}");
+        assert!(r.contains("records no cutoff"), "{r}");
+    }
+
+    #[test]
+    fn a_time_after_the_cutoff_fails_naming_page_file_and_times() {
+        let d = snapshot(&[(FILE, TIME)], Some(CUT));
+        let (s, r) = judged(Some(&d), &page(Some("2025-07-01T00:00:00.000000Z")));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.starts_with("/simple/a/ serves a-1.0-py3-none-any.whl with upload time 2025-07-01T00:00:00.000000Z, after the signed cutoff 2025-06-01T00:00:00Z; SNAPSHOT.json records 2025-01-01T00:00:01.000000Z"),
+            "{r}"
+        );
+        // The disagreement with the manifest is counted behind it.
+        assert!(r.ends_with("(and 1 more disagreement)"), "{r}");
+        // A time that is no time cannot be shown before the cutoff.
+        let body = String::from_utf8(page(Some(TIME)))
+            .unwrap()
+            .replace(&format!("\"{TIME}\""), "5");
+        let (s, r) = judged(Some(&d), body.as_bytes());
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(r.contains("\"5\", which is no RFC 3339 time"), "{r}");
+    }
+
+    #[test]
+    fn a_rewritten_or_missing_time_fails_even_before_the_cutoff() {
+        let d = snapshot(&[(FILE, TIME)], Some(CUT));
+        let (s, r) = judged(Some(&d), &page(Some("2024-12-01T00:00:00.000000Z")));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert_eq!(r, "/simple/a/ serves a-1.0-py3-none-any.whl with upload time 2024-12-01T00:00:00.000000Z, SNAPSHOT.json records 2025-01-01T00:00:01.000000Z for /files/aa/a-1.0-py3-none-any.whl");
+        // The same instant written otherwise is not the recorded text.
+        let (s, r) = judged(Some(&d), &page(Some("2025-01-01T00:00:01Z")));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(r.contains("the same instant, written otherwise"), "{r}");
+        // A time on one side only.
+        let (s, r) = judged(Some(&d), &page(None));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.contains("without an upload time, SNAPSHOT.json records 2025-01-01T00:00:01.000000Z"),
+            "{r}"
+        );
+        let d = snapshot(&[], Some(CUT));
+        let (s, r) = judged(Some(&d), &page(Some(TIME)));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(
+            r.contains("SNAPSHOT.json records none for /files/aa/"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn nothing_to_hold_the_pages_to_is_skipped_and_nothing_read_is_inconclusive() {
+        let (s, r) = judged(None, &page(Some(TIME)));
+        assert_eq!(s, Status::Skipped, "{r}");
+        assert_eq!(r, "no manifest was read: the run has no signed cutoff or upload time to hold the JSON project pages to");
+        let (s, r) = judged(Some(&snapshot(&[], None)), &page(Some(TIME)));
+        assert_eq!(s, Status::Skipped, "{r}");
+        assert!(r.contains("neither a cutoff"), "{r}");
+        let d = snapshot(&[(FILE, TIME)], Some(CUT));
+        // A server that answers 404 to everything.
+        let (s, r) = verdict(
+            &CUTOFF,
+            "/simple/",
+            true,
+            manifest_record(Some(&d)),
+            pages_record(&[(PAGE, 404, b"not found")]),
+        );
+        assert_eq!(s, Status::Inconclusive, "{r}");
+        assert!(r.contains("none of the 1 JSON project page SNAPSHOT.json lists was read: /simple/a/ was not served whole: GET /simple/a/"), "{r}");
+        // Its control failed: nothing is judged.
+        let (s, r) = verdict(
+            &CUTOFF,
+            "/simple/",
+            false,
+            manifest_record(Some(&d)),
+            pages_record(&[(PAGE, 200, &page(Some(TIME)))]),
+        );
+        assert_eq!(s, Status::Inconclusive, "{r}");
+        assert!(r.contains("C.project-json"), "{r}");
+        // A cutoff, but no time on either side: nothing was compared.
+        let d = snapshot(&[], Some(CUT));
+        let (s, r) = judged(Some(&d), &page(None));
+        assert_eq!(s, Status::Inconclusive, "{r}");
+        assert!(r.contains("no served upload time to compare"), "{r}");
+        // A signed cutoff that is no time.
+        let d = snapshot(&[(FILE, TIME)], Some("June"));
+        let (s, r) = judged(Some(&d), &page(Some(TIME)));
+        assert_eq!(s, Status::Fail, "{r}");
+        assert!(r.contains("signed cutoff"), "{r}");
+    }
+
+    #[test]
+    fn at_most_64_pages_are_read_and_the_reason_says_so() {
+        let paths: Vec<String> = (0..100).map(|i| format!("/simple/p{i:03}/")).collect();
+        let served: Vec<(&str, &str)> = paths.iter().map(|p| (p.as_str(), JSON_V1)).collect();
+        let d = doc(&served, &[(FILE, TIME)], Some(CUT));
+        let picked = cutoff::pick(paths.clone());
+        let body = page(Some(TIME));
+        let pages: Vec<(&str, u16, &[u8])> = picked
+            .iter()
+            .map(|p| (p.as_str(), 200, body.as_slice()))
+            .collect();
+        let (s, r) = verdict(
+            &CUTOFF,
+            "/simple/",
+            true,
+            manifest_record(Some(&d)),
+            pages_record(&pages),
+        );
+        assert_eq!(s, Status::Pass, "{r}");
+        assert!(
+            r.contains("64 of the 100 JSON project pages SNAPSHOT.json lists (at most 64, spread over the list)"),
+            "{r}"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{instance, passthrough, runwide, snapshot, writes};
+use crate::common::{cutoff, instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -416,6 +416,16 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         order: 28,
         collect: Collect::Plain(instance::collect_attestation),
         judge: |j, r| instance::judge_attestation(j, r, "C.index"),
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.cutoff"),
+        predicate: Predicate::P5,
+        title: r#"served upload times are the ones the manifest records, none after its signed cutoff"#,
+        doc: r#"after P5.manifest, the PEP 691 JSON project pages that its verified `SNAPSHOT.json` serves (every JSON entry below the index path but the index), each `GET` with `Accept: application/vnd.pypi.simple.v1+json`, no redirect followed: all of them up to 64, else 64 spread evenly over the sorted list. Each listed file's PEP 700 `upload-time` is held to the signed cutoff (`selection.exclude_newer`) and, by the path its URL resolves to, to the time `upload_times` records for it."#,
+        phase: Phase::Reads,
+        order: 30,
+        collect: Collect::AfterRecords(|c, _, r| cutoff::collect(c, r, &p5::CUTOFF)),
+        judge: |j, r| cutoff::judge(j, r, &p5::CUTOFF),
     },
     SubProbe {
         id: SubProbeId::new("P5.upstream-new-version"),
