@@ -543,6 +543,18 @@ impl Handler for Mutant {
                     doc["versions"]["1.2.0"] = v;
                 })
             }
+            // Serves the present package's latest version as published
+            // after the signed cutoff.
+            "P5.cutoff" if get && of_package(&path, PRESENT) && tarball.is_none() => self
+                .edit_packument(req, |doc| {
+                    let latest = doc["dist-tags"]["latest"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    if doc.get("time").is_some() {
+                        doc["time"][latest] = "2025-07-01T00:00:00.000Z".into();
+                    }
+                }),
             "P5.stable-bytes" if get && tarball.is_some() => {
                 let r = self.inner(req);
                 if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
@@ -815,6 +827,7 @@ mutants! {
     p5_signature: "P5.signature" => "P5.signature";
     p5_served_in_manifest: "P5.served-in-manifest" => "P5.served-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
+    p5_cutoff: "P5.cutoff" => "P5.cutoff";
     p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
     p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";
     p5_attest_uncertified_key: "attest-uncertified-key" => "P5.instance-attestation";

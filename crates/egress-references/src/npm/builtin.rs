@@ -72,14 +72,25 @@ pub fn demo_npm_snapshot_at(
     // Registry signatures and keys are replayed as `snapshot build` does.
     let keys = serde_json::to_vec(&canary.keys_document())?;
     builder.npm_registry_keys(keys)?;
+    // The canary's publish times are served and signed, under a cutoff
+    // after all of them (P5.cutoff).
+    builder.selection(egress_snapshot::Selection {
+        exclude_newer: Some(crate::pypi::builtin::DEMO_CUTOFF.to_string()),
+        ..Default::default()
+    });
     for (name, version, tarball) in canary.tarballs(false) {
         let signatures = canary.signatures(&name, &version);
-        builder.add_npm_tarball(
+        let meta = egress_snapshot::NpmVersionMeta {
+            published: canary.published(&name, &version),
+            ..Default::default()
+        };
+        builder.add_npm_tarball_with(
             &name,
             &version,
             &tarball.filename,
             tarball.bytes,
             &tarball.integrity,
+            meta,
         )?;
         if let Some(sigs) = signatures {
             builder.add_npm_signatures(&name, &version, &tarball.integrity, sigs)?;

@@ -454,6 +454,14 @@ impl NpmCanary {
             .collect()
     }
 
+    /// When `name@version` was published, as its packument's `time` says
+    /// (`2025-01-01T00:00:07.000Z`), if the canary serves that version.
+    pub fn published(&self, name: &str, version: &str) -> Option<String> {
+        let content = lock(&self.state.content);
+        let p = content.package(name)?;
+        p.version(version).map(|v| iso_time(v.published))
+    }
+
     /// The absolute URL of a served tarball (on the CDN origin for
     /// [`OFFSITE`]), if the canary serves that version.
     pub fn tarball_url(&self, name: &str, version: &str) -> Option<String> {
