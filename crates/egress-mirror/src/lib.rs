@@ -370,7 +370,7 @@ impl Mirror {
     /// The one place that decides which paths exist: the evidence
     /// documents (first, whatever the index says; `check` forbids served
     /// entries at their paths anyway), then the served index, looked up by
-    /// binary search. A path with an unexpected set of entries, or with an
+    /// the hash of the path. A path with an unexpected set of entries, or with an
     /// entry whose blob the backend does not have, does not exist.
     fn route(&self, path: &str) -> Option<Route<'_>> {
         if let Some(e) = self.evidence.iter().find(|e| e.path == path) {

@@ -44,7 +44,7 @@ pub use integrity::{Integrity, IntegrityError};
 pub use method::{is_token, ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;
 pub use npm_name::NpmName;
+pub use time::{InvalidTimestamp, Timestamp};
 pub use upstream::{Upstream, UpstreamError, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};
 pub use url::Url;
-pub use time::{InvalidTimestamp, Timestamp};
 pub use version::Version;

@@ -587,7 +587,10 @@ impl SnapshotBuilder {
             allowed_signers,
             blobs: self.blobs,
         };
-        snapshot.check()?;
+        // The bytes were rendered from these documents just above, so only
+        // the rules over them and the store are checked here; `write_dir`
+        // checks the whole again before it writes anything.
+        snapshot.check_parts()?;
         Ok(snapshot)
     }
 }

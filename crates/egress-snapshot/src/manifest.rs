@@ -97,11 +97,28 @@ impl Manifest {
     }
 
     pub fn render(&self) -> String {
-        let mut out = String::new();
+        let size = self.entries.keys().map(|p| 64 + 2 + p.len() + 1).sum();
+        let mut out = String::with_capacity(size);
         for (p, d) in &self.entries {
-            out.push_str(&format!("{}  {}\n", d.to_hex(), p));
+            push_line(&mut out, d, p);
         }
         out
+    }
+
+    /// Whether `bytes` are exactly [`Manifest::render`]'s, compared line
+    /// by line without rendering the whole.
+    pub fn renders_as(&self, bytes: &[u8]) -> bool {
+        let mut rest = bytes;
+        let mut line = String::with_capacity(256);
+        for (p, d) in &self.entries {
+            line.clear();
+            push_line(&mut line, d, p);
+            match rest.strip_prefix(line.as_bytes()) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
     }
 
     /// Parses the strict form [`Manifest::render`] writes: LF line ends, two
@@ -144,6 +161,14 @@ impl Manifest {
     pub fn id(&self) -> Sha256Digest {
         Sha256Digest::of(self.render().as_bytes())
     }
+}
+
+/// One `MANIFEST` line: `<hex>  <path>\n`.
+fn push_line(out: &mut String, digest: &Sha256Digest, path: &str) {
+    out.push_str(&digest.to_hex());
+    out.push_str("  ");
+    out.push_str(path);
+    out.push('\n');
 }
 
 /// Where a blob lives in the store, relative to the snapshot root.
@@ -220,14 +245,96 @@ pub struct Selection {
 
 pub const SNAPSHOT_SCHEMA: &str = "egress-mirror/snapshot/v1";
 
+/// [`SnapshotDoc`] borrowed, serialized exactly as it is (same fields, same
+/// order, same omissions; `canonical_json_is_the_documents_serialization`
+/// holds the two together).
+#[derive(Serialize)]
+struct DocView<'a> {
+    schema: &'a str,
+    builder: &'a str,
+    created: &'a str,
+    sources: &'a BTreeMap<String, Sha256Digest>,
+    served: &'a [ServedEntry],
+    #[serde(skip_serializing_if = "is_empty_map")]
+    upload_times: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "is_none")]
+    selection: &'a Option<Selection>,
+}
+
+fn is_empty_map(m: &&BTreeMap<String, String>) -> bool {
+    m.is_empty()
+}
+
+fn is_none(s: &&Option<Selection>) -> bool {
+    s.is_none()
+}
+
+/// An `io::Write` that compares what is written with `rest`.
+struct Compare<'a> {
+    rest: &'a [u8],
+    same: bool,
+}
+
+impl std::io::Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.same {
+            match self.rest.strip_prefix(buf) {
+                Some(r) => self.rest = r,
+                None => self.same = false,
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl SnapshotDoc {
     /// Canonical bytes: sorted entries, stable key order, trailing newline.
     pub fn to_canonical_json(&self) -> Vec<u8> {
-        let mut doc = self.clone();
-        doc.served.sort();
-        let mut out = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-        out.push(b'\n');
+        let mut out = Vec::new();
+        self.write_canonical_json(&mut out);
         out
+    }
+
+    /// Whether `bytes` are exactly [`SnapshotDoc::to_canonical_json`]'s,
+    /// compared as they are written, without holding the rendering.
+    pub fn is_canonical_json(&self, bytes: &[u8]) -> bool {
+        let mut cmp = Compare {
+            rest: bytes,
+            same: true,
+        };
+        self.write_canonical_json(&mut cmp);
+        cmp.same && cmp.rest.is_empty()
+    }
+
+    /// The canonical bytes into `out`: the fields in declaration order,
+    /// `served` sorted (borrowed as it is when already sorted, as a built
+    /// or parsed document's is: no copy of a million entries).
+    fn write_canonical_json(&self, out: &mut impl std::io::Write) {
+        let mut sorted;
+        let served: &[ServedEntry] = if self.served.is_sorted() {
+            &self.served
+        } else {
+            sorted = self.served.clone();
+            sorted.sort();
+            &sorted
+        };
+        let view = DocView {
+            schema: &self.schema,
+            builder: &self.builder,
+            created: &self.created,
+            sources: &self.sources,
+            served,
+            upload_times: &self.upload_times,
+            selection: &self.selection,
+        };
+        // Writing to memory (or comparing) cannot fail, nor can these
+        // types fail to serialize.
+        let _ = serde_json::to_writer_pretty(&mut *out, &view);
+        let _ = out.write_all(b"\n");
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self, ManifestError> {
@@ -257,6 +364,76 @@ impl SnapshotDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn doc(selection: Option<Selection>, upload_times: &[(&str, &str)]) -> SnapshotDoc {
+        let entry = |path: &str, ct: &str| ServedEntry {
+            path: path.into(),
+            content_type: ct.into(),
+            sha256: Sha256Digest::of(path.as_bytes()),
+        };
+        SnapshotDoc {
+            schema: SNAPSHOT_SCHEMA.into(),
+            builder: "b \"q\"".into(),
+            created: "now".into(),
+            sources: BTreeMap::from([("uv.lock".into(), Sha256Digest::of(b"l"))]),
+            served: vec![
+                entry("/simple/b/", "text/html"),
+                entry("/simple/a/", "text/html"),
+                entry("/simple/a/", "application/vnd.pypi.simple.v1+json"),
+            ],
+            upload_times: upload_times
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            selection,
+        }
+    }
+
+    #[test]
+    fn canonical_json_is_the_documents_serialization() {
+        let full = Selection {
+            exclude_newer: Some("2025-01-01T00:00:00Z".into()),
+            pypi_targets: vec!["3.12/cp/cp312/linux".into()],
+            closure: true,
+            ..Default::default()
+        };
+        for d in [
+            doc(None, &[]),
+            doc(Some(Selection::default()), &[("/files/x", "t")]),
+            doc(Some(full), &[("/files/x", "t"), ("/a", "u")]),
+        ] {
+            // What `to_canonical_json` wrote before it borrowed: the whole
+            // document, cloned and sorted.
+            let mut sorted = d.clone();
+            sorted.served.sort();
+            let mut want = serde_json::to_vec_pretty(&sorted).unwrap();
+            want.push(b'\n');
+            assert_eq!(d.to_canonical_json(), want);
+            assert_eq!(sorted.to_canonical_json(), want);
+            assert!(d.is_canonical_json(&want));
+            assert!(!d.is_canonical_json(&want[..want.len() - 1]));
+            let mut longer = want.clone();
+            longer.push(b' ');
+            assert!(!d.is_canonical_json(&longer));
+            // The canonical bytes parse back to the document.
+            assert_eq!(SnapshotDoc::parse(&want).unwrap(), sorted);
+        }
+    }
+
+    #[test]
+    fn renders_as_compares_with_the_rendering() {
+        let mut m = Manifest::new();
+        assert!(m.renders_as(b""));
+        let d = Sha256Digest::of(b"x");
+        m.insert(&blob_path(&d), d).unwrap();
+        m.insert(SNAPSHOT_JSON, Sha256Digest::of(b"{}")).unwrap();
+        let text = m.render();
+        assert!(m.renders_as(text.as_bytes()));
+        assert!(!m.renders_as(&text.as_bytes()[..text.len() - 1]));
+        assert!(!m.renders_as(format!("{text}\n").as_bytes()));
+        assert!(!m.renders_as(text.to_uppercase().as_bytes()));
+        assert!(!m.renders_as(b""));
+    }
 
     #[test]
     fn render_parse_round_trip_matches_sha256sum_format() {

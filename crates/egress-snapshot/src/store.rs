@@ -317,7 +317,7 @@ impl StoredSnapshot {
     }
 
     /// What is served where: every served entry, held compactly and
-    /// looked up by binary search. Its blob table is the blobs `MANIFEST`
+    /// looked up by the hash of the path. Its blob table is the blobs `MANIFEST`
     /// lists (every one of them served somewhere, as `open` checked).
     pub fn served(&self) -> &ServedIndex {
         &self.index

@@ -38,7 +38,7 @@ const BUFFER: usize = 256 * 1024;
 
 /// 64 lower-case hex digits as a digest, by table; `None` for anything
 /// else (upper case included: the caller decides what that means).
-fn lower_hex(hex: &str) -> Option<Sha256Digest> {
+pub(crate) fn lower_hex(hex: &str) -> Option<Sha256Digest> {
     const fn table() -> [u8; 256] {
         let mut t = [0xff; 256];
         let mut i = 0;
@@ -188,6 +188,44 @@ pub(crate) fn read_doc(
     file: impl Read,
     index: &mut IndexBuilder,
 ) -> Result<DocRead, SnapshotError> {
+    let mut inconsistent = None;
+    let (digest, parsed) = scan_doc(file, &mut |path, content_type, sha256| {
+        if inconsistent.is_none() {
+            if let Err(why) = index.push(path, content_type, sha256) {
+                inconsistent = Some(why);
+            }
+        }
+    });
+    let io_error = |e: io::Error| SnapshotError::io("read", std::path::Path::new(SNAPSHOT_JSON), e);
+    let parsed = match parsed {
+        Err(DocFail::Io(e)) => Err(io_error(e)),
+        Err(DocFail::Parse(e)) => Err(e.into()),
+        Ok(doc) => match inconsistent {
+            Some(why) => Err(SnapshotError::Inconsistent(why)),
+            None => Ok(doc),
+        },
+    };
+    Ok(DocRead { digest, parsed })
+}
+
+/// Why [`scan_doc`] refused a document.
+#[derive(Debug)]
+pub(crate) enum DocFail {
+    /// Reading failed.
+    Io(io::Error),
+    /// It does not parse, or its schema is unknown: as
+    /// [`SnapshotDoc::parse`](crate::SnapshotDoc::parse) would say, though
+    /// a syntax error may be worded differently.
+    Parse(ManifestError),
+}
+
+/// Reads `SNAPSHOT.json`, handing each served entry to `entry` as it comes
+/// (path, content type, digest), hashing every byte of the file; returns
+/// the digest and the rest of the document or why it was refused.
+pub(crate) fn scan_doc(
+    file: impl Read,
+    entry: &mut dyn FnMut(&str, &str, &Sha256Digest),
+) -> (Sha256Digest, Result<DocSummary, DocFail>) {
     let mut scan = Scanner {
         file,
         hasher: Sha256Hasher::new(),
@@ -197,24 +235,19 @@ pub(crate) fn read_doc(
         eof: false,
         value: Vec::new(),
     };
-    let mut inconsistent = None;
-    let parsed = scan.doc(index, &mut inconsistent);
+    let parsed = scan.doc(entry);
     // The rest of the file, so that the digest covers every byte.
     let rest = scan.drain();
     let digest = scan.hasher.finish();
-    let io_error = |e: io::Error| SnapshotError::io("read", std::path::Path::new(SNAPSHOT_JSON), e);
     let parsed = match (parsed, rest) {
-        (Err(Fail::Io(e)), _) | (_, Err(e)) => Err(io_error(e)),
-        (Err(Fail::Syntax(why)), _) => Err(ManifestError::Snapshot(why).into()),
-        (Ok(doc), _) if doc.schema != SNAPSHOT_SCHEMA => {
-            Err(ManifestError::Snapshot(format!("unknown schema {:?}", doc.schema)).into())
-        }
-        (Ok(doc), _) => match inconsistent {
-            Some(why) => Err(SnapshotError::Inconsistent(why)),
-            None => Ok(doc),
-        },
+        (Err(Fail::Io(e)), _) | (_, Err(e)) => Err(DocFail::Io(e)),
+        (Err(Fail::Syntax(why)), _) => Err(DocFail::Parse(ManifestError::Snapshot(why))),
+        (Ok(doc), _) if doc.schema != SNAPSHOT_SCHEMA => Err(DocFail::Parse(
+            ManifestError::Snapshot(format!("unknown schema {:?}", doc.schema)),
+        )),
+        (Ok(doc), _) => Ok(doc),
     };
-    Ok(DocRead { digest, parsed })
+    (digest, parsed)
 }
 
 enum Fail {
@@ -418,8 +451,7 @@ impl<R: Read> Scanner<R> {
 
     fn doc(
         &mut self,
-        index: &mut IndexBuilder,
-        inconsistent: &mut Option<String>,
+        entry: &mut dyn FnMut(&str, &str, &Sha256Digest),
     ) -> Result<DocSummary, Fail> {
         let mut schema: Option<String> = None;
         let mut builder: Option<String> = None;
@@ -458,7 +490,7 @@ impl<R: Read> Scanner<R> {
                         return syntax("duplicate field `served`");
                     }
                     served = true;
-                    self.served(index, inconsistent)?;
+                    self.served(entry)?;
                 }
                 "upload_times" => {
                     if upload_times {
@@ -491,12 +523,8 @@ impl<R: Read> Scanner<R> {
         })
     }
 
-    /// The `served` array, entry by entry into `index`.
-    fn served(
-        &mut self,
-        index: &mut IndexBuilder,
-        inconsistent: &mut Option<String>,
-    ) -> Result<(), Fail> {
+    /// The `served` array, entry by entry to `entry`.
+    fn served(&mut self, entry: &mut dyn FnMut(&str, &str, &Sha256Digest)) -> Result<(), Fail> {
         self.expect(b'[', "an array of served entries")?;
         if self.skip_ws()? == Some(b']') {
             self.pos += 1;
@@ -510,11 +538,7 @@ impl<R: Read> Scanner<R> {
                 None => Sha256Digest::from_hex(&e.sha256)
                     .map_err(|why| Fail::Syntax(why.to_string()))?,
             };
-            if inconsistent.is_none() {
-                if let Err(why) = index.push(&e.path, &e.content_type, &sha256) {
-                    *inconsistent = Some(why);
-                }
-            }
+            entry(&e.path, &e.content_type, &sha256);
             if !self.more(b']')? {
                 return Ok(());
             }

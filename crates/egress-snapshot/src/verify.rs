@@ -7,12 +7,13 @@
 //! regular files only, and a link could make a good-looking blob path read
 //! bytes from anywhere.
 
-use crate::manifest::{blob_path, SNAPSHOT_JSON};
+use crate::index::DigestSet;
+use crate::manifest::{blob_path, is_safe_relative_path, SNAPSHOT_JSON};
+use crate::stream::{lower_hex, scan_doc, DocFail};
 use crate::{human_size as human, pool, Manifest, SnapshotDoc, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, SNAPSHOT_NAMESPACE};
-use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -146,36 +147,162 @@ fn hash_file(path: &Path) -> Result<(Sha256Digest, u64), ReadFail> {
     Ok((hasher.finish(), len))
 }
 
+/// What `MANIFEST` lists, without a map of its paths: the digest it lists
+/// for `SNAPSHOT.json`, the blobs listed at their own path
+/// (`blobs/sha256/<hex>`), sorted, and a problem for every other entry.
+#[derive(Debug, Default)]
+struct Listing {
+    doc: Option<Sha256Digest>,
+    blobs: Vec<Sha256Digest>,
+    problems: Vec<String>,
+}
+
+impl Listing {
+    fn add(&mut self, path: &str, digest: Sha256Digest) {
+        if path == SNAPSHOT_JSON {
+            self.doc = Some(digest);
+        } else if path.strip_prefix("blobs/sha256/").and_then(lower_hex) == Some(digest) {
+            // That is, `path == blob_path(&digest)`.
+            self.blobs.push(digest);
+        } else {
+            self.problems.push(format!(
+                "MANIFEST lists {path}, which is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"
+            ));
+        }
+    }
+
+    /// `MANIFEST`'s bytes read by the rules of [`Manifest::parse`], which
+    /// names what is wrong with them when they break one.
+    fn of(bytes: &[u8]) -> Result<Self, crate::ManifestError> {
+        match Self::scan(bytes) {
+            Some(listing) => Ok(listing),
+            None => {
+                let manifest = Manifest::parse(bytes)?;
+                let mut listing = Self::default();
+                for (path, digest) in manifest.entries() {
+                    listing.add(path, digest);
+                }
+                Ok(listing)
+            }
+        }
+    }
+
+    /// [`Manifest::parse`]'s rules without its map (a `String` per entry);
+    /// `None` for anything it might refuse.
+    fn scan(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            return None;
+        }
+        let mut listing = Self::default();
+        let mut last: Option<&str> = None;
+        for line in text.lines() {
+            let (hex, path) = line.split_once("  ")?;
+            let digest = match lower_hex(hex) {
+                Some(d) => d,
+                None => Sha256Digest::from_hex(hex).ok()?,
+            };
+            if !is_safe_relative_path(path) || last.is_some_and(|prev| prev >= path) {
+                return None;
+            }
+            last = Some(path);
+            listing.add(path, digest);
+        }
+        // Blob paths sort as their digests do; this only makes sure.
+        listing.blobs.sort_unstable();
+        listing.blobs.dedup();
+        Some(listing)
+    }
+}
+
+/// The files below `blobs/`, without following links.
+#[derive(Debug, Default)]
+struct OnDisk {
+    /// Regular files at `blobs/sha256/<64 lower-case hex>`.
+    blobs: Vec<Sha256Digest>,
+    /// Other entries at such paths (symlinks, not regular files): already
+    /// named as problems, and not missing.
+    refused: Vec<Sha256Digest>,
+    /// Every other regular file (no listed blob is at such a path).
+    others: Vec<String>,
+}
+
 /// Every entry below `rel` (relative to `root`), without following links:
-/// regular files with `Some(size)`; anything else with `None` and a problem.
-fn walk(
-    root: &Path,
-    rel: &str,
-    files: &mut BTreeMap<String, Option<u64>>,
-    problems: &mut Vec<String>,
-) -> io::Result<()> {
+/// regular files into `disk`; anything else named in `problems`.
+fn walk(root: &Path, rel: &str, disk: &mut OnDisk, problems: &mut Vec<String>) -> io::Result<()> {
+    let in_store = rel == "blobs/sha256";
     for entry in fs::read_dir(root.join(rel))? {
         let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = format!("{rel}/{name}");
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let digest = if in_store { lower_hex(&name) } else { None };
+        let path = || format!("{rel}/{name}");
         // The type from the directory entry itself: no `lstat` per file.
         let meta = entry.file_type()?;
         if meta.is_symlink() {
             problems.push(format!(
-                "{path} is a symlink (refused: a snapshot holds regular files only)"
+                "{} is a symlink (refused: a snapshot holds regular files only)",
+                path()
             ));
-            files.insert(path, None);
+            disk.refused.extend(digest);
         } else if meta.is_dir() {
-            walk(root, &path, files, problems)?;
+            walk(root, &path(), disk, problems)?;
         } else if meta.is_file() {
             // The size is read when the file is opened to be hashed.
-            files.insert(path, Some(0));
+            match digest {
+                Some(d) => disk.blobs.push(d),
+                None => disk.others.push(path()),
+            }
         } else {
-            problems.push(format!("{path} is not a regular file"));
-            files.insert(path, None);
+            problems.push(format!("{} is not a regular file", path()));
+            disk.refused.extend(digest);
         }
     }
     Ok(())
+}
+
+/// The problems of `SNAPSHOT.json` at `path`: unreadable, not the bytes
+/// `MANIFEST` lists (`listed`), not a document (in the words of
+/// [`SnapshotDoc::parse`]), or serving blobs `MANIFEST` does not list.
+fn check_doc(path: &Path, listed: Sha256Digest, blobs: &DigestSet<'_>) -> Vec<String> {
+    let file = match open_no_follow(path) {
+        Ok(f) => f,
+        Err(f) => return vec![format!("SNAPSHOT.json {}", f.describe())],
+    };
+    let unlisted = |path: &str, digest: &Sha256Digest| {
+        format!("SNAPSHOT.json serves {path} from blob {digest}, which MANIFEST does not list")
+    };
+    let mut problems = Vec::new();
+    let (actual, parsed) = scan_doc(file, &mut |path, _, digest| {
+        if !blobs.contains(digest) {
+            problems.push(unlisted(path, digest));
+        }
+    });
+    match parsed {
+        Err(DocFail::Io(e)) => vec![format!("SNAPSHOT.json {}", ReadFail::Io(e).describe())],
+        _ if actual != listed => vec![format!(
+            "SNAPSHOT.json is corrupt: its sha256 is {actual}, MANIFEST lists {listed}"
+        )],
+        Ok(_) => problems,
+        // Refused: the whole document, parsed as `SnapshotDoc::parse` does,
+        // for its exact words (only ever for a document that is wrong).
+        Err(DocFail::Parse(_)) => match read_no_follow(path) {
+            Err(f) => vec![format!("SNAPSHOT.json {}", f.describe())],
+            Ok(bytes) if Sha256Digest::of(&bytes) != listed => vec![format!(
+                "SNAPSHOT.json is corrupt: its sha256 is {}, MANIFEST lists {listed}",
+                Sha256Digest::of(&bytes)
+            )],
+            Ok(bytes) => match SnapshotDoc::parse(&bytes) {
+                Err(e) => vec![format!("SNAPSHOT.json does not parse: {e}")],
+                Ok(doc) => doc
+                    .served
+                    .iter()
+                    .filter(|e| !blobs.contains(&e.sha256))
+                    .map(|e| unlisted(&e.path, &e.sha256))
+                    .collect(),
+            },
+        },
+    }
 }
 
 impl SnapshotDir {
@@ -219,7 +346,7 @@ impl SnapshotDir {
             }
         };
         let id = Sha256Digest::of(&manifest_bytes);
-        let manifest = match Manifest::parse(&manifest_bytes) {
+        let listing = match Listing::of(&manifest_bytes) {
             Ok(m) => m,
             Err(e) => {
                 return Ok(Verification::new(
@@ -253,54 +380,19 @@ impl SnapshotDir {
             (Some(_), Err(f)) => problems.push(format!("MANIFEST.sig {}", f.describe())),
         }
 
-        // SNAPSHOT.json: its digest, its schema, and that it serves listed blobs.
-        match manifest.get(SNAPSHOT_JSON) {
+        // SNAPSHOT.json: its digest, its schema, and that it serves listed
+        // blobs, read as a stream (hashed and parsed in one pass, never held).
+        let listed = DigestSet::new(&listing.blobs);
+        match listing.doc {
             None => problems.push("MANIFEST does not list SNAPSHOT.json".to_string()),
-            Some(listed) => match read_no_follow(&dir.join(SNAPSHOT_JSON)) {
-                Err(f) => problems.push(format!("SNAPSHOT.json {}", f.describe())),
-                Ok(bytes) => {
-                    let actual = Sha256Digest::of(&bytes);
-                    if actual != listed {
-                        problems.push(format!(
-                        "SNAPSHOT.json is corrupt: its sha256 is {actual}, MANIFEST lists {listed}"
-                    ));
-                    } else {
-                        match SnapshotDoc::parse(&bytes) {
-                            Err(e) => problems.push(format!("SNAPSHOT.json does not parse: {e}")),
-                            Ok(doc) => {
-                                let blobs: std::collections::HashSet<Sha256Digest> = manifest
-                                    .entries()
-                                    .filter(|(p, d)| *p == blob_path(d))
-                                    .map(|(_, d)| d)
-                                    .collect();
-                                for e in doc.served.iter().filter(|e| !blobs.contains(&e.sha256)) {
-                                    problems.push(format!(
-                                    "SNAPSHOT.json serves {} from blob {}, which MANIFEST does not list",
-                                    e.path, e.sha256
-                                ));
-                                }
-                            }
-                        }
-                    }
-                }
-            },
+            Some(listed_digest) => {
+                problems.extend(check_doc(&dir.join(SNAPSHOT_JSON), listed_digest, &listed))
+            }
         }
 
         // Listed blobs against what is on disk below blobs/.
-        let mut listed: BTreeMap<String, Sha256Digest> = BTreeMap::new();
-        for (path, digest) in manifest.entries() {
-            if path == SNAPSHOT_JSON {
-                continue;
-            }
-            if path == blob_path(&digest) {
-                listed.insert(path.to_string(), digest);
-            } else {
-                problems.push(format!(
-                "MANIFEST lists {path}, which is neither SNAPSHOT.json nor blobs/sha256/<its sha256>"
-            ));
-            }
-        }
-        let mut on_disk = BTreeMap::new();
+        problems.extend(listing.problems.iter().cloned());
+        let mut disk = OnDisk::default();
         let mut store_ok = true;
         for sub in ["blobs", "blobs/sha256"] {
             match fs::symlink_metadata(dir.join(sub)) {
@@ -318,41 +410,57 @@ impl SnapshotDir {
             }
         }
         if store_ok && dir.join("blobs").is_dir() {
-            walk(dir, "blobs", &mut on_disk, &mut problems).map_err(|cause| {
+            walk(dir, "blobs", &mut disk, &mut problems).map_err(|cause| {
                 VerifyError::CannotList {
                     path: dir.join("blobs"),
                     cause,
                 }
             })?;
         }
-        let mut work: Vec<(&String, &Sha256Digest)> = Vec::new();
+        let mut work: Vec<Sha256Digest> = Vec::new();
         if store_ok {
-            for (path, digest) in &listed {
-                match on_disk.get(path) {
-                    Some(Some(_)) => work.push((path, digest)),
-                    // Already named: a symlink or not a regular file.
-                    Some(None) => {}
-                    None => problems.push(format!("{path} is missing")),
+            disk.blobs.sort_unstable();
+            disk.refused.sort_unstable();
+            // Both sorted: one merge finds the missing and the extra.
+            let mut on_disk = disk.blobs.iter().peekable();
+            for digest in &listing.blobs {
+                while let Some(extra) = on_disk.next_if(|d| *d < digest) {
+                    problems.push(format!(
+                        "{} is extra: MANIFEST does not list it",
+                        blob_path(extra)
+                    ));
+                }
+                if on_disk.next_if(|d| *d == digest).is_some() {
+                    work.push(*digest);
+                } else if disk.refused.binary_search(digest).is_err() {
+                    // (A refused one is already named.)
+                    problems.push(format!("{} is missing", blob_path(digest)));
                 }
             }
-            for (path, _) in on_disk
-                .iter()
-                .filter(|(p, size)| size.is_some() && !listed.contains_key(*p))
-            {
+            for extra in on_disk {
+                problems.push(format!(
+                    "{} is extra: MANIFEST does not list it",
+                    blob_path(extra)
+                ));
+            }
+            for path in &disk.others {
                 problems.push(format!("{path} is extra: MANIFEST does not list it"));
             }
         }
 
         // In path order (the directory is not stat'ed ahead for sizes).
         let hash_started = Instant::now();
-        let results = pool::map(&work, jobs, |(path, _)| hash_file(&dir.join(path)));
+        let results = pool::map(&work, jobs, |digest| {
+            hash_file(&dir.join(blob_path(digest)))
+        });
         let hash_secs = hash_started.elapsed().as_secs_f64();
         let mut bytes = 0u64;
-        for ((path, digest), r) in work.iter().zip(results) {
+        for (digest, r) in work.iter().zip(results) {
+            let path = blob_path(digest);
             match r {
                 Ok((actual, len)) => {
                     bytes += len;
-                    if actual != **digest {
+                    if actual != *digest {
                         problems.push(format!("{path} is corrupt: its sha256 is {actual}"));
                     }
                 }
