@@ -121,6 +121,15 @@ fn check_passes_with_no_contact(args: &[&str], canary: &CanaryProcess, secret: &
         .probes
         .iter()
         .filter(|p| p.status != Status::Pass && !common::mutant::skipped_for_plain_http(p))
+        // The canary's own PyPI pages list no upload times, so a snapshot
+        // of them records none, and P5.cutoff has nothing to hold the pages
+        // to: SKIPPED, as it should be (never PASS).
+        .filter(|p| {
+            !(p.id == "P5.cutoff"
+                && p.status == Status::Skipped
+                && p.reason.contains("records neither a cutoff")
+                && report.plan.protocol() == egress_suite::Protocol::Pypi)
+        })
         .map(|p| format!("{} {}: {}", p.id, p.status, p.reason))
         .collect();
     assert!(not_pass.is_empty(), "{not_pass:#?}");
@@ -183,8 +192,13 @@ fn check_with_a_canary_runs_every_npm_sub_probe() {
                 .unwrap()
                 .to_vec();
             let integrity = dist["integrity"].as_str().unwrap();
+            // As `snapshot build` does: the publish time the packument gives.
+            let meta = egress_snapshot::NpmVersionMeta {
+                published: doc["time"][version.as_str()].as_str().map(str::to_string),
+                ..Default::default()
+            };
             builder
-                .add_npm_tarball(name, version, filename, bytes, integrity)
+                .add_npm_tarball_with(name, version, filename, bytes, integrity, meta)
                 .unwrap();
             builder
                 .add_npm_signatures(name, version, integrity, dist["signatures"].clone())
