@@ -125,6 +125,7 @@ fn same_verdicts(name: &str) {
         .iter()
         .filter(|p| p.status == Status::Skipped && p.id != "P5.instance-attestation")
         .filter(|p| !common::mutant::skipped_for_plain_http(p))
+        .filter(|p| !common::mutant::skipped_without_times(p))
         .map(|p| p.id.as_str())
         .collect();
     assert!(

@@ -103,6 +103,7 @@ fn check_passes(
         .probes
         .iter()
         .filter(|r| r.status == Status::Skipped && !skipped_for_plain_http(r))
+        .filter(|r| !common::mutant::skipped_without_times(r))
         .map(|r| r.id.as_str())
         .collect();
     assert_eq!(
@@ -114,6 +115,7 @@ fn check_passes(
         .probes
         .iter()
         .filter(|r| r.status == Status::Skipped && !skipped_for_plain_http(r))
+        .filter(|r| !common::mutant::skipped_without_times(r))
     {
         assert!(
             r.reason.contains("upstream"),
@@ -416,6 +418,7 @@ fn check_passes_with_canary(
         .probes
         .iter()
         .filter(|p| p.status != Status::Pass && !skipped_for_plain_http(p))
+        .filter(|p| !common::mutant::skipped_without_times(p))
         .map(|p| format!("{} {}: {}", p.id, p.status, p.reason))
         .collect();
     assert!(not_pass.is_empty(), "{not_pass:#?}\n{text}");

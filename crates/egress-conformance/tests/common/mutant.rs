@@ -149,3 +149,13 @@ pub(crate) fn skipped_for_plain_http(p: &egress_model::ProbeRecord) -> bool {
         && p.status == Status::Skipped
         && p.reason.contains("does not speak HTTP/2")
 }
+
+/// `P5.cutoff` on a target whose snapshot records no upload time and no
+/// cutoff (a kit of local files, the canary's own PyPI pages) or that has
+/// no manifest at all (a caching proxy): nothing to hold its pages to, so
+/// SKIPPED, saying so, never PASS.
+pub(crate) fn skipped_without_times(p: &egress_model::ProbeRecord) -> bool {
+    p.id == "P5.cutoff"
+        && p.status == Status::Skipped
+        && (p.reason.contains("records neither a cutoff") || p.reason.starts_with("no manifest"))
+}
