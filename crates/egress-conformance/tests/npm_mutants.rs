@@ -21,7 +21,7 @@ use egress_references::npm::builtin::{
     demo_npm_snapshot, demo_npm_snapshot_at, run_npm_against, start_npm_canary,
 };
 use egress_references::npm::canary::{
-    BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, TRIPWIRE, UPSTREAM_ONLY,
+    BAD_INTEGRITY, NO_INTEGRITY, OFFSITE, PRESENT, TEMPLATE, TRIPWIRE, UPSTREAM_ONLY,
 };
 use egress_references::render_template;
 use egress_snapshot::{well_known, Snapshot};
@@ -555,6 +555,19 @@ impl Handler for Mutant {
                         doc["time"][latest] = "2025-07-01T00:00:00.000Z".into();
                     }
                 }),
+            // Rewrites the template package's latest publish time to an
+            // earlier one, still before the cutoff, on a packument no other
+            // sub-probe holds to the manifest.
+            "P5.cutoff-rewritten" if get && !abbreviated && path == format!("/{TEMPLATE}") => self
+                .edit_packument(req, |doc| {
+                    let latest = doc["dist-tags"]["latest"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    if let Some(t) = doc.get_mut("time").and_then(|t| t.get_mut(&latest)) {
+                        *t = "2024-12-01T00:00:00.000Z".into();
+                    }
+                }),
             "P5.stable-bytes" if get && tarball.is_some() => {
                 let r = self.inner(req);
                 if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
@@ -889,4 +902,48 @@ fn a_tag_that_flaps_before_the_upstream_moves_it_is_not_laid_on_the_move() {
     assert!(tag.reason.contains("see P5.stable-bytes"), "{}", tag.reason);
     let stable = r.probe("P5.stable-bytes").expect("P5.stable-bytes");
     assert_eq!(stable.status, Status::Fail, "{}", stable.reason);
+}
+
+/// The two cutoff faults, named by P5.cutoff: the present package's latest
+/// version served as published after the signed cutoff (P5.served-in-manifest
+/// sees the same packument's other bytes: nothing outside P5 fails), and the
+/// template package's publish time rewritten to an earlier one, still
+/// before the cutoff, which nothing but P5.cutoff holds to the manifest.
+#[test]
+fn cutoff_faults_are_named_by_p5_cutoff() {
+    let cases = [
+        (
+            "P5.cutoff",
+            "/ec-present serves ec-present@",
+            "after the signed cutoff 2025-06-01T00:00:00Z; SNAPSHOT.json records 2025-01-01T",
+        ),
+        (
+            "P5.cutoff-rewritten",
+            "/ec-template-text serves ec-template-text@",
+            "with upload time 2024-12-01T00:00:00.000Z, SNAPSHOT.json records 2025-01-01T",
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(kind, start, words)| {
+            std::thread::spawn(move || (run_mutant(kind), kind, start, words))
+        })
+        .collect();
+    for run in runs {
+        let (report, kind, start, words) = run.join().expect("mutant run");
+        mutant::assert_fails(&report, kind, "P5.cutoff");
+        let rec = report.probe("P5.cutoff").expect("record");
+        assert!(
+            rec.reason.starts_with(start) && rec.reason.contains(words),
+            "{kind}: {}",
+            rec.reason
+        );
+        for p in &report.probes {
+            let alone = kind == "P5.cutoff-rewritten" || !p.id.starts_with("P5.");
+            if p.id == "P5.cutoff" || !alone || mutant::skipped_for_plain_http(p) {
+                continue;
+            }
+            assert_eq!(p.status, Status::Pass, "{kind}: {} {}", p.id, p.reason);
+        }
+    }
 }
