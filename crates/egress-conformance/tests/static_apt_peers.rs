@@ -372,11 +372,11 @@ fn aptly_and_reprepro_take_exactly_the_lab_packages() {
         ("approx", &["approx=5.12-1", "socat=1.7.4.4-2"][..]),
         (
             "aptly",
-            &["aptly=1.5.0+ds1-1+b4", "nginx=1.22.1-9+deb12u11"][..],
+            &["aptly=1.5.0+ds1-1+b4", "nginx=1.22.1-9+deb12u12"][..],
         ),
         (
             "reprepro",
-            &["reprepro=5.3.1-1+deb12u2", "nginx=1.22.1-9+deb12u11"][..],
+            &["reprepro=5.3.1-1+deb12u2", "nginx=1.22.1-9+deb12u12"][..],
         ),
     ] {
         let text =
