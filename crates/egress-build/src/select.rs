@@ -58,6 +58,28 @@ impl Cutoff {
     }
 }
 
+/// What a universe's selection found, each protocol's chosen files `C`.
+pub(crate) struct Selected<C> {
+    pub(crate) files: Vec<C>,
+    pub(crate) dropped: Dropped,
+    pub(crate) projects: usize,
+    pub(crate) versions: usize,
+    /// Lines for the report (what was not followed, and why).
+    pub(crate) notes: Vec<String>,
+}
+
+impl<C> Default for Selected<C> {
+    fn default() -> Self {
+        Self {
+            files: Vec::new(),
+            dropped: Dropped::default(),
+            projects: 0,
+            versions: 0,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// Files, and their bytes where known, one rule dropped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {

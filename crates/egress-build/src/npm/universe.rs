@@ -118,15 +118,7 @@ pub(crate) struct Chosen {
 }
 
 /// What the selection found.
-#[derive(Default)]
-pub(crate) struct Selected {
-    pub(crate) files: Vec<Chosen>,
-    pub(crate) dropped: Dropped,
-    pub(crate) projects: usize,
-    pub(crate) versions: usize,
-    /// Lines for the report (deprecated versions, dependencies not followed).
-    pub(crate) notes: Vec<String>,
-}
+pub(crate) type Selected = crate::select::Selected<Chosen>;
 
 /// A range that reached a package.
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@ use crate::build::Net;
 use crate::error::BuildError;
 use crate::fetch::{self, get_whole, Expect, FetchError, FileJob};
 use crate::progress::Progress;
-use crate::select::{Dropped, Rules};
+use crate::select::Rules;
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Timestamp, Url};
 use egress_select::pypi::{Pep440Version, Requirement, Specifiers};
 use egress_simple::{FileEntry, ProjectPage};
@@ -86,15 +86,7 @@ pub(crate) struct Chosen {
 }
 
 /// What the selection found.
-#[derive(Default)]
-pub(crate) struct Selected {
-    pub(crate) files: Vec<Chosen>,
-    pub(crate) dropped: Dropped,
-    pub(crate) projects: usize,
-    pub(crate) versions: usize,
-    /// Lines for the report (metadata that could not be read, …).
-    pub(crate) notes: Vec<String>,
-}
+pub(crate) type Selected = crate::select::Selected<Chosen>;
 
 /// One requirement that reached a project.
 #[derive(Debug, Clone)]
