@@ -42,6 +42,21 @@ pub struct Common {
     pub rules: Rules,
     /// Select and report, download nothing, write nothing.
     pub dry_run: bool,
+    /// Build a layer on a snapshot (see egress_snapshot::chain).
+    pub layer: Layering,
+}
+
+/// `--base`, `--remove` and who the base must be signed by.
+#[derive(Default)]
+pub struct Layering {
+    /// The snapshot this build is a layer on.
+    pub base: Option<PathBuf>,
+    /// `NAME==VERSION` (PyPI) or `NAME@VERSION` (npm): taken out of the
+    /// base's view, with a signed tombstone.
+    pub remove: Vec<String>,
+    /// The allowed-signers file the base (and every layer below it) must
+    /// verify against; by default the key of `--sign-key`.
+    pub base_signers: Option<PathBuf>,
 }
 
 /// The inputs of each source, as the protocols read them; see `crate::parts`.
@@ -199,7 +214,12 @@ pub(crate) fn run(
     mut parts: Vec<Box<dyn Part>>,
     mut report: impl FnMut(&str),
 ) -> Result<(), BuildError> {
-    if !parts.iter().any(|p| p.has_inputs()) {
+    if common.layer.base.is_none() && !common.layer.remove.is_empty() {
+        return Err(BuildError::Usage(
+            "--remove takes a version out of a base: give --base".into(),
+        ));
+    }
+    if common.layer.base.is_none() && !parts.iter().any(|p| p.has_inputs()) {
         let flags: Vec<&str> = parts
             .iter()
             .flat_map(|p| p.input_flags())
@@ -251,6 +271,17 @@ pub(crate) fn run(
         .or_else(|| Some(key.comment().trim().to_string()).filter(|c| !c.is_empty()))
         .unwrap_or_else(|| DEFAULT_PRINCIPAL.to_string());
 
+    let base = match &common.layer.base {
+        Some(dir) => Some(crate::layer::open_base(
+            dir,
+            common.layer.base_signers.as_deref(),
+            &key,
+            &principal,
+            common.jobs,
+        )?),
+        None => None,
+    };
+
     let mut sources = Sources::new();
     for part in &mut parts {
         part.read(&mut sources)?;
@@ -265,6 +296,14 @@ pub(crate) fn run(
     if let Err(e) = builder.stage_on_disk(&staging) {
         let _ = fs::remove_dir_all(&work);
         return Err(BuildError::Write(e));
+    }
+    if let Some(base) = &base {
+        let staged =
+            crate::layer::stage_base(&mut builder, base, &common.layer.remove, &mut report);
+        if staged.is_err() {
+            let _ = fs::remove_dir_all(&work);
+        }
+        staged?;
     }
     let net = Net {
         jobs: common.jobs,

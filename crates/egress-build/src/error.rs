@@ -27,6 +27,14 @@ pub enum Kind {
     /// `--exclude-newer` was given and an upstream lists no upload time
     /// for a file it would select: the cutoff cannot be kept.
     NoUploadTimes,
+    /// `--base` does not verify against the trusted signers.
+    BaseUnverified,
+    /// The base's chain has a gap or a fork.
+    ChainBroken,
+    /// The layer would change bytes the base holds.
+    LayerChangesBytes,
+    /// A `--remove` names what the base does not serve.
+    TombstoneAbsent,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,12 +100,22 @@ pub enum BuildError {
     /// `--exclude-newer` was given and the upstream lists no upload time.
     #[error("{0}")]
     NoUploadTimes(String),
+    /// `--base` does not verify.
+    #[error("--base {}: {why}", .path.display())]
+    BaseUnverified { path: PathBuf, why: String },
+    /// `--base`'s chain has a gap or a fork.
+    #[error("--base {}: {why}", .path.display())]
+    ChainBroken { path: PathBuf, why: String },
 }
 
 impl BuildError {
     pub fn kind(&self) -> Kind {
         match self {
             Self::Usage(_) => Kind::Usage,
+            Self::BaseUnverified { .. } => Kind::BaseUnverified,
+            Self::ChainBroken { .. } => Kind::ChainBroken,
+            Self::Rejected(SnapshotError::LayerChangesBytes { .. }) => Kind::LayerChangesBytes,
+            Self::Rejected(SnapshotError::Tombstone(_)) => Kind::TombstoneAbsent,
             Self::Read { .. }
             | Self::NotUtf8 { .. }
             | Self::Tarball { .. }

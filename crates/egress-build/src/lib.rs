@@ -20,6 +20,7 @@ pub mod apt;
 mod build;
 mod error;
 mod fetch;
+mod layer;
 mod local;
 pub mod npm;
 mod progress;
@@ -27,7 +28,7 @@ pub mod pypi;
 pub mod select;
 mod store;
 
-pub use build::{Common, DEFAULT_PRINCIPAL};
+pub use build::{Common, Layering, DEFAULT_PRINCIPAL};
 pub use error::{BuildError, Kind};
 pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;

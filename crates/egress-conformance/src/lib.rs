@@ -54,6 +54,18 @@ pub mod exit {
     /// for a file it would select, so the cutoff cannot be kept; nothing
     /// is written.
     pub const NO_UPLOAD_TIMES: u8 = 9;
+    /// `snapshot build --base`, `verify`, `flatten`: a snapshot (the base,
+    /// or a layer below) does not verify against the trusted signers, or
+    /// its bytes do not match; nothing is written.
+    pub const BASE_UNVERIFIED: u8 = 10;
+    /// A layer's chain has a gap: a parent's evidence is missing, or is not
+    /// the one the layer signed (a forked chain).
+    pub const CHAIN_BROKEN: u8 = 11;
+    /// `snapshot build --base`: the build would serve other bytes under a
+    /// name the base holds; nothing is written.
+    pub const LAYER_CHANGES_BYTES: u8 = 12;
+    /// `snapshot build --remove`: the base does not serve what it names.
+    pub const TOMBSTONE_ABSENT: u8 = 13;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

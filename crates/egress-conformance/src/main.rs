@@ -106,6 +106,9 @@ enum SnapshotCommand {
     /// apt indexes (made from the snapshot signing key), for a sandbox's
     /// apt `signed-by`.
     AptKeyring(snapshot::AptKeyringArgs),
+    /// Write one snapshot with a layer's whole view and no chain, signed
+    /// anew.
+    Flatten(snapshot::FlattenArgs),
 }
 
 #[derive(Subcommand)]
@@ -155,6 +158,9 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::AptKeyring(args),
         }) => snapshot::apt_keyring(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Flatten(args),
+        }) => snapshot::flatten(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
         Some(Command::SandboxScan(args)) => sandbox_scan::main(args),

@@ -5,6 +5,7 @@
 use crate::{exit, Failure};
 use egress_build::{BuildError, BuildOptions, Common, Kind};
 use egress_signing::AllowedSigners;
+use egress_snapshot::chain::ChainProblem;
 use egress_snapshot::verify::{SnapshotDir, Verification, VerifyError};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -101,6 +102,26 @@ pub struct BuildArgs {
     pub apt_debs: Vec<PathBuf>,
     #[command(flatten)]
     pub select: SelectArgs,
+    #[command(flatten)]
+    pub layer: LayerArgs,
+}
+
+/// Layers (docs/snapshot-format.md, "Layers").
+#[derive(clap::Args)]
+pub struct LayerArgs {
+    /// Build a layer on this snapshot: its whole view is served again, files
+    /// already in it are hard-linked (not stored twice), and the new signed
+    /// SNAPSHOT.json names it as the parent. It must verify first.
+    #[arg(long, value_name = "DIR", help_heading = "Layers")]
+    pub base: Option<PathBuf>,
+    /// Take NAME==VERSION (PyPI) or NAME@VERSION (npm) out of the base's
+    /// view, recorded as a signed tombstone; repeatable.
+    #[arg(long, value_name = "SPEC", requires = "base", help_heading = "Layers")]
+    pub remove: Vec<String>,
+    /// Who the base and every layer below it must be signed by [default:
+    /// the key of --sign-key].
+    #[arg(long, value_name = "FILE", requires = "base", help_heading = "Layers")]
+    pub base_allowed_signers: Option<PathBuf>,
 }
 
 /// A universe, its cutoff and the target filters (docs/snapshot-format.md,
@@ -208,6 +229,11 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
                 strict: select.strict,
             },
             dry_run: select.dry_run,
+            layer: egress_build::Layering {
+                base: args.layer.base,
+                remove: args.layer.remove,
+                base_signers: args.layer.base_allowed_signers,
+            },
         },
         pypi: egress_build::pypi::Inputs {
             requirements: args.requirements,
@@ -256,6 +282,10 @@ fn build_failure(e: BuildError) -> Failure {
         Kind::Refused => exit::REFUSED,
         Kind::Unverified => exit::UNVERIFIED,
         Kind::NoUploadTimes => exit::NO_UPLOAD_TIMES,
+        Kind::BaseUnverified => exit::BASE_UNVERIFIED,
+        Kind::ChainBroken => exit::CHAIN_BROKEN,
+        Kind::LayerChangesBytes => exit::LAYER_CHANGES_BYTES,
+        Kind::TombstoneAbsent => exit::TOMBSTONE_ABSENT,
     };
     Failure::new(code, e.to_string()).because(e)
 }
@@ -301,16 +331,107 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     let dir = SnapshotDir::open(&args.dir).map_err(input)?;
     let signers = match &args.allowed_signers {
         None => None,
-        Some(p) => {
-            let fail = |e: &dyn std::fmt::Display| {
-                Failure::input(format!("--allowed-signers {}: {e}", p.display()))
-            };
-            let text = fs::read_to_string(p).map_err(|e| fail(&e))?;
-            Some(AllowedSigners::parse(&text).map_err(|e| fail(&e))?)
-        }
+        Some(p) => Some(read_signers(p)?),
     };
     let found = dir.verify(signers.as_ref(), jobs).map_err(input)?;
     Ok(report(&args.dir, &found))
+}
+
+#[derive(clap::Args)]
+pub struct FlattenArgs {
+    /// The snapshot (a layer) to flatten.
+    pub dir: PathBuf,
+    /// Where to write the flattened snapshot (atomically).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The OpenSSH ed25519 private key that signs the new MANIFEST.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: PathBuf,
+    /// Who DIR and its chain must be signed by [default: the key of
+    /// --sign-key].
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+}
+
+/// `snapshot flatten`: verify the chain, then write its view as one
+/// snapshot without a parent.
+pub fn flatten(args: FlattenArgs) -> Result<u8, Failure> {
+    let key = read_key(&args.sign_key)?;
+    let principal = Some(key.comment().trim().to_string())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| egress_build::DEFAULT_PRINCIPAL.to_string());
+    let signers = match &args.allowed_signers {
+        Some(p) => read_signers(p)?,
+        None => AllowedSigners::parse(&AllowedSigners::line_for_namespace(
+            &principal,
+            &key.public(),
+            egress_signing::SNAPSHOT_NAMESPACE,
+        ))
+        .map_err(|e| Failure::input(format!("--sign-key: {e}")))?,
+    };
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let input = |e: VerifyError| Failure::input(e.to_string());
+    let v = SnapshotDir::open(&args.dir)
+        .map_err(input)?
+        .verify(Some(&signers), jobs)
+        .map_err(input)?;
+    if !v.ok() {
+        let code = match v.chain {
+            Some(ChainProblem::Gap { .. } | ChainProblem::Forked { .. }) => exit::CHAIN_BROKEN,
+            _ => exit::BASE_UNVERIFIED,
+        };
+        let first = v.problems.first().cloned().unwrap_or_default();
+        return Err(Failure::new(
+            code,
+            format!("{}: does not verify: {first}", args.dir.display()),
+        ));
+    }
+    let store = egress_snapshot::StoredSnapshot::open(&args.dir).map_err(|e| {
+        Failure::new(
+            exit::BASE_UNVERIFIED,
+            format!("{}: {e}", args.dir.display()),
+        )
+    })?;
+    let name = args
+        .out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| Failure::usage("--out: give a directory name"))?;
+    let staging = args
+        .out
+        .with_file_name(format!(".{name}.flatten-{}", std::process::id()));
+    let created = egress_model::Timestamp::now().to_string();
+    let written = egress_snapshot::flatten(&store, &staging, &created, &key, &principal).and_then(
+        |snapshot| {
+            snapshot.write_dir(&args.out)?;
+            Ok(snapshot)
+        },
+    );
+    let _ = fs::remove_dir_all(&staging);
+    let snapshot = written.map_err(|e| Failure::internal(e.to_string()).because(e))?;
+    egress_cli::outln!(
+        "{}: snapshot {} with the view of {} ({} served paths), no chain",
+        args.out.display(),
+        snapshot.id(),
+        store.id(),
+        snapshot.doc.served.len()
+    );
+    Ok(exit::PASS)
+}
+
+fn read_key(path: &Path) -> Result<egress_signing::SigningKey, Failure> {
+    let fail =
+        |e: &dyn std::fmt::Display| Failure::input(format!("--sign-key {}: {e}", path.display()));
+    let text = fs::read_to_string(path).map_err(|e| fail(&e))?;
+    egress_signing::SigningKey::from_openssh(&text).map_err(|e| fail(&e))
+}
+
+fn read_signers(p: &Path) -> Result<AllowedSigners, Failure> {
+    let fail = |e: &dyn std::fmt::Display| {
+        Failure::input(format!("--allowed-signers {}: {e}", p.display()))
+    };
+    let text = fs::read_to_string(p).map_err(|e| fail(&e))?;
+    AllowedSigners::parse(&text).map_err(|e| fail(&e))
 }
 
 /// Prints the notes, every problem, and the verdict; returns the exit code.
@@ -331,6 +452,9 @@ fn report(dir: &Path, v: &Verification) -> u8 {
             dir.display(),
             v.problems.len()
         );
-        exit::FAIL
+        match v.chain {
+            Some(ChainProblem::Gap { .. } | ChainProblem::Forked { .. }) => exit::CHAIN_BROKEN,
+            _ => exit::FAIL,
+        }
     }
 }

@@ -120,6 +120,39 @@ impl BlobStore {
         }
     }
 
+    /// Adds blob `digest` whose bytes are the file `src` (a verified
+    /// snapshot's blob, for a layer): on disk by a hard link, so the bytes
+    /// are stored once; in memory by reading it. The bytes are hashed
+    /// again whenever they leave the store ([`BlobStore::get`],
+    /// [`Snapshot::write_dir`](crate::Snapshot::write_dir)); in memory
+    /// they are hashed here. A link across filesystems is an error
+    /// (`io::ErrorKind::CrossesDevices`), never a silent copy.
+    pub(crate) fn link(&mut self, digest: Sha256Digest, src: &Path) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Memory(blobs) => {
+                let bytes = read_no_follow(src).map_err(io::Error::other)?;
+                if Sha256Digest::of(&bytes) != digest {
+                    return Err(io::Error::other(format!(
+                        "{} does not hash to {digest}",
+                        src.display()
+                    )));
+                }
+                blobs.entry(digest).or_insert_with(|| Arc::from(bytes));
+                Ok(())
+            }
+            Inner::Disk(disk) => {
+                if disk.blobs.contains_key(&digest) {
+                    return Ok(());
+                }
+                let dest = disk.staging.blob_file(&digest);
+                fs::hard_link(src, &dest)?;
+                let len = fs::symlink_metadata(&dest)?.len();
+                disk.blobs.insert(digest, len);
+                Ok(())
+            }
+        }
+    }
+
     /// The blob's bytes. From disk they are read back and hashed again:
     /// `None` when the staging file is gone or no longer has these bytes.
     pub fn get(&self, digest: &Sha256Digest) -> Option<Arc<[u8]>> {

@@ -15,7 +15,7 @@ use crate::{well_known, BlobStore, Snapshot};
 use egress_model::{DistFilename, DistKind, ProjectName, Sha256Digest, Version};
 use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
 use egress_simple::{FileEntry, IndexPage, ProjectPage, HTML_V1, JSON_V1};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Where distribution files are served: `/files/<sha256 hex>/<filename>`.
 /// Addressed by digest (P1), so a path can never come to mean other bytes.
@@ -26,37 +26,51 @@ pub const OCTET_STREAM: &str = "application/octet-stream";
 pub const TEXT_PLAIN: &str = "text/plain";
 
 #[derive(Debug, Clone)]
-struct Dist {
-    filename: String,
-    version: Version,
-    sha256: Sha256Digest,
-    size: u64,
-    yanked: Option<String>,
+pub(crate) struct Dist {
+    pub(crate) filename: String,
+    pub(crate) version: Version,
+    pub(crate) sha256: Sha256Digest,
+    pub(crate) size: u64,
+    pub(crate) yanked: Option<String>,
     /// PEP 700 `upload-time`, carried over from the index it came from.
-    upload_time: Option<String>,
+    pub(crate) upload_time: Option<String>,
     /// PEP 658 metadata blob; wheels only.
-    metadata: Option<Sha256Digest>,
-    requires_python: Option<String>,
+    pub(crate) metadata: Option<Sha256Digest>,
+    pub(crate) requires_python: Option<String>,
 }
 
 /// Collects distributions, then renders and seals a [`Snapshot`].
 #[derive(Debug, Clone)]
 pub struct SnapshotBuilder {
-    index_path: String,
-    projects: BTreeMap<ProjectName, Vec<Dist>>,
-    filenames: BTreeSet<String>,
+    pub(crate) index_path: String,
+    pub(crate) projects: BTreeMap<ProjectName, Vec<Dist>>,
+    pub(crate) filenames: BTreeSet<String>,
     sources: BTreeMap<String, Sha256Digest>,
-    blobs: BlobStore,
+    pub(crate) blobs: BlobStore,
     /// npm packages by name.
-    npm: BTreeMap<String, Vec<NpmDist>>,
+    pub(crate) npm: BTreeMap<String, Vec<NpmDist>>,
     /// The mirror's base URL for npm tarball links, without a trailing `/`.
-    npm_registry: Option<String>,
+    pub(crate) npm_registry: Option<String>,
     /// The upstream registry's keys document, served at `/-/npm/v1/keys`.
-    npm_keys: Option<Sha256Digest>,
+    pub(crate) npm_keys: Option<Sha256Digest>,
     /// apt files by served path: content type and blob.
-    apt: BTreeMap<String, (String, Sha256Digest)>,
+    pub(crate) apt: BTreeMap<String, (String, Sha256Digest)>,
     /// What the build selected by, recorded in `SNAPSHOT.json`.
     selection: Option<Selection>,
+    /// For a layer: its parent and tombstones (see [`crate::chain`]).
+    pub(crate) layer: Option<crate::Layer>,
+    /// For a layer: the base's distribution files by [`crate::chain::artifact_key`]
+    /// (a PyPI filename, an npm tarball path), with their digest and
+    /// whether this layer still serves them (false once removed).
+    pub(crate) inherited: HashMap<String, (Sha256Digest, bool)>,
+    /// For a layer: the ancestors' evidence, by served path.
+    pub(crate) chain: BTreeMap<String, Sha256Digest>,
+    /// For a layer: the base's document, to check the add-only rule on
+    /// the result.
+    pub(crate) base_doc: Option<Box<SnapshotDoc>>,
+    /// For a layer: the base served apt files (which a layer carries as
+    /// they are, and cannot add to).
+    pub(crate) inherited_apt: bool,
 }
 
 impl SnapshotBuilder {
@@ -74,6 +88,11 @@ impl SnapshotBuilder {
             npm_keys: None,
             apt: BTreeMap::new(),
             selection: None,
+            layer: None,
+            inherited: HashMap::new(),
+            chain: BTreeMap::new(),
+            base_doc: None,
+            inherited_apt: false,
         }
     }
 
@@ -135,6 +154,11 @@ impl SnapshotBuilder {
             )));
         }
         let digest = Sha256Digest::of(&bytes);
+        if self.layer.is_some() && !self.apt.is_empty() && self.inherited_apt {
+            return Err(SnapshotError::Base(
+                "the base serves an apt repository, and a layer cannot add to it (its signed indexes would change under the same paths); build a new base with every apt input".into(),
+            ));
+        }
         match self.apt.get(path) {
             Some((ct, d)) if *d == digest && ct == content_type => return Ok(()),
             Some(_) => {
@@ -234,11 +258,34 @@ impl SnapshotBuilder {
             ));
         }
         let dists = self.npm.entry(name.to_string()).or_default();
+        if let Some(old) = dists.iter().find(|d| d.version == version) {
+            if old.inherited.is_some() {
+                // A version the base holds: the same bytes are already
+                // served, other bytes never.
+                let new = egress_model::Sha256Digest::of(&bytes);
+                if old.sha256 == new {
+                    return Ok(());
+                }
+                return Err(SnapshotError::LayerChangesBytes {
+                    name: format!("{name}@{version}"),
+                    parent: old.sha256,
+                    layer: new,
+                });
+            }
+        }
         if dists
             .iter()
             .any(|d| d.version == version || d.filename == filename)
         {
             return bad("added twice".into());
+        }
+        if let Some(&(parent, _)) = self.inherited.get(&npm::tarball_path(name, filename)) {
+            // Removed in this layer: its name is not reused.
+            return Err(SnapshotError::LayerChangesBytes {
+                name: format!("{name}@{version}"),
+                parent,
+                layer: egress_model::Sha256Digest::of(&bytes),
+            });
         }
         let sha256 = self.blobs.insert(bytes);
         dists.push(NpmDist {
@@ -248,6 +295,7 @@ impl SnapshotBuilder {
             integrity: integrity.to_string(),
             meta,
             signatures: None,
+            inherited: None,
         });
         Ok(())
     }
@@ -279,6 +327,10 @@ impl SnapshotBuilder {
                 "the upstream's signatures are over integrity {listed_integrity}, the snapshot serves {}; not attached",
                 dist.integrity
             ));
+        }
+        if dist.inherited.is_some() {
+            // Served as the base served it, signatures included.
+            return Ok(());
         }
         if !npm::is_signatures_shape(&signatures) {
             return bad(
@@ -350,6 +402,19 @@ impl SnapshotBuilder {
             ));
         }
         let parsed = DistFilename::parse(filename).map_err(|e| invalid(e.to_string()))?;
+        if let Some(&(parent, present)) = self.inherited.get(filename) {
+            // A file the base holds: the same bytes are already served (or
+            // were removed in this layer, and the name is not reused).
+            let new = Sha256Digest::of(&bytes);
+            if present && new == parent {
+                return Ok(());
+            }
+            return Err(SnapshotError::LayerChangesBytes {
+                name: filename.to_string(),
+                parent,
+                layer: new,
+            });
+        }
         if self.filenames.contains(filename) {
             return Err(SnapshotError::DuplicateDist(filename.to_string()));
         }
@@ -541,6 +606,9 @@ impl SnapshotBuilder {
         for (path, (content_type, digest)) in &self.apt {
             serve(path.clone(), content_type, *digest);
         }
+        for (path, digest) in &self.chain {
+            serve(path.clone(), TEXT_PLAIN, *digest);
+        }
 
         let allowed_signers = key.map(|k| {
             format!(
@@ -565,7 +633,11 @@ impl SnapshotBuilder {
             served,
             upload_times,
             selection: self.selection,
+            layer: self.layer,
         };
+        if let (Some(layer), Some(base)) = (&doc.layer, &self.base_doc) {
+            crate::chain::extends(base, &doc, layer).map_err(SnapshotError::Inconsistent)?;
+        }
         let doc_bytes = doc.to_canonical_json();
 
         // Every stored blob is served at some path, so listing the served

@@ -66,6 +66,18 @@ pub enum SnapshotError {
     Unsigned,
     /// The signature over `MANIFEST` does not verify.
     Signature(SigningError),
+    /// A layer would serve other bytes under a name its parent holds.
+    LayerChangesBytes {
+        name: String,
+        parent: Sha256Digest,
+        layer: Sha256Digest,
+    },
+    /// A `--remove` names a project version the parent does not serve, or
+    /// cannot be read.
+    Tombstone(String),
+    /// The base of a layer cannot be built on (unsigned, on another
+    /// filesystem, serving what a layer cannot carry).
+    Base(String),
 }
 
 /// One bad blob found by `Snapshot::load_dir`.
@@ -162,6 +174,12 @@ impl fmt::Display for SnapshotError {
             ),
             Self::Unsigned => write!(f, "the snapshot has no MANIFEST.sig; build it with a signing key"),
             Self::Signature(e) => write!(f, "MANIFEST.sig does not verify: {e}"),
+            Self::LayerChangesBytes { name, parent, layer } => write!(
+                f,
+                "{name} would change bytes: the base holds sha256 {parent}, this build has {layer}; a layer only adds (remove the old version with --remove, and publish the new bytes under a new version)"
+            ),
+            Self::Tombstone(m) => write!(f, "--remove {m}"),
+            Self::Base(m) => write!(f, "--base: {m}"),
         }
     }
 }

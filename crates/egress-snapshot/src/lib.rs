@@ -15,12 +15,15 @@
 pub mod apt;
 mod blobs;
 mod build;
+pub mod chain;
 mod consistency;
 mod dir;
 mod error;
 #[cfg(unix)]
 mod fingerprint;
 mod index;
+#[cfg(unix)]
+mod layer;
 pub mod manifest;
 mod nofollow;
 pub mod npm;
@@ -40,7 +43,11 @@ pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 #[cfg(unix)]
 pub use fingerprint::RACY_SECS;
 pub use index::{ServedAt, ServedIndex};
-pub use manifest::{Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc};
+#[cfg(unix)]
+pub use layer::{flatten, BaseSummary};
+pub use manifest::{
+    Layer, Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc, Tombstone,
+};
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
 pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
 #[cfg(unix)]

@@ -208,6 +208,37 @@ pub struct SnapshotDoc {
     /// the rest; absent for a build that selected nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
+    /// For a layer (`snapshot build --base`): its parent and what it
+    /// removed; absent for a snapshot built from nothing. See
+    /// [`crate::chain`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Layer>,
+}
+
+/// A layer's place in its chain, signed with the rest of `SNAPSHOT.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layer {
+    /// The parent snapshot: its ID (the SHA-256 of its `MANIFEST`) and the
+    /// digest of its `SNAPSHOT.json`.
+    pub parent: Sha256Digest,
+    pub parent_snapshot_json: Sha256Digest,
+    /// How many snapshots lie below this one: 1 above a base.
+    pub depth: u32,
+    /// What this layer took away from its parent's view, each named
+    /// explicitly (`--remove`): the only way a file leaves a chain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<Tombstone>,
+}
+
+/// One `--remove`: a project version, and the parent's files it took away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+pub struct Tombstone {
+    /// `pypi` or `npm`.
+    pub protocol: String,
+    pub name: String,
+    pub version: String,
+    /// The served paths of the removed files, as the parent served them.
+    pub paths: Vec<String>,
 }
 
 /// What a build selected by: `snapshot build`'s cutoff and target filters.
@@ -259,13 +290,15 @@ struct DocView<'a> {
     upload_times: &'a BTreeMap<String, String>,
     #[serde(skip_serializing_if = "is_none")]
     selection: &'a Option<Selection>,
+    #[serde(skip_serializing_if = "is_none")]
+    layer: &'a Option<Layer>,
 }
 
 fn is_empty_map(m: &&BTreeMap<String, String>) -> bool {
     m.is_empty()
 }
 
-fn is_none(s: &&Option<Selection>) -> bool {
+fn is_none<T>(s: &&Option<T>) -> bool {
     s.is_none()
 }
 
@@ -330,6 +363,7 @@ impl SnapshotDoc {
             served,
             upload_times: &self.upload_times,
             selection: &self.selection,
+            layer: &self.layer,
         };
         // Writing to memory (or comparing) cannot fail, nor can these
         // types fail to serialize.
@@ -386,6 +420,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             selection,
+            layer: None,
         }
     }
 

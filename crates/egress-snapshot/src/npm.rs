@@ -84,6 +84,9 @@ pub(crate) struct NpmDist {
     pub meta: NpmVersionMeta,
     /// The upstream's `dist.signatures` for exactly `integrity`, verbatim.
     pub signatures: Option<Value>,
+    /// For a version a layer carries from its base: its entries in the
+    /// base's full and abbreviated packuments, served again verbatim.
+    pub inherited: Option<Box<[Value; 2]>>,
 }
 
 /// Whether `signatures` has the shape of a registry's `dist.signatures`: a
@@ -202,6 +205,10 @@ pub fn semver_cmp(a: &str, b: &str) -> Ordering {
 }
 
 fn version_doc(name: &str, d: &NpmDist, registry: &str, abbreviated: bool) -> Value {
+    if let Some(docs) = &d.inherited {
+        let [full, corgi] = &**docs;
+        return if abbreviated { corgi } else { full }.clone();
+    }
     let mut doc = Map::new();
     let meta = &d.meta;
     doc.insert("name".into(), json!(name));
@@ -378,6 +385,7 @@ mod tests {
             integrity: format!("sha512-{version}"),
             meta,
             signatures: None,
+            inherited: None,
         }
     }
 

@@ -366,6 +366,7 @@ impl StoredSnapshot {
                 served: Vec::new(),
                 upload_times: Default::default(),
                 selection: self.summary.selection.clone(),
+                layer: self.summary.layer.clone(),
             })
         })
     }
@@ -387,6 +388,11 @@ impl StoredSnapshot {
 
     pub fn signature(&self) -> Option<&str> {
         self.signature.as_deref()
+    }
+
+    /// For a layer: its parent and tombstones (see [`crate::chain`]).
+    pub fn layer(&self) -> Option<&crate::Layer> {
+        self.summary.layer.as_ref()
     }
 
     pub fn allowed_signers(&self) -> Option<&str> {

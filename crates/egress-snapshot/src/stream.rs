@@ -9,7 +9,7 @@
 use crate::error::SnapshotError;
 use crate::index::IndexBuilder;
 use crate::manifest::{
-    is_safe_relative_path, ManifestError, Selection, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
+    is_safe_relative_path, Layer, ManifestError, Selection, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
 };
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
@@ -163,6 +163,7 @@ pub(crate) struct DocSummary {
     pub(crate) created: String,
     pub(crate) sources: BTreeMap<String, Sha256Digest>,
     pub(crate) selection: Option<Selection>,
+    pub(crate) layer: Option<Layer>,
 }
 
 /// What reading `SNAPSHOT.json` gave: its digest, and the document or why
@@ -460,6 +461,7 @@ impl<R: Read> Scanner<R> {
         let mut served = false;
         let mut upload_times = false;
         let mut selection: Option<Option<Selection>> = None;
+        let mut layer: Option<Option<Layer>> = None;
         fn once<T>(slot: &mut Option<T>, name: &str, v: T) -> Result<(), Fail> {
             if slot.is_some() {
                 return syntax(&format!("duplicate field `{name}`"));
@@ -485,6 +487,7 @@ impl<R: Read> Scanner<R> {
                 "created" => once(&mut created, "created", self.value()?)?,
                 "sources" => once(&mut sources, "sources", self.value()?)?,
                 "selection" => once(&mut selection, "selection", self.value()?)?,
+                "layer" => once(&mut layer, "layer", self.value()?)?,
                 "served" => {
                     if served {
                         return syntax("duplicate field `served`");
@@ -520,6 +523,7 @@ impl<R: Read> Scanner<R> {
             created: created.ok_or_else(|| missing("created"))?,
             sources: sources.unwrap_or_default(),
             selection: selection.flatten(),
+            layer: layer.flatten(),
         })
     }
 

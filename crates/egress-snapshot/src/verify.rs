@@ -43,6 +43,9 @@ pub struct Verification {
     pub problems: Vec<String>,
     /// What was checked and how fast, one line each.
     pub notes: Vec<String>,
+    /// For a layer: why its chain does not hold, if it does not (also in
+    /// `problems`).
+    pub chain: Option<crate::chain::ChainProblem>,
 }
 
 impl Verification {
@@ -55,6 +58,7 @@ impl Verification {
             id,
             problems,
             notes,
+            chain: None,
         }
     }
 }
@@ -467,6 +471,22 @@ impl SnapshotDir {
                 Err(f) => problems.push(format!("{path} {}", f.describe())),
             }
         }
+        // A layer: the chain below it, once everything above holds (its
+        // evidence blobs were just hashed with the rest).
+        let mut chain = None;
+        #[cfg(unix)]
+        if problems.is_empty() {
+            match crate::StoredSnapshot::open(dir) {
+                Err(e) => problems.push(format!("cannot open it to read its chain: {e}")),
+                Ok(store) => match verify_chain(&store, signers) {
+                    Ok(lines) => notes.extend(lines),
+                    Err(p) => {
+                        problems.push(p.to_string());
+                        chain = Some(p);
+                    }
+                },
+            }
+        }
         problems.sort();
 
         let rate = if hash_secs > 0.0 {
@@ -480,6 +500,51 @@ impl SnapshotDir {
         human(bytes),
         started.elapsed().as_secs_f64()
     ));
-        Ok(Verification::new(Some(id), problems, notes))
+        let mut v = Verification::new(Some(id), problems, notes);
+        v.chain = chain;
+        Ok(v)
     }
+}
+
+/// The chain below a layer (nothing for a snapshot that is not one): every
+/// ancestor's evidence as the layer holds it, checked by
+/// [`crate::chain::walk`]. One note per ancestor.
+#[cfg(unix)]
+pub fn verify_chain(
+    store: &crate::StoredSnapshot,
+    signers: Option<&AllowedSigners>,
+) -> Result<Vec<String>, crate::chain::ChainProblem> {
+    if store.layer().is_none() {
+        return Ok(Vec::new());
+    }
+    let ancestors = crate::chain::walk(store.id(), store.doc(), signers, |path| {
+        let digest = store.served().lookup(path, crate::TEXT_PLAIN)?;
+        let blob = store.open_blob(&digest).ok()?;
+        let (file, len) = blob.into_parts();
+        let mut bytes = Vec::new();
+        file.take(len).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    })?;
+    Ok(ancestors
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let signed = a
+                .signer
+                .as_deref()
+                .map_or("signature NOT checked".to_string(), |s| {
+                    format!("signed by {s}")
+                });
+            let kind = if a.doc.layer.is_some() {
+                "layer"
+            } else {
+                "base"
+            };
+            format!(
+                "chain: {} below, {kind} {}, {signed}; the layer above extends it",
+                i + 1,
+                a.id
+            )
+        })
+        .collect())
 }

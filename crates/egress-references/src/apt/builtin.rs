@@ -126,6 +126,7 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                 cacert: None,
                 rules: Default::default(),
                 dry_run: false,
+                layer: egress_build::Layering::default(),
             },
             // No PyPI input: the index is never fetched, but must parse.
             pypi: egress_build::pypi::Inputs {
