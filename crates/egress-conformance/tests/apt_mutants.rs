@@ -33,6 +33,8 @@ struct Mutant {
     count: AtomicUsize,
     /// Uploads into the pool received so far.
     writes: AtomicUsize,
+    /// MANIFEST and SNAPSHOT.json claiming a layer (the "chain" mutant).
+    claimed: (String, String),
 }
 
 /// GET `target` from the canary; the status and body.
@@ -107,6 +109,12 @@ impl Mutant {
                 return reply(200, b"<html>maintenance</html>".to_vec())
             }
             "writes" if write => return reply(200, b"ok\n".to_vec()),
+            "chain" if t == "/.well-known/egress-mirror/MANIFEST" => {
+                return reply(200, self.claimed.0.clone().into_bytes())
+            }
+            "chain" if t == "/.well-known/egress-mirror/SNAPSHOT.json" => {
+                return reply(200, self.claimed.1.clone().into_bytes())
+            }
             "manifest"
                 if t.starts_with("/.well-known/egress-mirror/MANIFEST") && !t.contains(".sig") =>
             {
@@ -205,6 +213,7 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
     let (snapshot, _dir) = demo_apt_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
     let id = snapshot.id();
     let archive = archive_path(&snapshot).expect("archive path");
+    let claimed = mutant::claimed_layer(&snapshot);
     let attest_for = if kind == "attestation" {
         Sha256Digest::of(b"another snapshot")
     } else {
@@ -219,6 +228,7 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
         canary: Url::parse(&canary.base_url()).expect("url").authority(),
         count: AtomicUsize::new(0),
         writes: AtomicUsize::new(0),
+        claimed,
     });
     let handler = Arc::clone(&mutant);
     let server = Server::bind(
@@ -296,6 +306,7 @@ mutants! {
     p4_template_text: "template" => "P4.template-text";
     p5_manifest: "manifest" => "P5.manifest";
     p5_signature: "signature" => "P5.signature";
+    p5_chain: "chain" => "P5.chain";
     p5_stable_bytes: "stable" => "P5.stable-bytes";
     p5_expected_snapshot: "manifest" => "P5.expected-snapshot";
     p5_instance_attestation: "attestation" => "P5.instance-attestation";

@@ -393,6 +393,7 @@ fn assert_all_pass(report: &egress_suite::Report) {
         .probes
         .iter()
         .filter(|p| p.status != Status::Pass && !common::mutant::skipped_for_plain_http(p))
+        .filter(|p| !common::mutant::skipped_without_times(p))
         .filter(|p| {
             !matches!(
                 p.id.as_str(),

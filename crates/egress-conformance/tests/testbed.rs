@@ -67,7 +67,8 @@ fn reference_column_is_all_pass() {
     assert!(out.not_run.is_empty(), "{}", out.notes());
     for (row, s) in statuses(&out) {
         // The reference serves plain http, without h2c.
-        let want = if row.starts_with("P3.h2-smuggling") {
+        // Its snapshot is no layer: P5.chain has no chain to check.
+        let want = if row.starts_with("P3.h2-smuggling") || row.starts_with("P5.chain") {
             Status::Skipped
         } else {
             Status::Pass

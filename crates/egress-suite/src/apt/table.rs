@@ -9,7 +9,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{instance, passthrough, runwide, snapshot, writes};
+use crate::common::{chain, instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -260,6 +260,16 @@ pub const TABLE: &[SubProbe<Apt>] = &[
         order: 18,
         collect: Collect::Plain(snapshot::collect_signature),
         judge: snapshot::judge_signature,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.chain"),
+        predicate: Predicate::P5,
+        title: r#"a layer's chain holds: every ancestor served, signed, and only added to"#,
+        doc: r#"as for PyPI: every protocol's snapshot is one chain"#,
+        phase: Phase::Reads,
+        order: 22,
+        collect: Collect::AfterRecords(|c, _, r| chain::collect(c, r)),
+        judge: |j, r| chain::judge(j, r, "C.release"),
     },
     SubProbe {
         id: SubProbeId::new("P5.stable-bytes"),

@@ -392,6 +392,7 @@ pub(crate) mod testing {
                 .iter()
                 .map(|(p, t)| (p.to_string(), t.to_string()))
                 .collect(),
+            layer: None,
             selection: cutoff.map(|c| Selection {
                 exclude_newer: Some(c.to_string()),
                 ..Default::default()

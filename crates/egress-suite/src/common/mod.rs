@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod cases;
+pub mod chain;
 pub mod cutoff;
 pub mod h2_smuggling;
 pub mod instance;

@@ -117,6 +117,7 @@ mod tests {
             sources: Default::default(),
             served,
             upload_times: Default::default(),
+            layer: None,
             selection: None,
         };
         Held::of(&doc, "/simple/")

@@ -8,7 +8,7 @@
 use super::facts::{self, Facts};
 use super::plan::{Packages, Plan};
 use super::{controls, p1, p2, p3, p4, p5, p6};
-use crate::common::{cutoff, instance, passthrough, runwide, snapshot, writes};
+use crate::common::{chain, cutoff, instance, passthrough, runwide, snapshot, writes};
 use crate::subprobe::{Collect, Phase, Predicate, SubProbe, SubProbeId, Suite};
 use egress_model::ProbeRecord;
 
@@ -376,6 +376,16 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         order: 24,
         collect: Collect::Plain(snapshot::collect_signature),
         judge: snapshot::judge_signature,
+    },
+    SubProbe {
+        id: SubProbeId::new("P5.chain"),
+        predicate: Predicate::P5,
+        title: r#"a layer's chain holds: every ancestor served, signed, and only added to"#,
+        doc: r#"a layer (`snapshot build --base`) serves every ancestor's evidence under `/.well-known/egress-mirror/chain/<id>/`. - **Control:** C.index (a gap is judged only when that route shape served). - **Sends:** after P5.manifest, for each ancestor named by its verified `SNAPSHOT.json` (`layer.parent`), down to the base or 64 deep: `GET` of its `MANIFEST`, `MANIFEST.sig` and `SNAPSHOT.json` there; the `--allowed-signers` file is recorded as `input`. - **FAIL** (the reason says which): a gap (an ancestor's evidence is not served); a fork (the served `MANIFEST` does not hash to the ID the child signed, it lists another `SNAPSHOT.json` than the child signed, the depths do not count down, or the child's view does not extend the parent's: a distribution file gone without a tombstone, or a file name served with other bytes); an ancestor's signature that does not verify with the given signers. - **PASS:** the chain holds down to a base. - **SKIPPED:** the snapshot is not a layer. - **INCONCLUSIVE:** P5.manifest did not verify; a gap while the control failed. - **Cannot see:** blob bytes of the ancestors (P5.index-in-manifest samples what is served)."#,
+        phase: Phase::Reads,
+        order: 32,
+        collect: Collect::AfterRecords(|c, _, r| chain::collect(c, r)),
+        judge: |j, r| chain::judge(j, r, "C.index"),
     },
     SubProbe {
         id: SubProbeId::new("P5.index-in-manifest"),
