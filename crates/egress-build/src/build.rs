@@ -13,7 +13,7 @@ use crate::select::{Dropped, Rules};
 use crate::store::write_atomic;
 use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
-use egress_snapshot::SnapshotBuilder;
+use egress_snapshot::{SnapshotBuilder, SnapshotError};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -369,18 +369,22 @@ pub(crate) fn run(
         builder.source(&name, digest);
     }
 
+    // Rendered and streamed to disk: the build never holds the documents
+    // of a universe whole.
     let written = builder
-        .build(&rfc3339(now), Some(&key), &principal)
-        .map_err(BuildError::Rejected)
-        .and_then(|snapshot| {
-            snapshot.write_dir(out).map_err(BuildError::Write)?;
-            Ok(snapshot)
+        .write(out, &rfc3339(now), &key, &principal)
+        .map_err(|e| match e {
+            SnapshotError::Io { .. }
+            | SnapshotError::NotASnapshotDir(_)
+            | SnapshotError::Symlink(_)
+            | SnapshotError::Blobs(_) => BuildError::Write(e),
+            e => BuildError::Rejected(e),
         });
     let _ = fs::remove_dir_all(&work);
     let snapshot = written?;
     report(&format!(
         "snapshot {} written to {}: {} files ({} downloaded), {}, signed by {principal} ({})",
-        snapshot.id(),
+        snapshot.id,
         out.display(),
         total.files,
         total.downloaded,

@@ -200,8 +200,31 @@ impl SigningKey {
     /// (ed25519 signatures are deterministic). ssh-keygen requires a
     /// non-empty namespace, and [`verify`] rejects an empty one.
     pub fn sign(&self, namespace: &str, message: &[u8]) -> String {
-        let hash = Sha512::digest(message);
-        let data = signed_data(namespace.as_bytes(), b"", "sha512", &hash);
+        self.sign_hashed(namespace, &Sha512::digest(message))
+    }
+
+    /// [`SigningKey::sign`] over a message read from `reader` to its end,
+    /// never held whole (a million-entry MANIFEST is hundreds of MB).
+    pub fn sign_reader(
+        &self,
+        namespace: &str,
+        mut reader: impl std::io::Read,
+    ) -> std::io::Result<String> {
+        let mut hasher = Sha512::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(buf.get(..n).unwrap_or_default());
+        }
+        Ok(self.sign_hashed(namespace, &hasher.finalize()))
+    }
+
+    /// The signature over a message whose SHA-512 is `hash`.
+    fn sign_hashed(&self, namespace: &str, hash: &[u8]) -> String {
+        let data = signed_data(namespace.as_bytes(), b"", "sha512", hash);
         let signature = self.key.sign(&data);
 
         let mut sig_blob = Vec::with_capacity(83);

@@ -45,7 +45,7 @@ pub struct SnapshotBuilder {
     pub(crate) index_path: String,
     pub(crate) projects: BTreeMap<ProjectName, Vec<Dist>>,
     pub(crate) filenames: BTreeSet<String>,
-    sources: BTreeMap<String, Sha256Digest>,
+    pub(crate) sources: BTreeMap<String, Sha256Digest>,
     pub(crate) blobs: BlobStore,
     /// npm packages by name.
     pub(crate) npm: BTreeMap<String, Vec<NpmDist>>,
@@ -56,7 +56,7 @@ pub struct SnapshotBuilder {
     /// apt files by served path: content type and blob.
     pub(crate) apt: BTreeMap<String, (String, Sha256Digest)>,
     /// What the build selected by, recorded in `SNAPSHOT.json`.
-    selection: Option<Selection>,
+    pub(crate) selection: Option<Selection>,
     /// For a layer: its parent and tombstones (see [`crate::chain`]).
     pub(crate) layer: Option<crate::Layer>,
     /// For a layer: the base's distribution files by [`crate::chain::artifact_key`]
@@ -518,18 +518,77 @@ impl SnapshotBuilder {
         key: Option<&SigningKey>,
         principal: &str,
     ) -> Result<Snapshot, SnapshotError> {
-        if !is_valid_index_path(&self.index_path) {
-            return Err(SnapshotError::IndexPath(self.index_path));
-        }
         let mut served = Vec::new();
-        let mut upload_times = BTreeMap::new();
-        let mut serve = |path: String, content_type: &str, sha256: Sha256Digest| {
-            served.push(ServedEntry {
-                path,
-                content_type: content_type.to_string(),
-                sha256,
-            });
+        let allowed_signers = key.map(|k| signers_line(k, principal));
+        let upload_times = self.render(
+            allowed_signers.as_deref(),
+            &mut |path: String, content_type: &str, sha256: Sha256Digest| {
+                served.push(ServedEntry {
+                    path,
+                    content_type: content_type.to_string(),
+                    sha256,
+                });
+            },
+        )?;
+        served.sort();
+        let doc = SnapshotDoc {
+            schema: SNAPSHOT_SCHEMA.to_string(),
+            builder: builder_name(),
+            created: created.to_string(),
+            sources: std::mem::take(&mut self.sources),
+            served,
+            upload_times,
+            selection: self.selection.take(),
+            layer: self.layer.take(),
         };
+        if let (Some(layer), Some(base)) = (&doc.layer, &self.base_doc) {
+            crate::chain::extends(
+                base,
+                doc.served.iter().map(|e| (e.path.as_str(), e.sha256)),
+                layer,
+            )
+            .map_err(SnapshotError::Inconsistent)?;
+        }
+        let doc_bytes = doc.to_canonical_json();
+
+        // Every stored blob is served at some path, so listing the served
+        // digests lists the whole store.
+        let mut manifest = Manifest::new();
+        for e in &doc.served {
+            manifest.insert(&blob_path(&e.sha256), e.sha256)?;
+        }
+        manifest.insert(SNAPSHOT_JSON, Sha256Digest::of(&doc_bytes))?;
+        let manifest_bytes = manifest.render().into_bytes();
+        let signature = key.map(|k| k.sign(SNAPSHOT_NAMESPACE, &manifest_bytes));
+
+        let snapshot = Snapshot {
+            manifest,
+            manifest_bytes,
+            doc,
+            doc_bytes,
+            signature,
+            allowed_signers,
+            blobs: self.blobs,
+        };
+        // The bytes were rendered from these documents just above, so only
+        // the rules over them and the store are checked here; `write_dir`
+        // checks the whole again before it writes anything.
+        snapshot.check_parts()?;
+        Ok(snapshot)
+    }
+
+    /// Renders every page into the store and hands each served entry to
+    /// `serve`, unsorted; returns the upload times by served path.
+    /// `allowed_signers`: the signer's line, served at its well-known path.
+    pub(crate) fn render(
+        &mut self,
+        allowed_signers: Option<&str>,
+        serve: &mut dyn FnMut(String, &str, Sha256Digest),
+    ) -> Result<BTreeMap<String, String>, SnapshotError> {
+        if !is_valid_index_path(&self.index_path) {
+            return Err(SnapshotError::IndexPath(self.index_path.clone()));
+        }
+        let mut upload_times = BTreeMap::new();
         let blobs = &mut self.blobs;
 
         let mut index = IndexPage::default();
@@ -610,61 +669,28 @@ impl SnapshotBuilder {
             serve(path.clone(), TEXT_PLAIN, *digest);
         }
 
-        let allowed_signers = key.map(|k| {
-            format!(
-                "{}\n",
-                AllowedSigners::line_for_namespace(principal, &k.public(), SNAPSHOT_NAMESPACE)
-            )
-        });
-        if let Some(text) = &allowed_signers {
+        if let Some(text) = allowed_signers {
             serve(
                 well_known::ALLOWED_SIGNERS.to_string(),
                 TEXT_PLAIN,
-                blobs.insert(text.clone().into_bytes()),
+                blobs.insert(text.as_bytes().to_vec()),
             );
         }
-
-        served.sort();
-        let doc = SnapshotDoc {
-            schema: SNAPSHOT_SCHEMA.to_string(),
-            builder: format!("egress-conformance {}", env!("CARGO_PKG_VERSION")),
-            created: created.to_string(),
-            sources: self.sources,
-            served,
-            upload_times,
-            selection: self.selection,
-            layer: self.layer,
-        };
-        if let (Some(layer), Some(base)) = (&doc.layer, &self.base_doc) {
-            crate::chain::extends(base, &doc, layer).map_err(SnapshotError::Inconsistent)?;
-        }
-        let doc_bytes = doc.to_canonical_json();
-
-        // Every stored blob is served at some path, so listing the served
-        // digests lists the whole store.
-        let mut manifest = Manifest::new();
-        for e in &doc.served {
-            manifest.insert(&blob_path(&e.sha256), e.sha256)?;
-        }
-        manifest.insert(SNAPSHOT_JSON, Sha256Digest::of(&doc_bytes))?;
-        let manifest_bytes = manifest.render().into_bytes();
-        let signature = key.map(|k| k.sign(SNAPSHOT_NAMESPACE, &manifest_bytes));
-
-        let snapshot = Snapshot {
-            manifest,
-            manifest_bytes,
-            doc,
-            doc_bytes,
-            signature,
-            allowed_signers,
-            blobs: self.blobs,
-        };
-        // The bytes were rendered from these documents just above, so only
-        // the rules over them and the store are checked here; `write_dir`
-        // checks the whole again before it writes anything.
-        snapshot.check_parts()?;
-        Ok(snapshot)
+        Ok(upload_times)
     }
+}
+
+/// The allowed-signers line (with newline) of `key` for `principal`.
+pub(crate) fn signers_line(key: &SigningKey, principal: &str) -> String {
+    format!(
+        "{}\n",
+        AllowedSigners::line_for_namespace(principal, &key.public(), SNAPSHOT_NAMESPACE)
+    )
+}
+
+/// What `SNAPSHOT.json` names as its builder.
+pub(crate) fn builder_name() -> String {
+    format!("egress-conformance {}", env!("CARGO_PKG_VERSION"))
 }
 
 fn sha256_map(digest: &Sha256Digest) -> BTreeMap<String, String> {

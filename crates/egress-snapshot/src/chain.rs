@@ -163,7 +163,12 @@ pub fn walk(
                 layer.depth
             )));
         }
-        extends(&doc, child, layer).map_err(forked)?;
+        extends(
+            &doc,
+            child.served.iter().map(|e| (e.path.as_str(), e.sha256)),
+            layer,
+        )
+        .map_err(forked)?;
         out.push(Ancestor {
             id: parent,
             doc,
@@ -178,29 +183,21 @@ pub fn walk(
     Ok(out)
 }
 
-/// The add-only rule: every distribution file `parent` serves, `child`
-/// serves with the same bytes, unless one of `layer`'s tombstones names
-/// its path; no file keeps its name with other bytes; and every tombstone
-/// names files the parent served and the child does not.
-pub fn extends(parent: &SnapshotDoc, child: &SnapshotDoc, layer: &Layer) -> Result<(), String> {
+/// The add-only rule: every distribution file `parent` serves, the child
+/// (`child`: each served path and digest) serves with the same bytes,
+/// unless one of `layer`'s tombstones names its path; no file keeps its
+/// name with other bytes; and every tombstone names files the parent
+/// served and the child does not.
+pub fn extends<'a>(
+    parent: &SnapshotDoc,
+    child: impl Iterator<Item = (&'a str, Sha256Digest)>,
+    layer: &Layer,
+) -> Result<(), String> {
     let removed: BTreeSet<&str> = layer
         .removed
         .iter()
         .flat_map(|t| t.paths.iter().map(String::as_str))
         .collect();
-    let artifacts = |doc: &'_ SnapshotDoc| -> BTreeMap<String, (String, Sha256Digest)> {
-        doc.served
-            .iter()
-            .filter_map(|e| {
-                Some((
-                    artifact_key(&e.path)?.to_string(),
-                    (e.path.clone(), e.sha256),
-                ))
-            })
-            .collect()
-    };
-    let child_files = artifacts(child);
-    let child_paths: BTreeSet<&str> = child.served.iter().map(|e| e.path.as_str()).collect();
     let parent_paths: BTreeSet<&str> = parent.served.iter().map(|e| e.path.as_str()).collect();
     for path in &removed {
         if !parent_paths.contains(path) {
@@ -208,31 +205,44 @@ pub fn extends(parent: &SnapshotDoc, child: &SnapshotDoc, layer: &Layer) -> Resu
                 "tombstone {path} names a file the parent does not serve"
             ));
         }
-        if child_paths.contains(path) {
+    }
+    // The parent's files by name; each is crossed off as the child serves it.
+    let mut owed: BTreeMap<&str, (&str, Sha256Digest)> = parent
+        .served
+        .iter()
+        .filter(|e| !removed.contains(e.path.as_str()))
+        .filter_map(|e| Some((artifact_key(&e.path)?, (e.path.as_str(), e.sha256))))
+        .collect();
+    let mut kept: BTreeMap<String, Sha256Digest> = BTreeMap::new();
+    for (path, digest) in child {
+        if removed.contains(path) {
             return Err(format!(
                 "tombstone {path} names a file the layer still serves"
             ));
         }
-    }
-    for (key, (path, digest)) in artifacts(parent) {
-        if removed.contains(path.as_str()) {
+        let Some(key) = artifact_key(path) else {
             continue;
-        }
-        match child_files.get(&key) {
-            None => {
+        };
+        if let Some((_, d)) = owed.get(key) {
+            if *d != digest {
                 return Err(format!(
-                "{path} is gone without a tombstone (a layer only adds, or removes with --remove)"
-            ))
+                    "{key} changed bytes: {d} in the parent, {digest} in the layer"
+                ));
             }
-            Some((_, d)) if *d != digest => {
-                return Err(format!(
-                    "{key} changed bytes: {digest} in the parent, {d} in the layer"
-                ))
-            }
-            Some(_) => {}
+            owed.remove(key);
+            kept.insert(key.to_string(), digest);
+        } else if let Some(d) = kept.get(key).filter(|d| **d != digest) {
+            return Err(format!(
+                "{key} changed bytes: {d} in the parent, {digest} in the layer"
+            ));
         }
     }
-    Ok(())
+    match owed.values().next() {
+        Some((path, _)) => Err(format!(
+            "{path} is gone without a tombstone (a layer only adds, or removes with --remove)"
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -144,64 +144,13 @@ impl Snapshot {
     pub fn write_dir(&self, dir: &Path) -> Result<(), SnapshotError> {
         // Never publish a snapshot whose parts disagree.
         self.check()?;
-        let name = dir.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            SnapshotError::io("write to", dir, io::ErrorKind::InvalidInput.into())
-        })?;
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let replace = match fs::symlink_metadata(dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-            Err(e) => return Err(SnapshotError::io("inspect", dir, e)),
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(SnapshotError::Symlink(dir.to_path_buf()))
-            }
-            Ok(m) if !m.is_dir() => return Err(SnapshotError::NotASnapshotDir(dir.to_path_buf())),
-            Ok(_) => {
-                let empty = fs::read_dir(dir)
-                    .map_err(|e| SnapshotError::io("list", dir, e))?
-                    .next()
-                    .is_none();
-                let is_snapshot =
-                    fs::symlink_metadata(dir.join(MANIFEST_FILE)).is_ok_and(|m| m.is_file());
-                if !empty && !is_snapshot {
-                    return Err(SnapshotError::NotASnapshotDir(dir.to_path_buf()));
-                }
-                // rename(2) replaces an empty directory but not a full one.
-                !empty
-            }
-        };
-
-        let tmp = parent.join(format!(".{name}.tmp-{}", unique()));
-        fs::create_dir(&tmp).map_err(|e| SnapshotError::io("create", &tmp, e))?;
+        let target = Target::of(dir)?;
+        let tmp = target.fresh()?;
         if let Err(e) = self.write_files(&tmp) {
             let _ = fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        if replace {
-            // Two renames: the old snapshot moves aside, the new one moves in.
-            // (An atomic exchange needs renameat2, which std does not offer.)
-            let old = parent.join(format!(".{name}.old-{}", unique()));
-            if let Err(e) = fs::rename(dir, &old) {
-                let _ = fs::remove_dir_all(&tmp);
-                return Err(SnapshotError::io("move aside", dir, e));
-            }
-            if let Err(e) = fs::rename(&tmp, dir) {
-                let _ = fs::rename(&old, dir);
-                let _ = fs::remove_dir_all(&tmp);
-                return Err(SnapshotError::io("rename into place", dir, e));
-            }
-            let _ = fs::remove_dir_all(&old);
-        } else if let Err(e) = fs::rename(&tmp, dir) {
-            let _ = fs::remove_dir_all(&tmp);
-            return Err(SnapshotError::io("rename into place", dir, e));
-        }
-        // Make the rename itself durable; not fatal where unsupported.
-        if let Ok(d) = File::open(&parent) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        target.publish(&tmp)
     }
 
     /// Every file of the snapshot under `root`, then one sync of them all:
@@ -255,29 +204,7 @@ impl Snapshot {
     /// which must still hash to `digest` (then it is hard-linked, or copied
     /// across filesystems).
     fn write_blob(&self, dest: &Path, path: &str, digest: &Sha256Digest) -> Result<(), WriteFail> {
-        let problem = |kind| {
-            WriteFail::Blob(BlobProblem {
-                path: path.to_string(),
-                kind,
-            })
-        };
-        let Some(staged) = self.blobs.staged_file(digest) else {
-            // `check` guaranteed the store holds every listed blob.
-            let bytes = self
-                .blobs
-                .get(digest)
-                .ok_or_else(|| problem(BlobProblemKind::Missing))?;
-            return write_unsynced(dest, &bytes).map_err(WriteFail::Io);
-        };
-        let bytes = read_no_follow(&staged).map_err(|f| problem(BlobProblemKind::from(f)))?;
-        let actual = Sha256Digest::of(&bytes);
-        if actual != *digest {
-            return Err(problem(BlobProblemKind::Corrupt { actual }));
-        }
-        if fs::hard_link(&staged, dest).is_ok() {
-            return Ok(());
-        }
-        write_unsynced(dest, &bytes).map_err(WriteFail::Io)
+        write_blob(&self.blobs, dest, path, digest)
     }
 
     /// Makes everything written under `root` durable.
@@ -310,13 +237,135 @@ impl Snapshot {
     }
 }
 
+/// One blob of `blobs` at `dest`: from memory, or from the store's staging
+/// file, which must still hash to `digest` (then it is hard-linked, or
+/// copied across filesystems).
+pub(crate) fn write_blob(
+    blobs: &BlobStore,
+    dest: &Path,
+    path: &str,
+    digest: &Sha256Digest,
+) -> Result<(), WriteFail> {
+    let problem = |kind| {
+        WriteFail::Blob(BlobProblem {
+            path: path.to_string(),
+            kind,
+        })
+    };
+    let Some(staged) = blobs.staged_file(digest) else {
+        // `check` guaranteed the store holds every listed blob.
+        let bytes = blobs
+            .get(digest)
+            .ok_or_else(|| problem(BlobProblemKind::Missing))?;
+        return write_unsynced(dest, &bytes).map_err(WriteFail::Io);
+    };
+    let bytes = read_no_follow(&staged).map_err(|f| problem(BlobProblemKind::from(f)))?;
+    let actual = Sha256Digest::of(&bytes);
+    if actual != *digest {
+        return Err(problem(BlobProblemKind::Corrupt { actual }));
+    }
+    if fs::hard_link(&staged, dest).is_ok() {
+        return Ok(());
+    }
+    write_unsynced(dest, &bytes).map_err(WriteFail::Io)
+}
+
 /// Why one blob could not be written.
-enum WriteFail {
+pub(crate) enum WriteFail {
     Blob(BlobProblem),
     Io(SnapshotError),
 }
 
-fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
+/// Where a snapshot is written: `dir`, which may be absent, empty, or hold
+/// a snapshot (then replaced); its files go into a fresh sibling first
+/// ([`Target::fresh`]), renamed onto `dir` when complete
+/// ([`Target::publish`]): readers see the old snapshot, no directory, or
+/// the new one, never a mix.
+pub(crate) struct Target {
+    dir: PathBuf,
+    parent: PathBuf,
+    name: String,
+    replace: bool,
+}
+
+impl Target {
+    /// Refuses a `dir` that is anything else than absent, empty or a
+    /// snapshot.
+    pub(crate) fn of(dir: &Path) -> Result<Self, SnapshotError> {
+        let name = dir.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            SnapshotError::io("write to", dir, io::ErrorKind::InvalidInput.into())
+        })?;
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let replace = match fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(SnapshotError::io("inspect", dir, e)),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(SnapshotError::Symlink(dir.to_path_buf()))
+            }
+            Ok(m) if !m.is_dir() => return Err(SnapshotError::NotASnapshotDir(dir.to_path_buf())),
+            Ok(_) => {
+                let empty = fs::read_dir(dir)
+                    .map_err(|e| SnapshotError::io("list", dir, e))?
+                    .next()
+                    .is_none();
+                let is_snapshot =
+                    fs::symlink_metadata(dir.join(MANIFEST_FILE)).is_ok_and(|m| m.is_file());
+                if !empty && !is_snapshot {
+                    return Err(SnapshotError::NotASnapshotDir(dir.to_path_buf()));
+                }
+                // rename(2) replaces an empty directory but not a full one.
+                !empty
+            }
+        };
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            parent,
+            name: name.to_string(),
+            replace,
+        })
+    }
+
+    /// A new, empty sibling directory to write into.
+    pub(crate) fn fresh(&self) -> Result<PathBuf, SnapshotError> {
+        let tmp = self.parent.join(format!(".{}.tmp-{}", self.name, unique()));
+        fs::create_dir(&tmp).map_err(|e| SnapshotError::io("create", &tmp, e))?;
+        Ok(tmp)
+    }
+
+    /// Renames the complete `tmp` onto the target (removing `tmp` if that
+    /// fails).
+    pub(crate) fn publish(&self, tmp: &Path) -> Result<(), SnapshotError> {
+        let dir = &self.dir;
+        if self.replace {
+            // Two renames: the old snapshot moves aside, the new one moves in.
+            // (An atomic exchange needs renameat2, which std does not offer.)
+            let old = self.parent.join(format!(".{}.old-{}", self.name, unique()));
+            if let Err(e) = fs::rename(dir, &old) {
+                let _ = fs::remove_dir_all(tmp);
+                return Err(SnapshotError::io("move aside", dir, e));
+            }
+            if let Err(e) = fs::rename(tmp, dir) {
+                let _ = fs::rename(&old, dir);
+                let _ = fs::remove_dir_all(tmp);
+                return Err(SnapshotError::io("rename into place", dir, e));
+            }
+            let _ = fs::remove_dir_all(&old);
+        } else if let Err(e) = fs::rename(tmp, dir) {
+            let _ = fs::remove_dir_all(tmp);
+            return Err(SnapshotError::io("rename into place", dir, e));
+        }
+        // Make the rename itself durable; not fatal where unsupported.
+        if let Ok(d) = File::open(&self.parent) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let mut file = File::create_new(path).map_err(|e| SnapshotError::io("create", path, e))?;
     file.write_all(bytes)
         .map_err(|e| SnapshotError::io("write", path, e))

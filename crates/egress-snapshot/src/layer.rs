@@ -427,14 +427,11 @@ pub fn flatten(
     principal: &str,
 ) -> Result<crate::Snapshot, SnapshotError> {
     use crate::manifest::{blob_path, Manifest, ServedEntry, SNAPSHOT_SCHEMA};
-    use egress_signing::{AllowedSigners, SNAPSHOT_NAMESPACE};
+    use egress_signing::SNAPSHOT_NAMESPACE;
     let mut blobs = crate::BlobStore::on_disk(staging)
         .map_err(|e| SnapshotError::io("create the blob staging directory", staging, e))?;
     let old = top.doc();
-    let signers = format!(
-        "{}\n",
-        AllowedSigners::line_for_namespace(principal, &key.public(), SNAPSHOT_NAMESPACE)
-    );
+    let signers = crate::build::signers_line(key, principal);
     let mut served = Vec::with_capacity(old.served.len());
     for e in &old.served {
         if e.path.starts_with(CHAIN_DIR) {
@@ -459,7 +456,7 @@ pub fn flatten(
     sources.insert(format!("flattened:{}", top.id()), top.id());
     let doc = crate::SnapshotDoc {
         schema: SNAPSHOT_SCHEMA.to_string(),
-        builder: format!("egress-conformance {}", env!("CARGO_PKG_VERSION")),
+        builder: crate::build::builder_name(),
         created: created.to_string(),
         sources,
         served,

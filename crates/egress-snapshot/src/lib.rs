@@ -35,6 +35,8 @@ mod snapshot;
 mod store;
 mod stream;
 pub mod verify;
+#[cfg(unix)]
+mod write;
 
 pub use blobs::BlobStore;
 pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
@@ -49,7 +51,7 @@ pub use manifest::{
     Layer, Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc, Tombstone,
 };
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
-pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
+pub use npm::{NpmMaintainer, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
 #[cfg(unix)]
 pub use sealed::{
     probe as probe_sealed_copies, SealedBlob, ZeroCopyUsage, DEFAULT_ZERO_COPY_BUDGET,
@@ -58,6 +60,8 @@ pub use sealed::{
 pub use snapshot::{is_servable_path, Snapshot};
 #[cfg(unix)]
 pub use store::{StoredSnapshot, VerifiedBlob, SMALL_BLOB_MAX};
+#[cfg(unix)]
+pub use write::Written;
 
 /// `1.2 MB` style, decimal units as download tools print them.
 pub fn human_size(bytes: u64) -> String {

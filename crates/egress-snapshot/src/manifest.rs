@@ -280,18 +280,28 @@ pub const SNAPSHOT_SCHEMA: &str = "egress-mirror/snapshot/v1";
 /// order, same omissions; `canonical_json_is_the_documents_serialization`
 /// holds the two together).
 #[derive(Serialize)]
-struct DocView<'a> {
-    schema: &'a str,
-    builder: &'a str,
-    created: &'a str,
-    sources: &'a BTreeMap<String, Sha256Digest>,
-    served: &'a [ServedEntry],
+pub(crate) struct DocView<'a, S: Serialize> {
+    pub(crate) schema: &'a str,
+    pub(crate) builder: &'a str,
+    pub(crate) created: &'a str,
+    pub(crate) sources: &'a BTreeMap<String, Sha256Digest>,
+    /// The served entries, sorted, each serialized as a [`ServedEntry`].
+    pub(crate) served: S,
     #[serde(skip_serializing_if = "is_empty_map")]
-    upload_times: &'a BTreeMap<String, String>,
+    pub(crate) upload_times: &'a BTreeMap<String, String>,
     #[serde(skip_serializing_if = "is_none")]
-    selection: &'a Option<Selection>,
+    pub(crate) selection: &'a Option<Selection>,
     #[serde(skip_serializing_if = "is_none")]
-    layer: &'a Option<Layer>,
+    pub(crate) layer: &'a Option<Layer>,
+}
+
+impl<S: Serialize> DocView<'_, S> {
+    /// The canonical bytes (what [`SnapshotDoc::to_canonical_json`]
+    /// writes) into `out`.
+    pub(crate) fn write(&self, out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self).map_err(std::io::Error::other)?;
+        out.write_all(b"\n")
+    }
 }
 
 fn is_empty_map(m: &&BTreeMap<String, String>) -> bool {
@@ -367,8 +377,7 @@ impl SnapshotDoc {
         };
         // Writing to memory (or comparing) cannot fail, nor can these
         // types fail to serialize.
-        let _ = serde_json::to_writer_pretty(&mut *out, &view);
-        let _ = out.write_all(b"\n");
+        let _ = view.write(out);
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self, ManifestError> {
