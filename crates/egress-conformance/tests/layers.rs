@@ -15,7 +15,7 @@ use std::process::Output;
 
 mod common;
 
-use common::{run, s, tmpdir};
+use common::{run, s, tmpdir, MirrorProcess};
 
 const REGISTRY: &str = "http://127.0.0.1:9/";
 
@@ -439,6 +439,75 @@ fn bad_layers_each_get_one_line_and_their_exit_code() {
     assert_eq!(o.status.code(), Some(11), "{}", text(&o));
     assert!(error_line(&o).contains("chain gap"), "{}", text(&o));
     nothing_at(&out);
+}
+
+/// `check` against the real mirror serving `snap`: P5.chain's verdict.
+fn chain_verdict(snap: &Path, signers: &Path, out: &Path) -> (egress_model::Status, String) {
+    let mirror = MirrorProcess::start(snap, "127.0.0.1:0");
+    let url = format!("{}/simple/", mirror.base);
+    let o = run(&[
+        "check",
+        &url,
+        "--allowed-signers",
+        s(signers),
+        "--out",
+        s(out),
+    ]);
+    let report: egress_suite::Report = serde_json::from_slice(
+        &fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {}", text(&o))),
+    )
+    .unwrap();
+    let rec = report.probe("P5.chain").expect("P5.chain");
+    (rec.status, rec.reason.clone())
+}
+
+#[test]
+fn check_reads_the_chain_from_the_mirror_that_serves_the_layer() {
+    use egress_model::Status;
+    let dir = tmpdir("layers-check");
+    let (key, signers) = keygen(&dir, "lab");
+    let (_, other_signers) = keygen(&dir, "other");
+    let d1 = dir.join("d1");
+    wheel(&d1, "alpha", "1.0", "a = 1");
+    let base = dir.join("base");
+    let o = build(&["--dist", s(&d1), "--sign-key", s(&key), "--out", s(&base)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let d2 = dir.join("d2");
+    wheel(&d2, "beta", "1.0", "b = 1");
+    let layer = dir.join("layer");
+    let o = build(&[
+        "--base",
+        s(&base),
+        "--dist",
+        s(&d2),
+        "--sign-key",
+        s(&key),
+        "--out",
+        s(&layer),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let (status, reason) = chain_verdict(&layer, &signers, &dir.join("r1"));
+    assert_eq!(status, Status::Pass, "{reason}");
+    assert!(
+        reason.contains("layer 1 of its chain") && reason.contains("signed by the allowed signers"),
+        "{reason}"
+    );
+    // The base is no layer: nothing to check.
+    let (status, reason) = chain_verdict(&base, &signers, &dir.join("r2"));
+    assert_eq!(status, Status::Skipped, "{reason}");
+    // Signers that did not sign the base.
+    let (status, reason) = chain_verdict(&layer, &other_signers, &dir.join("r3"));
+    assert_eq!(status, Status::Fail, "{reason}");
+    // A layer re-signed without its parent's evidence: a gap.
+    let gap = dir.join("gap");
+    resign_without_chain(&layer, &gap, &key);
+    let (status, reason) = chain_verdict(&gap, &signers, &dir.join("r4"));
+    assert_eq!(status, Status::Fail, "{reason}");
+    assert!(
+        reason.contains("chain gap") && reason.contains("404"),
+        "{reason}"
+    );
 }
 
 /// `layer` with its ancestors' evidence taken out, signed again by `key`.
