@@ -577,6 +577,18 @@ impl SnapshotBuilder {
         Ok(snapshot)
     }
 
+    /// Frees what [`SnapshotBuilder::render`] rendered from (projects,
+    /// packages, apt files, the base's document); the store, the sources
+    /// and the selection stay.
+    pub(crate) fn release_rendered(&mut self) {
+        self.projects = BTreeMap::new();
+        self.filenames = BTreeSet::new();
+        self.npm = BTreeMap::new();
+        self.apt = BTreeMap::new();
+        self.chain = BTreeMap::new();
+        self.inherited = HashMap::new();
+    }
+
     /// Renders every page into the store and hands each served entry to
     /// `serve`, unsorted; returns the upload times by served path.
     /// `allowed_signers`: the signer's line, served at its well-known path.

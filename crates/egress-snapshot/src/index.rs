@@ -374,6 +374,52 @@ struct Raw {
     entry: Entry,
 }
 
+/// The rule every served entry keeps on its own: an origin-form path
+/// without query or fragment, not shadowing the snapshot's evidence, with
+/// a bare media type.
+pub(crate) fn entry_rule(path: &str, content_type: &str) -> Result<(), String> {
+    if !is_servable_path(path) {
+        return Err(format!(
+            "served path {path:?} is not an origin-form path without query or fragment"
+        ));
+    }
+    if [
+        well_known::MANIFEST,
+        well_known::SIGNATURE,
+        well_known::SNAPSHOT_JSON,
+    ]
+    .contains(&path)
+    {
+        return Err(format!(
+            "served path {path:?} would shadow the snapshot's own evidence"
+        ));
+    }
+    let ct_ok =
+        content_type.contains('/') && content_type.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if !ct_ok {
+        return Err(format!(
+            "content type {content_type:?} of {path:?} is not a bare media type"
+        ));
+    }
+    Ok(())
+}
+
+/// The rule over one path's entries (their content types): one entry, or
+/// exactly an HTML and a JSON one (PEP 691), or exactly a full and an
+/// abbreviated npm packument.
+pub(crate) fn path_rule(path: &str, types: &[&str]) -> Result<(), String> {
+    let pair = |a: &str, b: &str| {
+        types.len() == 2
+            && types.iter().any(|t| t.eq_ignore_ascii_case(a))
+            && types.iter().any(|t| t.eq_ignore_ascii_case(b))
+    };
+    let negotiated = pair(HTML_V1, JSON_V1) || pair(NPM_JSON, NPM_ABBREVIATED);
+    if types.len() != 1 && !negotiated {
+        return Err(format!("served path {path:?} has entries {types:?}; a path has one entry, one {HTML_V1} and one {JSON_V1}, or one {NPM_JSON} and one {NPM_ABBREVIATED}"));
+    }
+    Ok(())
+}
+
 /// Fills a [`ServedIndex`] entry by entry, checking each against the rules
 /// of [`Snapshot::check`](crate::Snapshot::check) as it comes (see
 /// `consistency.rs`, whose messages these are).
@@ -411,29 +457,7 @@ impl IndexBuilder {
         content_type: &str,
         sha256: &Sha256Digest,
     ) -> Result<(), String> {
-        if !is_servable_path(path) {
-            return Err(format!(
-                "served path {path:?} is not an origin-form path without query or fragment"
-            ));
-        }
-        if [
-            well_known::MANIFEST,
-            well_known::SIGNATURE,
-            well_known::SNAPSHOT_JSON,
-        ]
-        .contains(&path)
-        {
-            return Err(format!(
-                "served path {path:?} would shadow the snapshot's own evidence"
-            ));
-        }
-        let ct_ok =
-            content_type.contains('/') && content_type.bytes().all(|b| (0x21..=0x7e).contains(&b));
-        if !ct_ok {
-            return Err(format!(
-                "content type {content_type:?} of {path:?} is not a bare media type"
-            ));
-        }
+        entry_rule(path, content_type)?;
         let Some(blob) = self.buckets.find(&self.blobs, sha256) else {
             return Err(format!(
                 "{path:?} is served from blob {sha256} which MANIFEST does not list"
@@ -501,16 +525,7 @@ impl IndexBuilder {
                 }
             }
             let types: Vec<&str> = at.iter().map(|(ct, _)| ct).collect();
-            let pair = |a: &str, b: &str| {
-                types.len() == 2
-                    && types.iter().any(|t| t.eq_ignore_ascii_case(a))
-                    && types.iter().any(|t| t.eq_ignore_ascii_case(b))
-            };
-            let negotiated = pair(HTML_V1, JSON_V1) || pair(NPM_JSON, NPM_ABBREVIATED);
-            if types.len() != 1 && !negotiated {
-                let path = String::from_utf8_lossy(index.path(i));
-                return Err(format!("served path {path:?} has entries {types:?}; a path has one entry, one {HTML_V1} and one {JSON_V1}, or one {NPM_JSON} and one {NPM_ABBREVIATED}"));
-            }
+            path_rule(&String::from_utf8_lossy(index.path(i)), &types)?;
         }
         if let Some(i) = served.iter().position(|s| !s) {
             if let Some(d) = index.blobs.get(i) {

@@ -16,7 +16,7 @@ use crate::build::{builder_name, signers_line};
 use crate::dir::{write_blob, write_unsynced, Target, WriteFail};
 use crate::error::SnapshotError;
 use crate::manifest::{blob_path, DocView, SNAPSHOT_JSON, SNAPSHOT_SCHEMA};
-use crate::{SnapshotBuilder, StoredSnapshot, ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
+use crate::{SnapshotBuilder, ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::digest::Sha256Hasher;
 use egress_model::Sha256Digest;
 use egress_signing::{SigningKey, SNAPSHOT_NAMESPACE};
@@ -31,6 +31,8 @@ use std::path::Path;
 pub struct Written {
     /// The snapshot ID: the SHA-256 of `MANIFEST`.
     pub id: Sha256Digest,
+    /// The SHA-256 of `SNAPSHOT.json`.
+    pub doc: Sha256Digest,
     /// Served entries in `SNAPSHOT.json`.
     pub served: usize,
     /// Blobs under `blobs/sha256/`.
@@ -103,6 +105,36 @@ impl Rows {
         self.rows
             .iter()
             .map(|r| (self.path(r), self.content_type(r), r.sha256))
+    }
+
+    /// The rules of [`crate::index`] over the sorted rows: each entry's
+    /// own, and each path's entries together. (Every blob is served by
+    /// construction: the blobs are the rows' digests.)
+    fn check(&self) -> Result<(), SnapshotError> {
+        let mut at = 0;
+        while let Some(first) = self.rows.get(at) {
+            let path = self.path(first);
+            let same = self
+                .rows
+                .get(at..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|r| self.path(r) == path)
+                .count();
+            let types: Vec<&str> = self
+                .rows
+                .get(at..at + same)
+                .unwrap_or_default()
+                .iter()
+                .map(|r| self.content_type(r))
+                .collect();
+            for ct in &types {
+                crate::index::entry_rule(path, ct).map_err(SnapshotError::Inconsistent)?;
+            }
+            crate::index::path_rule(path, &types).map_err(SnapshotError::Inconsistent)?;
+            at += same.max(1);
+        }
+        Ok(())
     }
 
     /// Every served digest, sorted, once.
@@ -199,12 +231,17 @@ impl SnapshotBuilder {
         if let Some(why) = refused {
             return Err(SnapshotError::Inconsistent(why));
         }
+        // What the pages were rendered from is no longer needed: what
+        // follows reuses its memory.
+        self.release_rendered();
         rows.sort();
+        rows.check()?;
         let layer = self.layer.take();
         if let (Some(layer), Some(base)) = (&layer, &self.base_doc) {
             crate::chain::extends(base, rows.iter().map(|(p, _, d)| (p, d)), layer)
                 .map_err(SnapshotError::Inconsistent)?;
         }
+        self.base_doc = None;
         let sources = std::mem::take(&mut self.sources);
         let selection = self.selection.take();
         let builder = builder_name();
@@ -219,10 +256,14 @@ impl SnapshotBuilder {
             layer: &layer,
         };
 
+        let blobs = std::mem::take(&mut self.blobs);
         let tmp = target.fresh()?;
         let written = (|| {
             let digests = rows.digests();
-            write_blobs(&self.blobs, &tmp, &digests)?;
+            write_blobs(&blobs, &tmp, &digests)?;
+            // The staging files are linked into place; the store's table
+            // goes before the documents are written.
+            drop(blobs);
             let doc = write_hashed(&tmp.join(SNAPSHOT_JSON), |out| view.write(out))?;
             let manifest_path = tmp.join(MANIFEST_FILE);
             let id = write_hashed(&manifest_path, |out| {
@@ -241,20 +282,33 @@ impl SnapshotBuilder {
             write_unsynced(&tmp.join(SIGNATURE_FILE), signature.as_bytes())?;
             write_unsynced(&tmp.join(ALLOWED_SIGNERS_FILE), signers.as_bytes())?;
             sync(&tmp)?;
-            // Read back as the mirror reads it: every rule over the two
-            // documents and the directories.
-            let opened = StoredSnapshot::open(&tmp)?;
-            if opened.id() != id {
-                return Err(SnapshotError::Inconsistent(
-                    "MANIFEST changed while it was written".into(),
-                ));
-            }
-            Ok(Written {
+            let written = Written {
                 id,
+                doc,
                 served: rows.rows.len(),
                 blobs: digests.len(),
-            })
+            };
+            drop(digests);
+            Ok(written)
         })();
+        // Read back: the two documents on disk are the bytes that were
+        // hashed as they were written.
+        let written = written.and_then(|w| {
+            for (name, want) in [(MANIFEST_FILE, Some(w.id)), (SNAPSHOT_JSON, None)] {
+                let path = tmp.join(name);
+                let got = hash_file(&path)?;
+                let listed = match want {
+                    Some(id) => id,
+                    None => w.doc,
+                };
+                if got != listed {
+                    return Err(SnapshotError::Inconsistent(format!(
+                        "{name} changed on disk while the snapshot was written"
+                    )));
+                }
+            }
+            Ok(w)
+        });
         match written {
             Ok(w) => {
                 target.publish(&tmp)?;
@@ -297,6 +351,17 @@ fn write_blobs(
     Ok(())
 }
 
+/// The SHA-256 of a file, streamed.
+fn hash_file(path: &Path) -> Result<Sha256Digest, SnapshotError> {
+    let mut file = File::open(path).map_err(|e| SnapshotError::io("read", path, e))?;
+    let mut out = Hashing {
+        inner: io::sink(),
+        hasher: Sha256Hasher::new(),
+    };
+    io::copy(&mut file, &mut out).map_err(|e| SnapshotError::io("read", path, e))?;
+    Ok(out.hasher.finish())
+}
+
 /// Makes everything under `root` durable: `syncfs` where there is one,
 /// else each file and directory.
 fn sync(root: &Path) -> Result<(), SnapshotError> {
@@ -322,6 +387,7 @@ fn sync(root: &Path) -> Result<(), SnapshotError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StoredSnapshot;
     use egress_artifacts::{build_npm_tarball, build_wheel, NpmPackageSpec, WheelSpec};
     use egress_model::{ProjectName, Version};
 
@@ -410,5 +476,41 @@ mod tests {
             .to_string_lossy()
             .starts_with(".streamed")));
         let _ = fs::remove_dir_all(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+
+    #[test]
+    fn rows_keep_the_served_entry_rules() {
+        let d = Sha256Digest::of(b"x");
+        let rows = |entries: &[(&str, &str)]| {
+            let mut r = Rows::default();
+            for (p, ct) in entries {
+                r.push(p, ct, d).unwrap();
+            }
+            r.sort();
+            r.check()
+        };
+        let json = egress_simple::JSON_V1;
+        let html = egress_simple::HTML_V1;
+        assert!(rows(&[
+            ("/simple/a/", html),
+            ("/simple/a/", json),
+            ("/b", "text/plain")
+        ])
+        .is_ok());
+        for bad in [
+            vec![("/simple/a/", html), ("/simple/a/", "text/plain")],
+            vec![("/a", "text/plain"), ("/a", "text/html"), ("/a", json)],
+            vec![("a", "text/plain")],
+            vec![("/a?q", "text/plain")],
+            vec![("/a", "text plain")],
+            vec![(crate::well_known::MANIFEST, "text/plain")],
+        ] {
+            assert!(rows(&bad).is_err(), "{bad:?}");
+        }
     }
 }
