@@ -32,10 +32,10 @@ pub use npm::{
     NpmTarball,
 };
 pub use sdist::{
-    build_sdist, gunzip, gzip, read_sdist_pkg_info, read_top_level_file, TopLevelFile,
-    MAX_SDIST_UNPACKED,
+    build_sdist, gunzip, gzip, read_npm_package, read_sdist_pkg_info, read_top_level_file,
+    NpmPackageContents, TopLevelFile, MAX_LISTED_MEMBERS, MAX_SDIST_UNPACKED,
 };
-pub use wheel::{build_wheel, build_wheel_with, read_wheel_metadata};
+pub use wheel::{build_wheel, build_wheel_with, read_wheel_members, read_wheel_metadata};
 
 /// Largest METADATA or PKG-INFO the readers will return. Real ones are a few
 /// KiB; the cap stops a hostile archive from making us hold gigabytes.

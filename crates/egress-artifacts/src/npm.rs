@@ -332,4 +332,33 @@ mod tests {
             "ec-present-1.0.0.tgz"
         );
     }
+
+    #[test]
+    fn package_json_and_members_are_read_back() {
+        let mut s = spec();
+        s.files.push(("binding.gyp".into(), b"{}".to_vec()));
+        s.files
+            .push(("build/Release/addon.node".into(), vec![0x7f, b'E']));
+        let t = build_npm_tarball(&s);
+        let got = crate::read_npm_package(&t.bytes).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&got.package_json).unwrap();
+        assert_eq!(doc, s.package_json());
+        assert_eq!(
+            got.members,
+            [
+                "package.json",
+                "README.md",
+                "binding.gyp",
+                "build/Release/addon.node",
+                "index.js"
+            ]
+        );
+        assert_eq!(got.unlisted, 0);
+        for cut in 0..t.bytes.len() {
+            assert!(
+                crate::read_npm_package(&t.bytes[..cut]).is_err(),
+                "cut {cut}"
+            );
+        }
+    }
 }

@@ -217,6 +217,46 @@ pub fn read_top_level_file(tar_gz: &[u8], file: TopLevelFile) -> Result<Vec<u8>,
     tar.finish()
 }
 
+/// The most member paths [`read_npm_package`] lists; past it they are
+/// counted only ([`NpmPackageContents::unlisted`]).
+pub const MAX_LISTED_MEMBERS: usize = 100_000;
+/// The longest member path [`read_npm_package`] keeps in full; a longer one
+/// is listed cut to this many bytes.
+const MAX_LISTED_PATH: usize = 4096;
+
+/// What [`read_npm_package`] found in an npm tarball.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpmPackageContents {
+    /// The top-level `package.json`, at most [`MAX_METADATA`] bytes.
+    pub package_json: Vec<u8>,
+    /// Every member with data (files and links; not directories), as its
+    /// path below the top directory (`binding.gyp`, `build/Release/x.node`),
+    /// in archive order, UTF-8 lossily, at most [`MAX_LISTED_MEMBERS`].
+    pub members: Vec<String>,
+    /// Members past [`MAX_LISTED_MEMBERS`], counted and not listed.
+    pub unlisted: u64,
+}
+
+/// Reads an npm tarball's top-level `package.json` and lists its members,
+/// with the same checks and bounds as [`read_top_level_file`] (the whole
+/// archive inflated up to [`MAX_SDIST_UNPACKED`], gzip checksum, every entry
+/// path and link target, exactly one `package.json`). Nothing is written
+/// to disk or executed.
+pub fn read_npm_package(tgz: &[u8]) -> Result<NpmPackageContents, ArtifactError> {
+    let mut tar = TarScan::new(TopLevelFile::PackageJson);
+    tar.listing = Some(Vec::new());
+    gunzip_with(tgz, MAX_SDIST_UNPACKED, "unpacked npm package", |chunk| {
+        tar.feed(chunk)
+    })?;
+    let members = tar.listing.take().unwrap_or_default();
+    let unlisted = tar.unlisted;
+    Ok(NpmPackageContents {
+        package_json: tar.finish()?,
+        members,
+        unlisted,
+    })
+}
+
 /// Inflates a whole gzip file of one member (RFC 1952, as `Packages.gz`):
 /// the CRC and length trailer are checked, data after the member is refused,
 /// and more than `limit` inflated bytes is [`ArtifactError::TooLarge`].
@@ -347,6 +387,10 @@ struct TarScan {
     next_size: Option<u64>,
     found: Option<Vec<u8>>,
     ended: bool,
+    /// When listing: each member with data, below the top directory.
+    listing: Option<Vec<String>>,
+    /// Members past [`MAX_LISTED_MEMBERS`].
+    unlisted: u64,
 }
 
 impl TarScan {
@@ -363,6 +407,8 @@ impl TarScan {
             next_size: None,
             found: None,
             ended: false,
+            listing: None,
+            unlisted: 0,
         }
     }
 
@@ -476,6 +522,16 @@ impl TarScan {
             .split(|&b| b == b'/')
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
+        let listed = regular || matches!(kind, b'1' | b'2');
+        if let (Some(list), true) = (self.listing.as_mut(), listed) {
+            if list.len() < MAX_LISTED_MEMBERS {
+                let below_top = parts.get(1..).unwrap_or_default().join(&b'/');
+                let cut = below_top.get(..MAX_LISTED_PATH).unwrap_or(&below_top);
+                list.push(String::from_utf8_lossy(cut).into_owned());
+            } else {
+                self.unlisted = self.unlisted.saturating_add(1);
+            }
+        }
         let wanted = self.wanted.name();
         let at_root = matches!(self.wanted, TopLevelFile::DebControl);
         let found = match parts.as_slice() {

@@ -213,6 +213,34 @@ struct CentralEntry<'a> {
 /// central directory is checked first: one unsafe path rejects the wheel.
 pub fn read_wheel_metadata(wheel: &[u8]) -> Result<Vec<u8>, ArtifactError> {
     let zip = Reader(wheel);
+    let mut found: Option<CentralEntry> = None;
+    for entry in central_directory(wheel)? {
+        if is_metadata_path(entry.name) {
+            if found.is_some() {
+                return Err(ArtifactError::Ambiguous(".dist-info/METADATA"));
+            }
+            found = Some(entry);
+        }
+    }
+    let entry = found.ok_or(ArtifactError::Missing(".dist-info/METADATA"))?;
+    extract(&zip, &entry)
+}
+
+/// Every member path a wheel's central directory lists, in its order,
+/// UTF-8 lossily (what an installer would unpack: `x/_native.so`,
+/// `x.pth`). Nothing is inflated; the central directory is checked as
+/// [`read_wheel_metadata`] checks it (one unsafe path rejects the wheel).
+/// At most 65,535 names: a zip without zip64 holds no more.
+pub fn read_wheel_members(wheel: &[u8]) -> Result<Vec<String>, ArtifactError> {
+    Ok(central_directory(wheel)?
+        .into_iter()
+        .map(|e| String::from_utf8_lossy(e.name).into_owned())
+        .collect())
+}
+
+/// The central directory's entries, each bounds-checked, every path safe.
+fn central_directory(wheel: &[u8]) -> Result<Vec<CentralEntry<'_>>, ArtifactError> {
+    let zip = Reader(wheel);
     let eocd = find_eocd(wheel)?;
     let disk = zip.u16(eocd + 4, "end of central directory")?;
     let cd_disk = zip.u16(eocd + 6, "end of central directory")?;
@@ -238,7 +266,7 @@ pub fn read_wheel_metadata(wheel: &[u8]) -> Result<Vec<u8>, ArtifactError> {
     }
     let cd = Reader(zip.bytes(cd_start, cd_len, "central directory")?);
 
-    let mut found: Option<CentralEntry> = None;
+    let mut entries = Vec::with_capacity(usize::from(total).min(cd_len / 46));
     let mut at = 0usize;
     for _ in 0..total {
         if cd.u32(at, "central directory")? != CENTRAL_SIG {
@@ -251,25 +279,19 @@ pub fn read_wheel_metadata(wheel: &[u8]) -> Result<Vec<u8>, ArtifactError> {
         if is_unsafe_path(name) {
             return Err(unsafe_path_error(name));
         }
-        if is_metadata_path(name) {
-            if found.is_some() {
-                return Err(ArtifactError::Ambiguous(".dist-info/METADATA"));
-            }
-            found = Some(CentralEntry {
-                name,
-                flags: cd.u16(at + 8, "central directory")?,
-                method: cd.u16(at + 10, "central directory")?,
-                crc: cd.u32(at + 16, "central directory")?,
-                compressed: cd.u32(at + 20, "central directory")?,
-                uncompressed: cd.u32(at + 24, "central directory")?,
-                local_offset: cd.u32(at + 42, "central directory")?,
-            });
-        }
+        entries.push(CentralEntry {
+            name,
+            flags: cd.u16(at + 8, "central directory")?,
+            method: cd.u16(at + 10, "central directory")?,
+            crc: cd.u32(at + 16, "central directory")?,
+            compressed: cd.u32(at + 20, "central directory")?,
+            uncompressed: cd.u32(at + 24, "central directory")?,
+            local_offset: cd.u32(at + 42, "central directory")?,
+        });
         // Each length is at most 65535, so this cannot overflow.
         at += 46 + name_len + extra_len + comment_len;
     }
-    let entry = found.ok_or(ArtifactError::Missing(".dist-info/METADATA"))?;
-    extract(&zip, &entry)
+    Ok(entries)
 }
 
 /// Scans back over a possible archive comment for the end record whose
@@ -659,5 +681,28 @@ mod tests {
         let mut s = spec();
         s.files.push(("../x.py".into(), vec![]));
         build_wheel(&s);
+    }
+
+    #[test]
+    fn members_are_listed_from_the_central_directory() {
+        let mut s = spec();
+        s.files.push(("evil.pth".into(), b"import os\n".to_vec()));
+        let built = build_wheel(&s);
+        let names = read_wheel_members(&built.bytes).unwrap();
+        assert!(names.contains(&"evil.pth".to_string()), "{names:?}");
+        assert!(names.contains(&"ec_present-1.0.0.dist-info/RECORD".to_string()));
+        assert_eq!(names.len(), 6);
+        // Every truncation is an error, never a panic.
+        for cut in 0..built.bytes.len() {
+            assert!(
+                read_wheel_members(&built.bytes[..cut]).is_err(),
+                "cut {cut}"
+            );
+        }
+        // A central directory offset past the end.
+        let mut bad = built.bytes.clone();
+        let n = bad.len();
+        bad[n - 6..n - 2].copy_from_slice(&u32::MAX.wrapping_sub(1).to_le_bytes());
+        assert!(read_wheel_members(&bad).is_err());
     }
 }

@@ -19,6 +19,7 @@ pub mod run_builtin;
 pub mod run_testbed;
 pub mod sandbox_scan;
 pub mod snapshot;
+pub mod snapshot_diff;
 pub mod verify;
 
 use clap::ValueEnum;

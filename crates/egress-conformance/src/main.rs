@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand};
 use egress_conformance::{
     canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
-    snapshot, verify, Failure, Format,
+    snapshot, snapshot_diff, verify, Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -109,6 +109,11 @@ enum SnapshotCommand {
     /// Write one snapshot with a layer's whole view and no chain, signed
     /// anew.
     Flatten(snapshot::FlattenArgs),
+    /// List what NEW adds to and removes from OLD (projects, versions,
+    /// files), each addition flagged for review (install scripts, .pth
+    /// files, sdist-only, native code, recent uploads, similar names,
+    /// maintainer changes, major jumps); deterministic Markdown or JSON.
+    Diff(snapshot_diff::DiffArgs),
 }
 
 #[derive(Subcommand)]
@@ -161,6 +166,9 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Flatten(args),
         }) => snapshot::flatten(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Diff(args),
+        }) => snapshot_diff::diff(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
         Some(Command::SandboxScan(args)) => sandbox_scan::main(args),

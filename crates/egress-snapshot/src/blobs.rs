@@ -153,6 +153,20 @@ impl BlobStore {
         }
     }
 
+    /// For a store on disk: moves its staging directory to `dest` (absent,
+    /// on the same filesystem), so that each staged blob is
+    /// `dest/blobs/sha256/<hex>` without a copy or a link; the store is
+    /// empty afterwards. `Err` (and nothing moved) for a store in memory,
+    /// or when the rename fails (another filesystem).
+    pub(crate) fn move_to(&mut self, dest: &Path) -> io::Result<()> {
+        let Inner::Disk(disk) = &self.inner else {
+            return Err(io::Error::other("the store is in memory"));
+        };
+        fs::rename(&disk.staging.root, dest)?;
+        *self = Self::new();
+        Ok(())
+    }
+
     /// The blob's bytes. From disk they are read back and hashed again:
     /// `None` when the staging file is gone or no longer has these bytes.
     pub fn get(&self, digest: &Sha256Digest) -> Option<Arc<[u8]>> {

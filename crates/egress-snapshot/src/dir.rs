@@ -330,9 +330,14 @@ impl Target {
 
     /// A new, empty sibling directory to write into.
     pub(crate) fn fresh(&self) -> Result<PathBuf, SnapshotError> {
-        let tmp = self.parent.join(format!(".{}.tmp-{}", self.name, unique()));
+        let tmp = self.fresh_name();
         fs::create_dir(&tmp).map_err(|e| SnapshotError::io("create", &tmp, e))?;
         Ok(tmp)
+    }
+
+    /// A sibling path no other writer uses, not created.
+    pub(crate) fn fresh_name(&self) -> PathBuf {
+        self.parent.join(format!(".{}.tmp-{}", self.name, unique()))
     }
 
     /// Renames the complete `tmp` onto the target (removing `tmp` if that

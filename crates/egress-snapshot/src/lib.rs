@@ -51,7 +51,7 @@ pub use manifest::{
     Layer, Manifest, ManifestError, Selection, ServedEntry, SnapshotDoc, Tombstone,
 };
 pub use nofollow::{open_no_follow, read_no_follow, NoFollowError};
-pub use npm::{NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
+pub use npm::{NpmMaintainer, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON, NPM_KEYS_PATH};
 #[cfg(unix)]
 pub use sealed::{
     probe as probe_sealed_copies, SealedBlob, ZeroCopyUsage, DEFAULT_ZERO_COPY_BUDGET,

@@ -60,6 +60,19 @@ pub struct NpmVersionMeta {
     pub engines: BTreeMap<String, String>,
     /// The upstream's deprecation message, if the version is deprecated.
     pub deprecated: Option<String>,
+    /// Who could publish the package when this version was published: the
+    /// upstream full packument's `versions[v].maintainers`, in its order.
+    /// Rendered into the full packument only, as npm serves it; empty when
+    /// the upstream gave none (a lock or a local tarball gives none).
+    pub maintainers: Vec<NpmMaintainer>,
+}
+
+/// One entry of a version's `maintainers`: an npm account name and the
+/// email the upstream listed with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NpmMaintainer {
+    pub name: String,
+    pub email: Option<String>,
 }
 
 impl NpmVersionMeta {
@@ -133,7 +146,7 @@ pub(crate) fn is_safe_name(name: &str) -> bool {
 
 /// A semver version (with optional pre-release and build): digits,
 /// letters, `.`, `-`, `+`.
-pub(crate) fn is_safe_version(v: &str) -> bool {
+pub fn is_safe_version(v: &str) -> bool {
     v.len() <= 256
         && v.as_bytes().first().is_some_and(u8::is_ascii_digit)
         && v.bytes()
@@ -244,6 +257,17 @@ fn version_doc(name: &str, d: &NpmDist, registry: &str, abbreviated: bool) -> Va
     }
     if !abbreviated {
         doc.insert("_id".into(), json!(format!("{name}@{}", d.version)));
+        if !meta.maintainers.is_empty() {
+            let people: Vec<Value> = meta
+                .maintainers
+                .iter()
+                .map(|m| match &m.email {
+                    Some(email) => json!({ "name": m.name, "email": email }),
+                    None => json!({ "name": m.name }),
+                })
+                .collect();
+            doc.insert("maintainers".into(), Value::Array(people));
+        }
     }
     let mut dist = json!({
         "integrity": d.integrity,
@@ -468,6 +492,30 @@ mod tests {
         assert!(full.get("time").is_none() && corgi.get("modified").is_none());
         assert!(published("yesterday").check().is_err());
         assert!(published("2024-02-01T12:00:00.000Z").check().is_ok());
+    }
+
+    #[test]
+    fn maintainers_are_in_the_full_packument_only() {
+        let meta = NpmVersionMeta {
+            maintainers: vec![
+                NpmMaintainer {
+                    name: "bob".into(),
+                    email: Some("bob@example.org".into()),
+                },
+                NpmMaintainer {
+                    name: "alice".into(),
+                    email: None,
+                },
+            ],
+            ..NpmVersionMeta::default()
+        };
+        let (full, corgi) = render(&[dist("1.0.0", meta), dist("1.1.0", Default::default())]);
+        assert_eq!(
+            full["versions"]["1.0.0"]["maintainers"],
+            json!([{ "name": "bob", "email": "bob@example.org" }, { "name": "alice" }])
+        );
+        assert!(full["versions"]["1.1.0"].get("maintainers").is_none());
+        assert!(corgi["versions"]["1.0.0"].get("maintainers").is_none());
     }
 
     #[test]

@@ -256,13 +256,23 @@ impl SnapshotBuilder {
             layer: &layer,
         };
 
-        let blobs = std::mem::take(&mut self.blobs);
-        let tmp = target.fresh()?;
+        let mut blobs = std::mem::take(&mut self.blobs);
+        // A store staged on disk beside `dir` becomes the new directory by
+        // one rename: its files are checked where they are, never copied
+        // or linked. Otherwise each blob is written (or linked) anew.
+        let moved = target.fresh_name();
+        let (tmp, in_place) = match blobs.move_to(&moved) {
+            Ok(()) => (moved, true),
+            Err(_) => (target.fresh()?, false),
+        };
         let written = (|| {
             let digests = rows.digests();
-            write_blobs(&blobs, &tmp, &digests)?;
-            // The staging files are linked into place; the store's table
-            // goes before the documents are written.
+            if in_place {
+                check_in_place(&tmp, &digests)?;
+            } else {
+                write_blobs(&blobs, &tmp, &digests)?;
+            }
+            // The store's table goes before the documents are written.
             drop(blobs);
             let doc = write_hashed(&tmp.join(SNAPSHOT_JSON), |out| view.write(out))?;
             let manifest_path = tmp.join(MANIFEST_FILE);
@@ -360,6 +370,55 @@ fn hash_file(path: &Path) -> Result<Sha256Digest, SnapshotError> {
     };
     io::copy(&mut file, &mut out).map_err(|e| SnapshotError::io("read", path, e))?;
     Ok(out.hasher.finish())
+}
+
+/// After the staging directory became `root`: every listed blob is there
+/// and hashes to its digest (checked on every core), and every other file
+/// the store staged (a blob no page serves any more) is removed.
+fn check_in_place(root: &Path, digests: &[Sha256Digest]) -> Result<(), SnapshotError> {
+    let dir = root.join("blobs/sha256");
+    let mut unlisted = Vec::new();
+    for entry in fs::read_dir(&dir).map_err(|e| SnapshotError::io("list", &dir, e))? {
+        let entry = entry.map_err(|e| SnapshotError::io("list", &dir, e))?;
+        let name = entry.file_name();
+        let listed = name
+            .to_str()
+            .and_then(|n| Sha256Digest::from_hex(n).ok())
+            .is_some_and(|d| digests.binary_search(&d).is_ok());
+        if !listed {
+            unlisted.push(entry.path());
+        }
+    }
+    for path in unlisted {
+        fs::remove_file(&path).map_err(|e| SnapshotError::io("remove", &path, e))?;
+    }
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = crate::pool::map(digests, jobs, |d| {
+        let rel = blob_path(d);
+        let kind = match crate::nofollow::open_no_follow(&root.join(&rel)) {
+            Err(e) => Some(crate::BlobProblemKind::from(e)),
+            Ok(mut file) => {
+                let mut out = Hashing {
+                    inner: io::sink(),
+                    hasher: Sha256Hasher::new(),
+                };
+                match io::copy(&mut file, &mut out) {
+                    Err(e) => Some(crate::BlobProblemKind::Unreadable(e.to_string())),
+                    Ok(_) => {
+                        let actual = out.hasher.finish();
+                        (actual != *d).then_some(crate::BlobProblemKind::Corrupt { actual })
+                    }
+                }
+            }
+        };
+        kind.map(|kind| crate::BlobProblem { path: rel, kind })
+    });
+    let mut problems: Vec<crate::BlobProblem> = results.into_iter().flatten().collect();
+    if !problems.is_empty() {
+        problems.sort_by(|a, b| a.path.cmp(&b.path));
+        return Err(SnapshotError::Blobs(problems));
+    }
+    Ok(())
 }
 
 /// Makes everything under `root` durable: `syncfs` where there is one,

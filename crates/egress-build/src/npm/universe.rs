@@ -33,7 +33,7 @@ use crate::progress::Progress;
 use crate::select::{Dropped, Rules};
 use egress_model::{Integrity, NpmName, Timestamp, Url};
 use egress_select::npm::{Platform, Range, Semver};
-use egress_snapshot::{pool, NpmVersionMeta};
+use egress_snapshot::{pool, NpmMaintainer, NpmVersionMeta};
 use egress_transcript::{Client, Limits};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -264,7 +264,38 @@ fn meta(doc: &Value, version: &str, manifest: &Value) -> NpmVersionMeta {
             .and_then(Value::as_str)
             .filter(|d| !d.is_empty())
             .map(str::to_string),
+        maintainers: maintainers(get("maintainers")),
     }
+}
+
+/// A version's `maintainers`, as the upstream lists them: objects with a
+/// string `name` (and `email`), or the old `"name <email>"` strings; other
+/// members are left out, and so is the rest of a list past 100 entries.
+fn maintainers(value: Option<&Value>) -> Vec<NpmMaintainer> {
+    let text = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+    };
+    let one = |m: &Value| match m {
+        Value::String(s) => {
+            let (name, rest) = s.split_once('<').unwrap_or((s, ""));
+            let email = rest.split_once('>').map(|(e, _)| e.trim().to_string());
+            Some(NpmMaintainer {
+                name: text(Some(&Value::String(name.to_string())))?,
+                email: email.filter(|e| !e.is_empty()),
+            })
+        }
+        _ => Some(NpmMaintainer {
+            name: text(m.get("name"))?,
+            email: text(m.get("email")),
+        }),
+    };
+    value
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(one).take(100).collect())
+        .unwrap_or_default()
 }
 
 /// The packument path of `name` below the registry's base URL.
@@ -711,6 +742,44 @@ mod tests {
         assert_eq!(
             packument_url(&Url::parse("http://r.example/npm/").unwrap(), "@s/x").to_string(),
             "http://r.example/npm/@s%2fx"
+        );
+    }
+
+    #[test]
+    fn maintainers_are_read_as_the_upstream_lists_them() {
+        let list = json!([
+            { "name": "alice", "email": "a@example.org" },
+            "bob <b@example.org>",
+            { "name": " carol " },
+            { "email": "no-name@example.org" },
+            "",
+            7
+        ]);
+        let got = maintainers(Some(&list));
+        let m = |name: &str, email: Option<&str>| NpmMaintainer {
+            name: name.into(),
+            email: email.map(str::to_string),
+        };
+        assert_eq!(
+            got,
+            [
+                m("alice", Some("a@example.org")),
+                m("bob", Some("b@example.org")),
+                m("carol", None)
+            ]
+        );
+        let many = Value::Array(
+            (0..500)
+                .map(|i| json!({ "name": format!("m{i}") }))
+                .collect(),
+        );
+        assert_eq!(maintainers(Some(&many)).len(), 100);
+        assert!(maintainers(None).is_empty());
+        let doc = json!({ "time": {} });
+        let manifest = json!({ "maintainers": [{ "name": "alice" }] });
+        assert_eq!(
+            meta(&doc, "1.0.0", &manifest).maintainers,
+            [m("alice", None)]
         );
     }
 
