@@ -20,6 +20,7 @@ pub mod run_testbed;
 pub mod sandbox_scan;
 pub mod snapshot;
 pub mod snapshot_diff;
+pub mod snapshot_misses;
 pub mod verify;
 
 use clap::ValueEnum;
@@ -67,6 +68,9 @@ pub mod exit {
     pub const LAYER_CHANGES_BYTES: u8 = 12;
     /// `snapshot build --remove`: the base does not serve what it names.
     pub const TOMBSTONE_ABSENT: u8 = 13;
+    /// `snapshot misses`: a log holds a line that is not one of
+    /// egress-mirror's misses log; nothing is written.
+    pub const NOT_A_MISSES_LOG: u8 = 14;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

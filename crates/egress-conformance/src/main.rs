@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand};
 use egress_conformance::{
     canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
-    snapshot, snapshot_diff, verify, Failure, Format,
+    snapshot, snapshot_diff, snapshot_misses, verify, Failure, Format,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -114,6 +114,11 @@ enum SnapshotCommand {
     /// files, sdist-only, native code, recent uploads, similar names,
     /// maintainer changes, major jumps); deterministic Markdown or JSON.
     Diff(snapshot_diff::DiffArgs),
+    /// Aggregate egress-mirror misses logs (what sandboxes asked for and
+    /// the snapshot lacked) into a universe file for the next layer, or
+    /// JSON: how many runs and clients asked for each name, and the
+    /// coverage (names served / names asked for).
+    Misses(snapshot_misses::MissesArgs),
 }
 
 #[derive(Subcommand)]
@@ -169,6 +174,9 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Diff(args),
         }) => snapshot_diff::diff(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Misses(args),
+        }) => snapshot_misses::misses(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
         Some(Command::SandboxScan(args)) => sandbox_scan::main(args),

@@ -6,11 +6,15 @@
 //!   all. `bind` is deliberately not handled: the listener is bound after
 //!   confinement;
 //! - filesystem (ABI 1, Linux 5.13, and whatever later ABIs add): every
-//!   access right is handled, and the only rule grants reading files and
-//!   listing directories beneath the snapshot directory. Nothing can be
-//!   written, created, removed or executed anywhere, and nothing outside the
-//!   snapshot can be opened (files opened before confinement, such as
-//!   standard error, stay usable); with `--instance-dir`, a second rule
+//!   access right is handled, and the only rules grant reading files and
+//!   listing directories beneath the read roots: the snapshot directory
+//!   and, when the mirror was started on a symlink such as
+//!   `/srv/snaps/current`, the directory holding that link (`/srv/snaps`),
+//!   where the snapshots it may swap to live (a snapshot elsewhere cannot
+//!   be opened, so a swap to it is refused). Nothing can be written,
+//!   created, removed or executed anywhere, and nothing outside the read
+//!   roots can be opened (files opened before confinement, such as
+//!   standard error, stay usable); with `--instance-dir`, a further rule
 //!   grants reading files beneath that directory, where the operator
 //!   deploys the instance certificate;
 //! - scopes (ABI 6): no connecting to abstract UNIX sockets and no signals to
@@ -37,7 +41,7 @@ pub(crate) struct Confinement {
 
 /// Confines the calling process; see the module documentation.
 #[cfg(target_os = "linux")]
-pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confinement {
+pub(crate) fn confine(read_roots: &[&Path], instance_dir: Option<&Path>) -> Confinement {
     use landlock::{
         Access, AccessFs, AccessNet, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
         RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -49,14 +53,15 @@ pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confi
             "{why}; outbound TCP and filesystem access are NOT restricted"
         )),
     };
-    let dir = match PathFd::new(snapshot_dir) {
-        Ok(fd) => fd,
-        Err(e) => {
-            return not_enforced(format!(
-                "cannot open the snapshot directory for Landlock: {e}"
-            ))
+    let mut roots = Vec::with_capacity(read_roots.len());
+    for root in read_roots {
+        match PathFd::new(root) {
+            Ok(fd) => roots.push(fd),
+            Err(e) => {
+                return not_enforced(format!("cannot open {} for Landlock: {e}", root.display()))
+            }
         }
-    };
+    }
     let instance = match instance_dir.map(PathFd::new).transpose() {
         Ok(fd) => fd,
         Err(e) => {
@@ -74,10 +79,11 @@ pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confi
         .and_then(|r| r.scope(Scope::from_all(wanted)))
         .and_then(|r| r.create())
         .and_then(|r| {
-            r.add_rule(PathBeneath::new(
-                dir,
-                AccessFs::ReadFile | AccessFs::ReadDir,
-            ))
+            r.add_rules(
+                roots
+                    .into_iter()
+                    .map(|fd| Ok(PathBeneath::new(fd, AccessFs::ReadFile | AccessFs::ReadDir))),
+            )
         })
         .and_then(|r| match instance {
             Some(fd) => r.add_rule(PathBeneath::new(fd, AccessFs::ReadFile)),
@@ -111,7 +117,11 @@ pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confi
     if tcp_denied {
         enforced.push("outbound TCP denied".to_string());
     }
-    enforced.push(format!("read-only beneath {}", snapshot_dir.display()));
+    let beneath: Vec<String> = read_roots
+        .iter()
+        .map(|root| root.display().to_string())
+        .collect();
+    enforced.push(format!("read-only beneath {}", beneath.join(" and ")));
     if let Some(dir) = instance_dir {
         enforced.push(format!("certificate read beneath {}", dir.display()));
     }
@@ -128,7 +138,7 @@ pub(crate) fn confine(snapshot_dir: &Path, instance_dir: Option<&Path>) -> Confi
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn confine(_snapshot_dir: &Path, _instance_dir: Option<&Path>) -> Confinement {
+pub(crate) fn confine(_read_roots: &[&Path], _instance_dir: Option<&Path>) -> Confinement {
     Confinement {
         summary: "NOT confined".to_string(),
         missing: Some(

@@ -39,6 +39,13 @@
 mod attest;
 
 pub use attest::{own_binary_sha256, Attestor, BadNonce};
+#[cfg(unix)]
+mod swap;
+#[cfg(unix)]
+pub use swap::{
+    serve_swappable_over, MakeMirror, SwapError, SwappableMirror, Swapped, PREVIOUS_GENERATIONS,
+};
+pub mod misses;
 pub mod tls;
 
 #[cfg(unix)]
@@ -132,13 +139,16 @@ pub struct Mirror {
     id: Sha256Digest,
     id_hex: String,
     /// Answers attestation nonces when set ([`Mirror::attest`]).
-    attestor: Option<Attestor>,
+    attestor: Option<Arc<Attestor>>,
     /// What is served where, for a memory backend (a stored one has its
     /// own: [`StoredSnapshot::served`]).
     index: ServedIndex,
     evidence: Vec<Evidence>,
     log_requests: bool,
     log: LogSink,
+    /// Asks for what the snapshot lacks, and names it served, go here
+    /// ([`Mirror::record_misses`]).
+    misses: Option<misses::Recorder>,
     /// Whether this process can serve sealed copies zero-copy: probed once,
     /// on the first stored blob too large for memory (or by
     /// [`Mirror::zero_copy`]).
@@ -248,6 +258,7 @@ impl Mirror {
             evidence,
             log_requests: false,
             log: stderr_sink(),
+            misses: None,
             zero_copy: OnceLock::new(),
         }
     }
@@ -300,14 +311,20 @@ impl Mirror {
     /// Answers `GET /.well-known/egress-mirror/attest/<nonce hex>` with
     /// `attestor`'s signed statement for this snapshot. Without it, that
     /// path is not found, like any other outside the snapshot.
-    pub fn attest(mut self, attestor: Attestor) -> Self {
+    pub fn attest(self, attestor: Attestor) -> Self {
+        self.attest_shared(Arc::new(attestor))
+    }
+
+    /// [`Mirror::attest`] with an attestor shared with other mirrors: the
+    /// generations of a [`SwappableMirror`] are one instance, one key.
+    pub fn attest_shared(mut self, attestor: Arc<Attestor>) -> Self {
         self.attestor = Some(attestor);
         self
     }
 
     /// The attestor, when the mirror answers attestation nonces.
     pub fn attestor(&self) -> Option<&Attestor> {
-        self.attestor.as_ref()
+        self.attestor.as_deref()
     }
 
     /// Logs one line per request (method, target, status, body bytes,
@@ -315,6 +332,36 @@ impl Mirror {
     pub fn log_requests(mut self, on: bool) -> Self {
         self.log_requests = on;
         self
+    }
+
+    /// Notes in the misses log (see [`misses`]) every answered ask for a
+    /// package: a 404 for a name, version or file the snapshot lacks, and
+    /// each name served. The answer itself is the same with or without it;
+    /// the request path only tries to queue a message, never waits.
+    pub fn record_misses(mut self, recorder: misses::Recorder) -> Self {
+        self.misses = Some(recorder);
+        self
+    }
+
+    /// What [`Mirror::record_misses`] notes for one answered request.
+    fn note_ask(&self, recorder: &misses::Recorder, req: &Request, status: u16) {
+        let served = |path: &str| self.served().at(path).is_some();
+        match status {
+            404 => {
+                if let Some(ask) = misses::classify(req.path()).and_then(|a| a.miss(served)) {
+                    recorder.miss(ask, req.peer.ip());
+                }
+            }
+            200 | 304 => {
+                if let Some(asked) = misses::classify(req.path()) {
+                    if asked.is_served_name(served) {
+                        let (protocol, name) = asked.name();
+                        recorder.served(protocol, name);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Where log lines go; standard error by default. Blob failures are
@@ -609,6 +656,9 @@ impl Mirror {
     /// The log line (with [`Mirror::log_requests`]) and the headers every
     /// answer carries.
     fn finish(&self, req: &Request, resp: Response, digest: Option<Sha256Digest>) -> Reply {
+        if let Some(recorder) = &self.misses {
+            self.note_ask(recorder, req, resp.status);
+        }
         if self.log_requests {
             let sent = match resp.status {
                 _ if req.method == Method::Head => 0,

@@ -23,7 +23,11 @@
 //!    memory only), its public half written to `DIR/instance.pub`, and the
 //!    sha256 of `/proc/self/exe` computed; `DIR/instance.cert`, the lab's
 //!    certificate of that key, is read whenever it changes (Landlock allows
-//!    reading beneath DIR);
+//!    reading beneath DIR); with `--misses-log FILE` (config keys
+//!    `misses_log`, `misses_max_entries`, `misses_max_per_client`,
+//!    `misses_max_line`, `misses_summary_secs`), FILE is opened for appending: Landlock allows no
+//!    write afterwards, and the open descriptor keeps working (see
+//!    `egress_mirror::misses`);
 //! 4. the process confines itself with Landlock where the kernel allows
 //!    (see `confine.rs`); anything not enforced is said on one stderr line,
 //!    and with `--require-confinement` the mirror refuses to start instead;
@@ -37,18 +41,31 @@
 //! 6. the listener is bound and one line is printed on stdout: snapshot ID,
 //!    blob count, confinement status, zero-copy status and the URL
 //!    (`http://` or `https://`); with `--instance-dir`, a second line names
-//!    the instance key, the binary's sha256 and how to certify the key.
+//!    the instance key, the binary's sha256 and how to certify the key;
+//! 7. from then on, a watcher thread swaps to the snapshot at SNAPSHOT_DIR
+//!    again on SIGHUP and, when SNAPSHOT_DIR is a symlink, whenever it
+//!    resolves to another directory (checked every second): verified
+//!    first, by the start-up checks and against the signer keys fixed at
+//!    start (`--allowed-signers FILE`, else the snapshot's own
+//!    allowed_signers); refused with one stderr line otherwise, the old
+//!    snapshot still serving (see `egress_mirror::SwappableMirror`).
+//!    Started on a symlink, Landlock also allows reading beneath the
+//!    directory that holds it.
 //!
-//! Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen,
+//! Exit codes: 0 help, 2 usage, 4 invalid snapshot (or not signed by a key
+//! of `--allowed-signers`), 5 cannot listen,
 //! 6 confinement required but not available, 7 bad config file,
 //! 8 unusable TLS certificate or key, 9 instance attestation cannot be set
-//! up. Every error is one line on stderr; nothing panics.
+//! up, 10 unusable misses log (cannot be opened for appending, not a
+//! regular file, or `--misses-max-line` outside 256..=4096). Every error is one line on stderr; nothing panics.
 
 mod confine;
+mod misses_cli;
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::{CommandFactory, Parser};
-use egress_mirror::Mirror;
+use egress_mirror::{Mirror, SwappableMirror};
+use egress_signing::AllowedSigners;
 use egress_snapshot::StoredSnapshot;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -57,7 +74,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
+const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
@@ -69,6 +86,7 @@ const EXIT_CONFINEMENT: u8 = 6;
 const EXIT_CONFIG: u8 = 7;
 const EXIT_TLS: u8 = 8;
 const EXIT_INSTANCE: u8 = 9;
+const EXIT_MISSES_LOG: u8 = 10;
 /// In `--instance-dir`: the instance's public key, written at start.
 const INSTANCE_PUB: &str = "instance.pub";
 /// In `--instance-dir`: the lab's certificate of that key, deployed by the
@@ -102,8 +120,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR]",
-    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up."
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up, 10 unusable misses log."
 )]
 struct Flags {
     /// The snapshot directory to serve (or `snapshot` in --config).
@@ -146,6 +164,14 @@ struct Flags {
     /// DIR/instance.cert whenever it changes.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     instance_dir: Option<PathBuf>,
+    /// The OpenSSH allowed_signers file whose keys must have signed the
+    /// snapshot served at start and every snapshot swapped to (on SIGHUP,
+    /// or when the SNAPSHOT_DIR symlink is re-pointed) [default: the
+    /// allowed_signers shipped in the snapshot served at start].
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    allowed_signers: Option<PathBuf>,
+    #[command(flatten)]
+    misses: misses_cli::MissesFlags,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -194,6 +220,7 @@ struct FileConfig {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     instance_dir: Option<PathBuf>,
+    misses: misses_cli::MissesConfig,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -230,7 +257,9 @@ enum ConfigTextError {
     NotASize(String),
     #[error("{0} must be a whole number (0 = no limit)")]
     NotACount(String),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir")]
+    #[error("{0} must be {1}")]
+    Misses(String, &'static str),
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir, misses_log, misses_max_entries, misses_max_per_client, misses_max_line, misses_summary_secs")]
     UnknownKey(String),
 }
 
@@ -263,6 +292,7 @@ fn read_config(path: &Path) -> Result<FileConfig, ConfigError> {
             *p = base.join(&*p);
         }
     }
+    config.misses.relative_to(base);
     Ok(config)
 }
 
@@ -315,6 +345,10 @@ fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 config.max_connections_per_client =
                     Some(n.ok_or_else(|| ConfigTextError::NotACount(key.clone()))?);
             }
+            k if misses_cli::KEYS.contains(&k) => config
+                .misses
+                .set(k, value)
+                .map_err(|want| ConfigTextError::Misses(key.clone(), want))?,
             _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
@@ -369,6 +403,7 @@ struct Settings {
     /// The certificate chain and key to serve https with.
     tls: Option<(PathBuf, PathBuf)>,
     instance_dir: Option<PathBuf>,
+    misses: misses_cli::MissesSettings,
 }
 
 fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> {
@@ -428,6 +463,7 @@ fn settings(flags: &Flags, file: FileConfig) -> Result<Settings, SettingsError> 
             .unwrap_or(egress_http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
         tls,
         instance_dir: flags.instance_dir.clone().or(file.instance_dir),
+        misses: misses_cli::settings(&flags.misses, file.misses),
     })
 }
 
@@ -500,6 +536,16 @@ fn main() -> ExitCode {
         }
     };
 
+    // Read now, as the TLS files are: the keys every snapshot swapped to
+    // must be signed by, fixed for the life of the process.
+    let signers = match swap_signers(flags.allowed_signers.as_deref(), &store) {
+        Ok(signers) => signers,
+        Err((code, message)) => return fail(code, &message),
+    };
+    // Started on a symlink (`current -> v2`): it is watched, and the
+    // directory holding it is where the snapshots swapped to live.
+    let link_dir = link_directory(&s.dir);
+
     // Before confinement: the public key is written, the binary read.
     let instance = match &s.instance_dir {
         Some(dir) => match start_instance(dir, &store.id()) {
@@ -514,8 +560,21 @@ fn main() -> ExitCode {
         None => None,
     };
 
+    // Opened before confinement, which allows no write anywhere; the open
+    // descriptor keeps working inside it.
+    let misses_log = match misses_cli::open(&s.misses) {
+        Ok(log) => log,
+        Err(e) => return fail(EXIT_MISSES_LOG, &format!("--misses-log: {e}")),
+    };
+
     // Invariant: no thread has been spawned yet (see confine.rs).
-    let confinement = confine::confine(store.root(), s.instance_dir.as_deref());
+    // The snapshot's directory (a layer holds its whole chain: its
+    // parents' files are hard-linked into it, their evidence is its own
+    // blobs), and the directory holding the `current` link, if started on
+    // one.
+    let mut read_roots: Vec<&Path> = vec![store.root()];
+    read_roots.extend(link_dir.as_deref());
+    let confinement = confine::confine(&read_roots, s.instance_dir.as_deref());
     if let Some(missing) = &confinement.missing {
         if s.require_confinement {
             return fail(
@@ -533,13 +592,46 @@ fn main() -> ExitCode {
         return self_test(&flags, &confinement.summary);
     }
 
+    // Registered before the listener exists: from the startup line on, a
+    // SIGHUP asks for a swap and never ends the process.
+    let signals = match signal_hook::iterator::Signals::new([signal_hook::consts::SIGHUP]) {
+        Ok(signals) => signals,
+        Err(e) => return fail(EXIT_LISTEN, &format!("cannot handle SIGHUP: {e}")),
+    };
+
+    // The misses log's writer is a thread: started inside the confinement.
+    let misses = match misses_log {
+        Some(log) => {
+            let path = log.path().to_path_buf();
+            let stderr: egress_mirror::LogSink =
+                Arc::new(|line: &str| say(std::io::stderr().lock(), line));
+            match log.start(store.id(), s.misses.limits, stderr) {
+                Ok((recorder, _writer)) => Some(recorder),
+                Err(e) => {
+                    return fail(
+                        EXIT_MISSES_LOG,
+                        &format!("--misses-log {}: {e}", path.display()),
+                    )
+                }
+            }
+        }
+        None => None,
+    };
+
     let blobs = store.blob_count();
     let id = store.id();
+    // What SNAPSHOT_DIR resolved to when it was opened: a link re-pointed
+    // from then on, even before the watcher runs, is a change.
+    let opened = store.root().to_path_buf();
     let mut mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    if let Some(recorder) = &misses {
+        mirror = mirror.record_misses(recorder.clone());
+    }
     // Before the limits are made: the connection limit follows it.
     raise_open_file_limit();
+    let mut shared_attestor = None;
     if let (Some((key, binary, pub_path)), Some(dir)) = (instance, &s.instance_dir) {
         let attestor = egress_mirror::Attestor::new(key, binary, confinement.summary.clone())
             .certificate_file(dir.join(INSTANCE_CERT));
@@ -553,7 +645,9 @@ fn main() -> ExitCode {
             s.dir.display(),
             dir.join(INSTANCE_CERT).display(),
         ));
-        mirror = mirror.attest(attestor);
+        let attestor = Arc::new(attestor);
+        shared_attestor = Some(Arc::clone(&attestor));
+        mirror = mirror.attest_shared(attestor);
     }
     let zero_copy = if mirror.zero_copy() {
         // A TLS record cannot be written with sendfile: over https the
@@ -577,7 +671,26 @@ fn main() -> ExitCode {
         ..egress_http::Limits::default()
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = match egress_mirror::serve_mirror_over(mirror, &addrs[..], limits, tls) {
+    // Every generation after the first is made the same way.
+    let log_requests = s.log_requests;
+    let make: Box<egress_mirror::MakeMirror> = Box::new(move |store| {
+        let mut next = Mirror::from_store(store).log_requests(log_requests);
+        if let Some(recorder) = &misses {
+            next = next.record_misses(recorder.clone());
+        }
+        match &shared_attestor {
+            Some(attestor) => next.attest_shared(Arc::clone(attestor)),
+            None => next,
+        }
+    });
+    let budget = if mirror.zero_copy() {
+        s.zero_copy_budget
+    } else {
+        0
+    };
+    let mirror = SwappableMirror::new(mirror, make, budget, signers);
+    let server = match egress_mirror::serve_swappable_over(mirror.clone(), &addrs[..], limits, tls)
+    {
         Ok(server) => server,
         Err(e) => {
             return fail(
@@ -600,10 +713,156 @@ fn main() -> ExitCode {
     if let Some(line) = instance_line {
         say_out(&line);
     }
-    // The server runs on its own threads until the process is killed.
+    // The server runs on its own threads until the process is killed; this
+    // one swaps snapshots when asked (nothing a request can do).
+    watch_for_swaps(&mirror, &s.dir, opened, link_dir.is_some(), signals);
     loop {
         std::thread::park();
     }
+}
+
+/// How often the `current` symlink the mirror was started on is checked.
+const LINK_POLL: Duration = Duration::from_secs(1);
+
+/// The keys a snapshot swapped to must be signed by: those of
+/// `--allowed-signers FILE` (which the snapshot served at start must then
+/// verify against too), else the allowed_signers shipped in the snapshot
+/// served at start; `None` when it ships none (every swap is then refused,
+/// with a line saying why). An error is the exit code and message.
+fn swap_signers(
+    file: Option<&Path>,
+    store: &StoredSnapshot,
+) -> Result<Option<AllowedSigners>, (u8, String)> {
+    let Some(path) = file else {
+        return Ok(store
+            .allowed_signers()
+            .and_then(|text| AllowedSigners::parse(text).ok()));
+    };
+    let bad = |why: String| {
+        (
+            EXIT_USAGE,
+            format!("--allowed-signers {}: {why}", path.display()),
+        )
+    };
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
+        return Err(bad(format!(
+            "not a regular file of at most {MAX_CONFIG_BYTES} bytes"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let signers = AllowedSigners::parse(&text)
+        .map_err(|e| bad(format!("not an allowed_signers file: {e}")))?;
+    if let Err(e) = store.verify_signature(&signers) {
+        return Err((
+            EXIT_SNAPSHOT,
+            format!(
+                "snapshot {} is not signed by a key in {}: {e}",
+                store.root().display(),
+                path.display()
+            ),
+        ));
+    }
+    if let Err(e) = egress_snapshot::verify::verify_chain(store, Some(&signers)) {
+        return Err((
+            EXIT_SNAPSHOT,
+            format!(
+                "snapshot {} is a layer whose chain does not hold: {e}",
+                store.root().display()
+            ),
+        ));
+    }
+    Ok(Some(signers))
+}
+
+/// The directory holding `dir` when `dir` is a symlink (canonicalised),
+/// else `None`.
+fn link_directory(dir: &Path) -> Option<PathBuf> {
+    let is_link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return None;
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(parent).ok()
+}
+
+/// Swaps to the snapshot at `dir` on SIGHUP and, when `dir` is a symlink,
+/// whenever it resolves to another directory (checked every [`LINK_POLL`]).
+/// One stderr line per attempt: what was swapped, or why not and which
+/// snapshot is still served. A target that was refused is not tried again
+/// until the link changes once more or a SIGHUP asks.
+fn watch_for_swaps(
+    mirror: &SwappableMirror,
+    dir: &Path,
+    opened: PathBuf,
+    link: bool,
+    mut signals: signal_hook::iterator::Signals,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("sighup".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        say(
+            std::io::stderr().lock(),
+            &format!("egress-mirror: cannot watch for SIGHUP ({e}); swaps only follow the symlink"),
+        );
+    }
+    let mirror = mirror.clone();
+    let dir = dir.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("swap".into())
+        .spawn(move || {
+            let mut seen = Some(opened);
+            loop {
+                let reason = match rx.recv_timeout(LINK_POLL) {
+                    Ok(()) => "SIGHUP",
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) if link => {
+                        let now = std::fs::canonicalize(&dir).ok();
+                        if now.is_none() || now == seen {
+                            continue;
+                        }
+                        "the symlink changed"
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if link => {
+                        std::thread::sleep(LINK_POLL);
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                };
+                seen = std::fs::canonicalize(&dir).ok();
+                let line = match mirror.swap_to(&dir) {
+                    Ok(swapped) => format!("egress-mirror: {reason}: {swapped}"),
+                    Err(e) => format!(
+                        "egress-mirror: {reason}: swap to {} refused: {e}; still serving snapshot {}",
+                        dir.display(),
+                        mirror.id().to_hex()
+                    ),
+                };
+                say(std::io::stderr().lock(), &one_line(&line));
+            }
+        });
+    if let Err(e) = spawned {
+        say(
+            std::io::stderr().lock(),
+            &format!("egress-mirror: cannot start the swap watcher ({e}); this process will not swap snapshots"),
+        );
+    }
+}
+
+/// `text` on one line: any line break becomes a space.
+fn one_line(text: &str) -> String {
+    text.replace(['\r', '\n'], " ")
 }
 
 /// Why attestation cannot be set up.
@@ -808,6 +1067,7 @@ mod tests {
                 tls_cert: None,
                 tls_key: None,
                 instance_dir: None,
+                misses: misses_cli::MissesConfig::default(),
             }
         );
         let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();
@@ -838,6 +1098,11 @@ mod tests {
             ("max_connections_per_client = -1\n", "whole number"),
             ("max_connections_per_client = \"64\"\n", "whole number"),
             ("listen = \"a\"\nlisten = \"b\"\n", "line 2"),
+            (
+                "misses_max_entries = -1\n",
+                "misses_max_entries must be a whole number",
+            ),
+            ("misses_log = 7\n", "misses_log must be a string"),
             ("[oops\n", "line 1"),
         ] {
             let e = parse_config(bad).unwrap_err().to_string();
@@ -860,6 +1125,7 @@ mod tests {
             tls_cert: None,
             tls_key: None,
             instance_dir: None,
+            misses: misses_cli::MissesConfig::default(),
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.max_connections_per_client, 9);

@@ -403,7 +403,11 @@ impl Part for Pypi {
             }
             let bytes = f.read(&filename)?;
             done.bytes += bytes.len() as u64;
-            filenames.insert(f.sha256, filename.clone());
+            if self.mirror.is_some() {
+                // Only the uv.lock rewrite needs them (a million of them
+                // are 140 MB).
+                filenames.insert(f.sha256, filename.clone());
+            }
             builder
                 .add_dist_with(&filename, bytes, f.yanked, f.upload_time)
                 .map_err(BuildError::Rejected)?;
