@@ -41,8 +41,10 @@ impl Default for Inner {
 #[derive(Debug, Clone)]
 struct Disk {
     staging: Arc<Staging>,
-    /// Length of every blob written.
-    blobs: HashMap<Sha256Digest, u64>,
+    /// How many distinct blobs were written. The staging directory itself
+    /// is the table of what the store holds: at four million blobs a map
+    /// of them was hundreds of MB, and twice that while it grew.
+    count: usize,
     /// The first blob that could not be written: it is not in `blobs`, so
     /// a snapshot that serves it fails its check, naming this.
     failed: Option<String>,
@@ -80,7 +82,7 @@ impl BlobStore {
         Ok(Self {
             inner: Inner::Disk(Disk {
                 staging,
-                blobs: HashMap::new(),
+                count: 0,
                 failed: None,
             }),
         })
@@ -102,13 +104,10 @@ impl BlobStore {
                 blobs.entry(digest).or_insert_with(|| Arc::from(bytes));
             }
             Inner::Disk(disk) => {
-                if disk.blobs.contains_key(&digest) {
-                    return;
-                }
                 let path = disk.staging.blob_file(&digest);
                 match write_blob(&path, &bytes) {
-                    Ok(()) => {
-                        disk.blobs.insert(digest, bytes.len() as u64);
+                    Ok(created) => {
+                        disk.count += usize::from(created);
                     }
                     Err(e) => {
                         if disk.failed.is_none() {
@@ -141,13 +140,13 @@ impl BlobStore {
                 Ok(())
             }
             Inner::Disk(disk) => {
-                if disk.blobs.contains_key(&digest) {
-                    return Ok(());
-                }
                 let dest = disk.staging.blob_file(&digest);
-                fs::hard_link(src, &dest)?;
-                let len = fs::symlink_metadata(&dest)?.len();
-                disk.blobs.insert(digest, len);
+                match fs::hard_link(src, &dest) {
+                    Ok(()) => disk.count += 1,
+                    // Held already: the file is named by its digest.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
                 Ok(())
             }
         }
@@ -173,7 +172,6 @@ impl BlobStore {
         match &self.inner {
             Inner::Memory(blobs) => blobs.get(digest).cloned(),
             Inner::Disk(disk) => {
-                disk.blobs.get(digest)?;
                 let bytes = read_no_follow(&disk.staging.blob_file(digest)).ok()?;
                 (Sha256Digest::of(&bytes) == *digest).then(|| Arc::from(bytes))
             }
@@ -183,14 +181,14 @@ impl BlobStore {
     pub fn contains(&self, digest: &Sha256Digest) -> bool {
         match &self.inner {
             Inner::Memory(blobs) => blobs.contains_key(digest),
-            Inner::Disk(disk) => disk.blobs.contains_key(digest),
+            Inner::Disk(disk) => disk.staging.holds(digest),
         }
     }
 
     pub fn len(&self) -> usize {
         match &self.inner {
             Inner::Memory(blobs) => blobs.len(),
-            Inner::Disk(disk) => disk.blobs.len(),
+            Inner::Disk(disk) => disk.count,
         }
     }
 
@@ -198,10 +196,20 @@ impl BlobStore {
         self.len() == 0
     }
 
-    pub fn digests(&self) -> Box<dyn Iterator<Item = &Sha256Digest> + '_> {
+    /// Every digest held, in no particular order (on disk: the staging
+    /// directory's blob files).
+    pub fn digests(&self) -> Vec<Sha256Digest> {
         match &self.inner {
-            Inner::Memory(blobs) => Box::new(blobs.keys()),
-            Inner::Disk(disk) => Box::new(disk.blobs.keys()),
+            Inner::Memory(blobs) => blobs.keys().copied().collect(),
+            Inner::Disk(disk) => fs::read_dir(disk.staging.root.join("blobs/sha256"))
+                .map(|dir| {
+                    dir.filter_map(|e| {
+                        let name = e.ok()?.file_name();
+                        Sha256Digest::from_hex(name.to_str()?).ok()
+                    })
+                    .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -218,8 +226,8 @@ impl BlobStore {
         match &self.inner {
             Inner::Memory(_) => None,
             Inner::Disk(disk) => disk
-                .blobs
-                .contains_key(digest)
+                .staging
+                .holds(digest)
                 .then(|| disk.staging.blob_file(digest)),
         }
     }
@@ -229,20 +237,27 @@ impl Staging {
     fn blob_file(&self, digest: &Sha256Digest) -> PathBuf {
         self.root.join(crate::manifest::blob_path(digest))
     }
+
+    /// Whether the blob file is there (its bytes are checked whenever
+    /// they leave the store).
+    fn holds(&self, digest: &Sha256Digest) -> bool {
+        fs::symlink_metadata(self.blob_file(digest)).is_ok_and(|m| m.is_file())
+    }
 }
 
-/// A new file with `bytes`. An existing one (written by a clone of the
-/// store) is kept only if it has exactly these bytes. Not synced: the
-/// snapshot directory is synced as a whole when it is written.
-fn write_blob(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// A new file with `bytes` (`Ok(true)`). An existing one (the same blob
+/// added before, or written by a clone of the store) is kept only if it
+/// has exactly these bytes (`Ok(false)`), else written anew. Not synced:
+/// the snapshot directory is synced as a whole when it is written.
+fn write_blob(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     match File::create_new(path) {
-        Ok(mut file) => file.write_all(bytes),
+        Ok(mut file) => file.write_all(bytes).map(|()| true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             if read_no_follow(path).is_ok_and(|old| old == bytes) {
-                return Ok(());
+                return Ok(false);
             }
             fs::remove_file(path)?;
-            File::create_new(path)?.write_all(bytes)
+            File::create_new(path)?.write_all(bytes).map(|()| false)
         }
         Err(e) => Err(e),
     }

@@ -299,16 +299,19 @@ impl SnapshotBuilder {
                 self.inherited
                     .insert(format!("{}.metadata", f.filename), (md, true));
             }
-            self.projects.entry(name.clone()).or_default().push(Dist {
-                filename: f.filename.clone(),
-                version: parsed.version,
-                sha256,
-                size,
-                yanked: f.yanked.clone(),
-                upload_time: f.upload_time.clone(),
-                metadata,
-                requires_python: f.requires_python.clone(),
-            });
+            crate::build::push_one(
+                self.projects.entry(name.clone()).or_default(),
+                Dist {
+                    filename: f.filename.clone(),
+                    version: parsed.version,
+                    sha256,
+                    size,
+                    yanked: f.yanked.clone(),
+                    upload_time: f.upload_time.clone(),
+                    metadata,
+                    requires_python: f.requires_python.clone(),
+                },
+            );
             n += 1;
         }
         Ok(n)
@@ -374,18 +377,21 @@ impl SnapshotBuilder {
             self.link(base, &sha256)?;
             self.inherited.insert(served, (sha256, true));
             let published = text(full.get("time").and_then(|t| t.get(version)));
-            self.npm.entry(name.clone()).or_default().push(NpmDist {
-                version: version.clone(),
-                filename,
-                sha256,
-                integrity,
-                meta: NpmVersionMeta {
-                    published,
-                    ..NpmVersionMeta::default()
+            crate::build::push_one(
+                self.npm.entry(name.clone()).or_default(),
+                NpmDist {
+                    version: version.clone(),
+                    filename,
+                    sha256,
+                    integrity,
+                    meta: NpmVersionMeta {
+                        published,
+                        ..NpmVersionMeta::default()
+                    },
+                    signatures: None,
+                    inherited: Some(Box::new([doc.clone(), abbreviated.clone()])),
                 },
-                signatures: None,
-                inherited: Some(Box::new([doc.clone(), abbreviated.clone()])),
-            });
+            );
             n += 1;
         }
         Ok(n)

@@ -221,7 +221,12 @@ impl SnapshotBuilder {
     ) -> Result<Written, SnapshotError> {
         let target = Target::of(dir)?;
         let signers = signers_line(key, principal);
-        let mut rows = Rows::default();
+        let (count, bytes) = self.served_estimate();
+        let mut rows = Rows {
+            arena: String::with_capacity(bytes),
+            rows: Vec::with_capacity(count),
+            content_types: Vec::new(),
+        };
         let mut refused = None;
         let upload_times = self.render(Some(&signers), &mut |path, content_type, sha256| {
             if let Err(e) = rows.push(&path, content_type, sha256) {
@@ -342,16 +347,15 @@ fn write_blobs(
     let dir = root.join("blobs/sha256");
     fs::create_dir_all(&dir).map_err(|e| SnapshotError::io("create", &dir, e))?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results = crate::pool::map(digests, jobs, |d| {
+    let failed = crate::pool::filter_map(digests, jobs, |d| {
         let path = blob_path(d);
-        write_blob(blobs, &root.join(&path), &path, d)
+        write_blob(blobs, &root.join(&path), &path, d).err()
     });
     let mut problems = Vec::new();
-    for r in results {
-        match r {
-            Ok(()) => {}
-            Err(WriteFail::Blob(p)) => problems.push(p),
-            Err(WriteFail::Io(e)) => return Err(e),
+    for f in failed {
+        match f {
+            WriteFail::Blob(p) => problems.push(p),
+            WriteFail::Io(e) => return Err(e),
         }
     }
     if !problems.is_empty() {
@@ -393,7 +397,7 @@ fn check_in_place(root: &Path, digests: &[Sha256Digest]) -> Result<(), SnapshotE
         fs::remove_file(&path).map_err(|e| SnapshotError::io("remove", &path, e))?;
     }
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results = crate::pool::map(digests, jobs, |d| {
+    let mut problems = crate::pool::filter_map(digests, jobs, |d| {
         let rel = blob_path(d);
         let kind = match crate::nofollow::open_no_follow(&root.join(&rel)) {
             Err(e) => Some(crate::BlobProblemKind::from(e)),
@@ -413,7 +417,6 @@ fn check_in_place(root: &Path, digests: &[Sha256Digest]) -> Result<(), SnapshotE
         };
         kind.map(|kind| crate::BlobProblem { path: rel, kind })
     });
-    let mut problems: Vec<crate::BlobProblem> = results.into_iter().flatten().collect();
     if !problems.is_empty() {
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         return Err(SnapshotError::Blobs(problems));

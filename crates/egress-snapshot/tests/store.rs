@@ -80,7 +80,7 @@ fn open_checks_evidence_and_serves_verified_blobs() {
     );
 
     // Every blob reads back as its bytes; the first use hashes.
-    for digest in snapshot.blobs.digests() {
+    for digest in &snapshot.blobs.digests() {
         assert!(store.has_blob(digest));
         assert_eq!(
             read_all(&store, digest),
