@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::{client, clients, ok, run, s, tmpdir, MirrorProcess};
+use common::{client, clients, ok, resign_without_chain, run, s, tmpdir, MirrorProcess};
 
 fn text(o: &Output) -> String {
     format!(
@@ -303,6 +303,28 @@ fn a_missed_package_comes_back_as_a_reviewed_layer_swapped_in_under_load() {
     let runs = looping.join().expect("the install loop failed");
     assert!(runs >= 3, "{runs}");
 
+    // A swap to a layer whose chain has a gap (re-signed by the lab key
+    // without its parent's evidence) is refused; the layer keeps serving.
+    let gap = snaps.join("v2-gap");
+    resign_without_chain(&layer, &gap, &dir.join("key"));
+    repoint(&current, &gap);
+    let refused = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        mirror
+            .lines()
+            .iter()
+            .any(|l| l.contains("refused") && l.contains("chain"))
+    });
+    assert!(refused, "{:#?}", mirror.lines());
+    let layer_id = common::snapshot_id(&layer).to_hex();
+    let o = run(&["snapshot", "verify", s(&gap)]);
+    assert_eq!(o.status.code(), Some(11), "{}", text(&o));
+    assert!(
+        get_header(&mirror.base, "/simple/", "x-egress-snapshot").as_deref() == Some(&layer_id),
+        "{:#?}",
+        mirror.lines()
+    );
+
     // 7. The next run installs what it missed.
     ok(
         &pip(&index, &dir.join("site-gamma-2"), "eu-gamma"),
@@ -312,4 +334,27 @@ fn a_missed_package_comes_back_as_a_reviewed_layer_swapped_in_under_load() {
     assert!(o.status.success(), "{}", text(&o));
     drop(mirror);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The value of `header` in the answer to a GET of `path`.
+fn get_header(base: &str, path: &str, header: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).expect("read");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    text.split("\r\n\r\n").next().and_then(|head| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(header)
+                .then(|| v.trim().to_string())
+        })
+    })
 }

@@ -4,10 +4,9 @@
 
 use egress_artifacts::{build_npm_tarball, build_wheel, NpmPackageSpec, WheelSpec};
 use egress_model::{ProjectName, Sha256Digest, Version};
-use egress_signing::{SigningKey, SNAPSHOT_NAMESPACE};
 use egress_simple::JSON_V1;
 use egress_snapshot::chain::{self, CHAIN_DIR};
-use egress_snapshot::{Snapshot, SnapshotDoc, StoredSnapshot};
+use egress_snapshot::StoredSnapshot;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -15,7 +14,7 @@ use std::process::Output;
 
 mod common;
 
-use common::{run, s, tmpdir, MirrorProcess};
+use common::{resign_without_chain, run, s, tmpdir, MirrorProcess};
 
 const REGISTRY: &str = "http://127.0.0.1:9/";
 
@@ -508,33 +507,4 @@ fn check_reads_the_chain_from_the_mirror_that_serves_the_layer() {
         reason.contains("chain gap") && reason.contains("404"),
         "{reason}"
     );
-}
-
-/// `layer` with its ancestors' evidence taken out, signed again by `key`.
-fn resign_without_chain(layer: &Path, out: &Path, key: &Path) {
-    let key = SigningKey::from_openssh(&fs::read_to_string(key).unwrap()).unwrap();
-    let snap = Snapshot::load_dir(layer).unwrap();
-    let mut doc: SnapshotDoc = snap.doc.clone();
-    doc.served.retain(|e| !e.path.starts_with(CHAIN_DIR));
-    let doc_bytes = doc.to_canonical_json();
-    let mut manifest = egress_snapshot::Manifest::new();
-    for e in &doc.served {
-        manifest
-            .insert(&egress_snapshot::manifest::blob_path(&e.sha256), e.sha256)
-            .unwrap();
-    }
-    manifest
-        .insert("SNAPSHOT.json", Sha256Digest::of(&doc_bytes))
-        .unwrap();
-    let manifest_bytes = manifest.render().into_bytes();
-    let signature = Some(key.sign(SNAPSHOT_NAMESPACE, &manifest_bytes));
-    let resigned = Snapshot {
-        manifest,
-        manifest_bytes,
-        doc,
-        doc_bytes,
-        signature,
-        ..snap
-    };
-    resigned.write_dir(out).unwrap();
 }

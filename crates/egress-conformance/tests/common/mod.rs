@@ -219,3 +219,34 @@ impl Drop for MirrorProcess {
         let _ = self.child.wait();
     }
 }
+
+/// `layer` with its ancestors' evidence taken out, signed again by `key`.
+pub(crate) fn resign_without_chain(layer: &Path, out: &Path, key: &Path) {
+    let key =
+        egress_signing::SigningKey::from_openssh(&std::fs::read_to_string(key).unwrap()).unwrap();
+    let snap = egress_snapshot::Snapshot::load_dir(layer).unwrap();
+    let mut doc: egress_snapshot::SnapshotDoc = snap.doc.clone();
+    doc.served
+        .retain(|e| !e.path.starts_with(egress_snapshot::chain::CHAIN_DIR));
+    let doc_bytes = doc.to_canonical_json();
+    let mut manifest = egress_snapshot::Manifest::new();
+    for e in &doc.served {
+        manifest
+            .insert(&egress_snapshot::manifest::blob_path(&e.sha256), e.sha256)
+            .unwrap();
+    }
+    manifest
+        .insert("SNAPSHOT.json", egress_model::Sha256Digest::of(&doc_bytes))
+        .unwrap();
+    let manifest_bytes = manifest.render().into_bytes();
+    let signature = Some(key.sign(egress_signing::SNAPSHOT_NAMESPACE, &manifest_bytes));
+    let resigned = egress_snapshot::Snapshot {
+        manifest,
+        manifest_bytes,
+        doc,
+        doc_bytes,
+        signature,
+        ..snap
+    };
+    resigned.write_dir(out).unwrap();
+}
