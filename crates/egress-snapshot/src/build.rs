@@ -11,15 +11,12 @@ use crate::manifest::{
     blob_path, Manifest, Selection, ServedEntry, SnapshotDoc, SNAPSHOT_JSON, SNAPSHOT_SCHEMA,
 };
 use crate::npm::{self, NpmDist, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
-use crate::{well_known, BlobStore, Snapshot};
+use crate::{well_known, BlobStore, Snapshot, FILES_PREFIX};
 use egress_model::{DistFilename, DistKind, ProjectName, Sha256Digest, Version};
 use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
 use egress_simple::{FileEntry, IndexPage, ProjectPage, HTML_V1, JSON_V1};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Where distribution files are served: `/files/<sha256 hex>/<filename>`.
-/// Addressed by digest (P1), so a path can never come to mean other bytes.
-pub const FILES_PREFIX: &str = "/files/";
 /// Content type of distribution files and their PEP 658 metadata.
 pub const OCTET_STREAM: &str = "application/octet-stream";
 /// Content type of `allowed_signers` and the evidence documents.

@@ -21,8 +21,8 @@
 //!   the layer (one inode, as OSTree checks out its objects), so a file
 //!   already in the parent is not stored twice.
 
-use crate::build::FILES_PREFIX;
 use crate::manifest::{Layer, Manifest, SnapshotDoc, SNAPSHOT_JSON};
+use crate::FILES_PREFIX;
 use egress_model::Sha256Digest;
 use egress_signing::{AllowedSigners, SNAPSHOT_NAMESPACE};
 use std::collections::{BTreeMap, BTreeSet};

@@ -10,11 +10,12 @@
 //! files, the npm keys document and the ancestors' evidence as they are.
 //! Its blob files are hard-linked into the build's staging directory.
 
-use crate::build::{Dist, FILES_PREFIX};
+use crate::build::Dist;
 use crate::chain::{self, artifact_key, CHAIN_DIR};
 use crate::error::SnapshotError;
 use crate::manifest::{Layer, Tombstone, SNAPSHOT_JSON};
 use crate::npm::{self, NpmDist, NpmVersionMeta, NPM_ABBREVIATED, NPM_JSON};
+use crate::FILES_PREFIX;
 use crate::{apt, well_known, SnapshotBuilder, StoredSnapshot, MANIFEST_FILE, SIGNATURE_FILE};
 use egress_model::{DistFilename, ProjectName, Sha256Digest, Version};
 use egress_simple::JSON_V1;

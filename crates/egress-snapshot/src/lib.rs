@@ -39,7 +39,7 @@ pub mod verify;
 mod write;
 
 pub use blobs::BlobStore;
-pub use build::{SnapshotBuilder, FILES_PREFIX, OCTET_STREAM, TEXT_PLAIN};
+pub use build::{SnapshotBuilder, OCTET_STREAM, TEXT_PLAIN};
 pub use dir::{ALLOWED_SIGNERS_FILE, MANIFEST_FILE, SIGNATURE_FILE};
 pub use error::{BlobProblem, BlobProblemKind, SnapshotError};
 #[cfg(unix)]
@@ -62,6 +62,10 @@ pub use snapshot::{is_servable_path, Snapshot};
 pub use store::{StoredSnapshot, VerifiedBlob, SMALL_BLOB_MAX};
 #[cfg(unix)]
 pub use write::Written;
+
+/// Where distribution files are served: `/files/<sha256 hex>/<filename>`.
+/// Addressed by digest (P1), so a path can never come to mean other bytes.
+pub const FILES_PREFIX: &str = "/files/";
 
 /// `1.2 MB` style, decimal units as download tools print them.
 pub fn human_size(bytes: u64) -> String {
