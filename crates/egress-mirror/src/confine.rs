@@ -21,9 +21,10 @@
 //!   processes outside the sandbox.
 //!
 //! Invariant: [`confine`] runs on the main thread before any other thread of
-//! the process exists. Landlock restricts the calling thread and the threads
-//! it creates afterwards, so the accept and connection threads started
-//! later are all confined. (UDP is not covered by Landlock; the mirror has no
+//! the process exists (`run::run` calls it before it starts one, and the
+//! binary calls `run::run` from `main` before it starts one). Landlock
+//! restricts the calling thread and the threads it creates afterwards, so
+//! the accept and connection threads started later are all confined. (UDP is not covered by Landlock; the mirror has no
 //! code that uses it.)
 
 use std::path::Path;

@@ -35,12 +35,28 @@
 //!   nonce at `/.well-known/egress-mirror/attest/<nonce hex>` with a
 //!   statement signed by its instance key (see `attest.rs`).
 //! - P6 no control channel: GET and HEAD only; every other method is 405.
+//!
+//! The `egress-mirror` binary is a thin layer over this crate: it parses
+//! its flags and hands them to [`config`] (the config file, flags over file
+//! over defaults, the exit codes), then calls [`run::run`] (start-up in
+//! order: everything read that confinement would forbid, then Landlock
+//! (`confine.rs`) before any thread exists, then serving a
+//! [`SwappableMirror`] and watching for swaps on SIGHUP or a re-pointed
+//! `current` link, `watch.rs`). The misses log's flags and keys are
+//! [`misses::cli`].
 
 mod attest;
 
 pub use attest::{own_binary_sha256, Attestor, BadNonce};
+pub mod config;
+#[cfg(unix)]
+mod confine;
+#[cfg(unix)]
+pub mod run;
 #[cfg(unix)]
 mod swap;
+#[cfg(unix)]
+mod watch;
 #[cfg(unix)]
 pub use swap::{
     serve_swappable_over, MakeMirror, SwapError, SwappableMirror, Swapped, PREVIOUS_GENERATIONS,

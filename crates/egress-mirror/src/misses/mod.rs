@@ -10,13 +10,15 @@
 //!
 //! - [`classify`] reads a request path as an ask (pure: no I/O, no state);
 //! - [`writer`]: the bounded, never-blocking writer the mirror runs;
-//! - [`aggregate`]: the reader, the aggregation and its two renderings.
+//! - [`aggregate`]: the reader, the aggregation and its two renderings;
+//! - [`cli`]: the binary's `--misses-*` flags and `misses_*` config keys.
 //!
 //! Nothing here fetches anything: the mirror has no client, and a miss is
 //! answered with the same 404 as any absent path, before and whatever the
 //! log does.
 
 pub mod aggregate;
+pub mod cli;
 pub mod writer;
 
 use egress_model::{DistFilename, NpmName, ProjectName, Sha256Digest, Timestamp};

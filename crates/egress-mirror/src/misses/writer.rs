@@ -3,7 +3,7 @@
 //! (never a lock, never I/O, never a wait), and one writer thread that
 //! applies the bounds and appends the lines.
 //!
-//! Order of start-up (see `main.rs`): [`MissesLog::open`] before the process
+//! Order of start-up (see `run.rs`): [`MissesLog::open`] before the process
 //! confines itself (Landlock then allows no write anywhere; the open
 //! descriptor keeps working), [`MissesLog::start`] after it (the writer is a
 //! thread, and no thread may exist before confinement).

@@ -1,11 +1,12 @@
 //! The misses log's flags and config keys (`--misses-log FILE` and its
-//! bounds); the log itself is `egress_mirror::misses`.
+//! bounds), flattened into the `egress-mirror` binary's flags and read by
+//! [`crate::config`]; the log itself is [`crate::misses`].
 
-use egress_mirror::misses::{writer, Limits, MissesLog, OpenError};
+use super::{writer, Limits, MissesLog, OpenError, MAX_LINE};
 use std::path::{Path, PathBuf};
 
 /// The config file's keys for the misses log.
-pub(crate) const KEYS: &[&str] = &[
+pub const KEYS: &[&str] = &[
     "misses_log",
     "misses_max_entries",
     "misses_max_per_client",
@@ -13,44 +14,45 @@ pub(crate) const KEYS: &[&str] = &[
     "misses_summary_secs",
 ];
 
-#[derive(Debug, Default, clap::Args)]
-pub(crate) struct MissesFlags {
+/// The misses log's flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MissesFlags {
     /// Append one JSON line per distinct ask for a project, version or
     /// file the snapshot lacks (and per name served) to FILE, for
     /// `egress-conformance snapshot misses`; opened before confinement.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
-    misses_log: Option<PathBuf>,
+    pub misses_log: Option<PathBuf>,
     /// Distinct misses (and served names) logged per run; more are dropped
     /// and counted [default: 10000].
     #[arg(long, value_name = "N")]
-    misses_max_entries: Option<usize>,
+    pub misses_max_entries: Option<usize>,
     /// Misses logged per client address per run [default: 1000].
     #[arg(long, value_name = "N")]
-    misses_max_per_client: Option<usize>,
+    pub misses_max_per_client: Option<usize>,
     /// The longest line logged, in bytes, 256 to 4096 [default: 1024].
     #[arg(long, value_name = "BYTES")]
-    misses_max_line: Option<usize>,
+    pub misses_max_line: Option<usize>,
     /// Seconds between summary lines (the counts, drops included) while
     /// the counts change; one is also written at the first drop
     /// [default: 60].
     #[arg(long, value_name = "SECS")]
-    misses_summary_secs: Option<u64>,
+    pub misses_summary_secs: Option<u64>,
 }
 
 /// The config file's misses-log keys; each optional.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct MissesConfig {
-    pub(crate) log: Option<PathBuf>,
-    pub(crate) entries: Option<usize>,
-    pub(crate) per_client: Option<usize>,
-    pub(crate) line: Option<usize>,
-    pub(crate) summary_secs: Option<u64>,
+pub struct MissesConfig {
+    pub log: Option<PathBuf>,
+    pub entries: Option<usize>,
+    pub per_client: Option<usize>,
+    pub line: Option<usize>,
+    pub summary_secs: Option<u64>,
 }
 
 impl MissesConfig {
     /// Sets `key` (one of [`KEYS`]) from `value`; `Err` names what the
     /// value must be.
-    pub(crate) fn set(&mut self, key: &str, value: &toml::Value) -> Result<(), &'static str> {
+    pub fn set(&mut self, key: &str, value: &toml::Value) -> Result<(), &'static str> {
         let count = || {
             value
                 .as_integer()
@@ -73,7 +75,7 @@ impl MissesConfig {
     }
 
     /// A relative `misses_log` is relative to the config file's directory.
-    pub(crate) fn relative_to(&mut self, base: &Path) {
+    pub fn relative_to(&mut self, base: &Path) {
         if let Some(p) = self.log.as_mut().filter(|p| p.is_relative()) {
             *p = base.join(&*p);
         }
@@ -83,12 +85,13 @@ impl MissesConfig {
 /// The misses log to write, if any, and its bounds: flags over the file
 /// over the defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MissesSettings {
-    pub(crate) log: Option<PathBuf>,
-    pub(crate) limits: Limits,
+pub struct MissesSettings {
+    pub log: Option<PathBuf>,
+    pub limits: Limits,
 }
 
-pub(crate) fn settings(flags: &MissesFlags, file: MissesConfig) -> MissesSettings {
+/// The misses log's settings: flags over the file over the defaults.
+pub fn settings(flags: &MissesFlags, file: MissesConfig) -> MissesSettings {
     MissesSettings {
         log: flags.misses_log.clone().or(file.log),
         limits: Limits {
@@ -117,11 +120,11 @@ pub(crate) fn settings(flags: &MissesFlags, file: MissesConfig) -> MissesSetting
 
 /// Opens the log (before confinement); `None` without `--misses-log`. A
 /// line bound out of range is refused here, before anything is opened.
-pub(crate) fn open(s: &MissesSettings) -> Result<Option<MissesLog>, OpenError> {
+pub fn open(s: &MissesSettings) -> Result<Option<MissesLog>, OpenError> {
     let Some(path) = &s.log else {
         return Ok(None);
     };
-    if !(writer::MIN_LINE..=egress_mirror::misses::MAX_LINE).contains(&s.limits.line) {
+    if !(writer::MIN_LINE..=MAX_LINE).contains(&s.limits.line) {
         return Err(OpenError::LineBound(s.limits.line));
     }
     MissesLog::open(path).map(Some)
