@@ -20,6 +20,7 @@ pub mod apt;
 mod build;
 mod error;
 mod fetch;
+mod flatten;
 mod layer;
 mod local;
 pub mod npm;
@@ -30,10 +31,11 @@ mod store;
 
 pub use build::{Common, Layering, DEFAULT_PRINCIPAL};
 pub use error::{BuildError, Kind};
+pub use flatten::{flatten, FlattenError, Flattened};
 pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;
 pub use select::{Cutoff, Dropped, Rules};
-pub use store::write_atomic;
+pub use store::{write_atomic, write_files, write_new, WriteError};
 
 /// Everything a build reads: the shared options and each protocol's inputs.
 pub struct BuildOptions {

@@ -1,16 +1,15 @@
 //! `canary --listen ADDR`: the canary upstream as a long-lived service, for
 //! a lab to point its mirror's upstream at during a conformance run, its
 //! log and mutations behind a secret (`egress_references::control`). The
-//! canary itself is `egress_references::{pypi, npm, apt}::canary`.
+//! canary itself is `egress_references::standalone`.
 
 use crate::{exit, Failure};
-use egress_references::apt::canary::{AptCanary, KEYRING_PATH};
-use egress_references::control::{Secret, ServeOptions, CONTROL_PREFIX};
-use egress_references::npm::canary::NpmCanary;
-use egress_references::Canary;
+use egress_references::control::{Secret, ServeOptions};
+pub use egress_references::standalone::apt_keyring_path;
+use egress_references::standalone::Standalone;
 use egress_suite::Protocol;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct CanaryArgs {
@@ -83,38 +82,24 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
         })?),
         kit: true,
     };
-    let cannot = |e: std::io::Error| Failure::internal(format!("cannot listen on {listen}: {e}"));
-    let running: Box<dyn FnOnce()> = match protocol {
-        Protocol::Pypi => {
-            let c = Canary::serve(&options).map_err(cannot)?;
-            egress_cli::outln!("index URL: {}", c.index_url());
-            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
-            Box::new(move || c.stop())
-        }
-        Protocol::Npm => {
-            let c = NpmCanary::serve(&options).map_err(cannot)?;
-            egress_cli::outln!("registry URL: {}", c.registry_url());
-            egress_cli::outln!("tarball origin: {}", c.offsite_origin());
-            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
-            Box::new(move || c.stop())
-        }
-        Protocol::Apt => {
-            let c = AptCanary::serve(&options).map_err(cannot)?;
-            let keyring = apt_keyring_path(&args.secret_file);
-            egress_build::write_atomic(&keyring, &c.keyring()).map_err(|e| {
+    let running = Standalone::serve(protocol, &options)
+        .map_err(|e| Failure::internal(format!("cannot listen on {listen}: {e}")))?;
+    let keyring = match running.keyring() {
+        Some(bytes) => {
+            let path = apt_keyring_path(&args.secret_file);
+            egress_build::write_atomic(&path, &bytes).map_err(|e| {
                 Failure::internal(format!(
                     "cannot write the canary's keyring to {}: {e}",
-                    keyring.display()
+                    path.display()
                 ))
             })?;
-            egress_cli::outln!("archive URL: {}", c.archive_url());
-            egress_cli::outln!("dist: {} (component {})", c.dist(), c.component());
-            egress_cli::outln!("keyring: {}", keyring.display());
-            egress_cli::outln!("keyring URL: {}{KEYRING_PATH}", c.base_url());
-            egress_cli::outln!("control URL: {}{CONTROL_PREFIX}", c.base_url());
-            Box::new(move || c.stop())
+            Some(path)
         }
+        None => None,
     };
+    for line in running.lines(keyring.as_deref()) {
+        egress_cli::outln!("{line}");
+    }
     // The DNS answer: the canary's own address, where it has one.
     let responder = match dns {
         Some(at) => {
@@ -137,20 +122,6 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
     if let Some(r) = responder {
         r.stop();
     }
-    running();
+    running.stop();
     Ok(exit::PASS)
-}
-
-/// Where `canary --protocol apt` writes its public keyring: beside the
-/// secret file, with the extension `.apt-keyring.gpg`
-/// (`egress-canary.secret` -> `egress-canary.apt-keyring.gpg`).
-pub fn apt_keyring_path(secret_file: &Path) -> PathBuf {
-    let beside = secret_file.with_extension("apt-keyring.gpg");
-    if beside == secret_file {
-        // Never over the secret itself.
-        let mut name = secret_file.as_os_str().to_os_string();
-        name.push(".apt-keyring.gpg");
-        return PathBuf::from(name);
-    }
-    beside
 }

@@ -2,9 +2,10 @@
 //! OpenSSH reads, so that whoever verifies a snapshot needs no tool of ours.
 
 use crate::{exit, Failure};
+use egress_build::write_new;
 use egress_signing::{AllowedSigners, SigningKey, LAB_NAMESPACES};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The principal when none is given; `snapshot build` uses the key's comment
@@ -26,38 +27,6 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
-}
-
-/// Writes `bytes` to a temporary sibling with `mode`, then links it to
-/// `path`: `link(2)` fails if `path` exists, so an existing file is never
-/// replaced, even by a race, and `path` never holds half a file.
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(mode);
-        }
-        #[cfg(not(unix))]
-        let _ = mode;
-        let mut f = opts.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::hard_link(&tmp, path)
-    })();
-    let _ = fs::remove_file(&tmp);
-    result
 }
 
 pub fn generate(args: GenerateArgs) -> Result<u8, Failure> {

@@ -1,10 +1,10 @@
 //! `kit --protocol pypi|npm|apt --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
-//! made in `egress_references::{pypi,npm,apt}::kit`, next to the canaries that build
-//! the same packages; this file only picks the protocol and prints.
+//! made in `egress_references::{pypi,npm,apt}::kit` (`egress_references::kit::files`),
+//! next to the canaries that build the same packages; this file only prints.
 
 use crate::{exit, Failure};
-use egress_references::kit::{self, KitError, KitFile, DOCUMENTATION_CANARY};
+use egress_references::kit::{self, KitError, DOCUMENTATION_CANARY};
 use egress_suite::Protocol;
 use std::path::PathBuf;
 
@@ -35,19 +35,11 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         Some(c) => kit::check_canary(c).map_err(|e| Failure::usage(e.to_string()))?,
         None => DOCUMENTATION_CANARY.to_string(),
     };
-    let (files, add): (Vec<KitFile>, &str) = match protocol {
-        Protocol::Pypi => (
-            egress_references::pypi::kit::files(&canary),
-            "snapshot build ... --dist",
-        ),
-        Protocol::Npm => (
-            egress_references::npm::kit::files(&canary),
-            "snapshot build ... --npm-registry-url URL --npm-dist",
-        ),
-        Protocol::Apt => (
-            egress_references::apt::kit::files(&canary),
-            "snapshot build --apt-uris FILE ... --apt-debs",
-        ),
+    let files = kit::files(protocol, &canary);
+    let add = match protocol {
+        Protocol::Pypi => "snapshot build ... --dist",
+        Protocol::Npm => "snapshot build ... --npm-registry-url URL --npm-dist",
+        Protocol::Apt => "snapshot build --apt-uris FILE ... --apt-debs",
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),

@@ -6,30 +6,23 @@
 //! other write error is kept for [`stdout_error`], which the binary reports
 //! once the command is done.
 //!
-//! Every file is written to a temporary sibling and renamed into place, so a
-//! reader never sees half a report and an interrupted run never leaves one
-//! behind.
+//! Every file is written to a temporary sibling and renamed into place
+//! ([`egress_build::write_files`]), so a reader never sees half a report
+//! and an interrupted run never leaves one behind.
 
-use std::fs;
 use std::path::Path;
 
 pub use egress_build::write_atomic;
 pub use egress_cli::{print, stdout_error};
+pub use egress_suite::render::slug;
 
-/// File-name-safe form of a target name.
-pub fn slug(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let parts: Vec<&str> = s.split('-').filter(|p| !p.is_empty()).collect();
-    parts.join("-")
+/// Writes each `(name, body)` into `dir`; a failure is an internal one.
+pub fn write_files<N: AsRef<Path>, B: AsRef<[u8]>>(
+    dir: &Path,
+    files: &[(N, B)],
+) -> Result<(), crate::Failure> {
+    egress_build::write_files(dir, files)
+        .map_err(|e| crate::Failure::internal(e.to_string()).because(e))
 }
 
 /// Writes each report as `<stem>.json`, `<stem>.txt` and `<stem>.junit.xml`,
@@ -38,29 +31,5 @@ pub fn write_reports(
     dir: &Path,
     reports: &[(&str, &egress_suite::Report)],
 ) -> Result<(), crate::Failure> {
-    let fail = |p: &Path, e: std::io::Error| {
-        crate::Failure::internal(format!("cannot write {}: {e}", p.display())).because(e)
-    };
-    fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    for (stem, r) in reports {
-        for (ext, body) in [
-            ("json", egress_suite::render::json(r)),
-            ("txt", egress_suite::render::text(r)),
-            ("junit.xml", egress_suite::render::junit(r)),
-        ] {
-            let p = dir.join(format!("{stem}.{ext}"));
-            write_atomic(&p, body.as_bytes()).map_err(|e| fail(&p, e))?;
-        }
-    }
-    if reports.len() > 1 {
-        let refs: Vec<&egress_suite::Report> = reports.iter().map(|(_, r)| *r).collect();
-        for (name, body) in [
-            ("matrix.md", egress_suite::render::matrix_markdown(&refs)),
-            ("matrix.txt", egress_suite::render::matrix_text(&refs)),
-        ] {
-            let p = dir.join(name);
-            write_atomic(&p, body.as_bytes()).map_err(|e| fail(&p, e))?;
-        }
-    }
-    Ok(())
+    write_files(dir, &egress_suite::render::report_files(reports))
 }

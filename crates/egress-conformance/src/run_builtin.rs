@@ -12,7 +12,7 @@ pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
         .map_err(|e| Failure::internal(e.to_string()))?;
     let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
     match format {
-        Format::Text => egress_cli::out!("{}", text(&pairs)),
+        Format::Text => egress_cli::out!("{}", builtin::text(&pairs)),
         Format::Json => {
             let all = serde_json::json!({ "reports": reports });
             egress_cli::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
@@ -32,26 +32,4 @@ pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
     } else {
         exit::FAIL
     })
-}
-
-/// Each pair's reports, then its discrimination matrix.
-fn text(pairs: &[Pair]) -> String {
-    let mut text = String::new();
-    for (i, p) in pairs.iter().enumerate() {
-        let parts = [
-            egress_suite::render::text(&p.a),
-            egress_suite::render::text(&p.b),
-            format!(
-                "Discrimination matrix, {} (yes: one target passes where another fails)\n",
-                p.title
-            ),
-        ];
-        if i > 0 {
-            text.push('\n');
-        }
-        text.push_str(&parts.join("\n"));
-        text.push('\n');
-        text.push_str(&egress_suite::render::matrix_text(&[&p.a, &p.b]));
-    }
-    text
 }

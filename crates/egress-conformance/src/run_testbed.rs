@@ -34,17 +34,16 @@ pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Fail
             let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", output::slug(name))));
         }
     }
-    for (name, body) in [
-        ("matrix.md", suite::matrix_markdown(variants, out)),
-        (
-            "matrix.txt",
-            suite::matrix_text(&out.reports) + &out.notes(),
-        ),
-    ] {
-        let p = dir.join(name);
-        output::write_atomic(&p, body.as_bytes())
-            .map_err(|e| Failure::internal(format!("cannot write {}: {e}", p.display())))?;
-    }
+    output::write_files(
+        dir,
+        &[
+            ("matrix.md", suite::matrix_markdown(variants, out)),
+            (
+                "matrix.txt",
+                suite::matrix_text(&out.reports) + &out.notes(),
+            ),
+        ],
+    )?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! `sandbox-scan --mirror URL`: the scan from inside a sandbox
 //! (`egress_sandbox`), its flags, output and exit codes.
 
-use crate::output::write_atomic;
+use crate::output::write_files;
 use crate::{exit, Failure, Format};
 use egress_sandbox::{render, ScanOptions, ScanReport, Timeouts};
 use std::path::{Path, PathBuf};
@@ -39,19 +39,7 @@ pub struct SandboxScanArgs {
 
 /// Writes the report as `scan.json`, `scan.txt` and `scan.junit.xml`.
 pub fn write_scan(dir: &Path, report: &ScanReport) -> Result<(), Failure> {
-    let fail = |p: &Path, e: std::io::Error| {
-        Failure::internal(format!("cannot write {}: {e}", p.display())).because(e)
-    };
-    std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    for (name, body) in [
-        ("scan.json", render::json(report)),
-        ("scan.txt", render::text(report)),
-        ("scan.junit.xml", render::junit(report)),
-    ] {
-        let p = dir.join(name);
-        write_atomic(&p, body.as_bytes()).map_err(|e| fail(&p, e))?;
-    }
-    Ok(())
+    write_files(dir, &render::files(report))
 }
 
 pub fn main(args: SandboxScanArgs) -> Result<u8, Failure> {

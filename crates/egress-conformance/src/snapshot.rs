@@ -3,7 +3,7 @@
 //! and their errors as exit codes.
 
 use crate::{exit, Failure};
-use egress_build::{BuildError, BuildOptions, Common, Kind};
+use egress_build::{BuildError, BuildOptions, Common, FlattenError, Kind};
 use egress_signing::AllowedSigners;
 use egress_snapshot::chain::ChainProblem;
 use egress_snapshot::verify::{SnapshotDir, Verification, VerifyError};
@@ -354,67 +354,28 @@ pub struct FlattenArgs {
 }
 
 /// `snapshot flatten`: verify the chain, then write its view as one
-/// snapshot without a parent.
+/// snapshot without a parent ([`egress_build::flatten`]).
 pub fn flatten(args: FlattenArgs) -> Result<u8, Failure> {
     let key = read_key(&args.sign_key)?;
-    let principal = Some(key.comment().trim().to_string())
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| egress_build::DEFAULT_PRINCIPAL.to_string());
     let signers = match &args.allowed_signers {
-        Some(p) => read_signers(p)?,
-        None => AllowedSigners::parse(&AllowedSigners::line_for_namespace(
-            &principal,
-            &key.public(),
-            egress_signing::SNAPSHOT_NAMESPACE,
-        ))
-        .map_err(|e| Failure::input(format!("--sign-key: {e}")))?,
+        Some(p) => Some(read_signers(p)?),
+        None => None,
     };
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let input = |e: VerifyError| Failure::input(e.to_string());
-    let v = SnapshotDir::open(&args.dir)
-        .map_err(input)?
-        .verify(Some(&signers), jobs)
-        .map_err(input)?;
-    if !v.ok() {
-        let code = match v.chain {
-            Some(ChainProblem::Gap { .. } | ChainProblem::Forked { .. }) => exit::CHAIN_BROKEN,
-            _ => exit::BASE_UNVERIFIED,
-        };
-        let first = v.problems.first().cloned().unwrap_or_default();
-        return Err(Failure::new(
-            code,
-            format!("{}: does not verify: {first}", args.dir.display()),
-        ));
-    }
-    let store = egress_snapshot::StoredSnapshot::open(&args.dir).map_err(|e| {
-        Failure::new(
-            exit::BASE_UNVERIFIED,
-            format!("{}: {e}", args.dir.display()),
-        )
+    let done = egress_build::flatten(&args.dir, &args.out, &key, signers).map_err(|e| match e {
+        FlattenError::SignKey(_) | FlattenError::Verify(_) => Failure::input(e.to_string()),
+        FlattenError::ChainBroken { .. } => Failure::new(exit::CHAIN_BROKEN, e.to_string()),
+        FlattenError::Unverified { .. } | FlattenError::Open { .. } => {
+            Failure::new(exit::BASE_UNVERIFIED, e.to_string())
+        }
+        FlattenError::OutName => Failure::usage(e.to_string()),
+        FlattenError::Write(e) => Failure::internal(e.to_string()).because(e),
     })?;
-    let name = args
-        .out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| Failure::usage("--out: give a directory name"))?;
-    let staging = args
-        .out
-        .with_file_name(format!(".{name}.flatten-{}", std::process::id()));
-    let created = egress_model::Timestamp::now().to_string();
-    let written = egress_snapshot::flatten(&store, &staging, &created, &key, &principal).and_then(
-        |snapshot| {
-            snapshot.write_dir(&args.out)?;
-            Ok(snapshot)
-        },
-    );
-    let _ = fs::remove_dir_all(&staging);
-    let snapshot = written.map_err(|e| Failure::internal(e.to_string()).because(e))?;
     egress_cli::outln!(
         "{}: snapshot {} with the view of {} ({} served paths), no chain",
         args.out.display(),
-        snapshot.id(),
-        store.id(),
-        snapshot.doc.served.len()
+        done.snapshot.id(),
+        done.from,
+        done.snapshot.doc.served.len()
     );
     Ok(exit::PASS)
 }

@@ -1,7 +1,7 @@
 //! `report verify`: re-derive every verdict from a saved report's evidence.
 
 use crate::{exit, Failure};
-use egress_suite::Report;
+use egress_suite::combined::Saved;
 use std::path::{Path, PathBuf};
 
 fn reports_in(path: &Path) -> Result<Vec<PathBuf>, Failure> {
@@ -22,102 +22,18 @@ fn reports_in(path: &Path) -> Result<Vec<PathBuf>, Failure> {
     Ok(out)
 }
 
-pub fn load(path: &Path) -> Result<Report, Failure> {
+/// The saved report in `path`, whichever kind it is.
+pub fn load(path: &Path) -> Result<Saved, Failure> {
     let bytes =
         std::fs::read(path).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-    let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
-        Failure::input(format!(
-            "{}: not an egress-conformance report: {e}",
-            path.display()
-        ))
-    })?;
-    if report.schema != egress_suite::report::REPORT_SCHEMA {
-        return Err(Failure::input(format!(
-            "{}: unknown report schema {:?}",
-            path.display(),
-            report.schema
-        )));
-    }
-    Ok(report)
+    Saved::parse(&bytes).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
 }
 
-/// A sandbox scan's report, if `path` holds one.
-fn load_scan(path: &Path) -> Result<Option<egress_sandbox::ScanReport>, Failure> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-    let schema = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| v.get("schema")?.as_str().map(str::to_string));
-    if schema.as_deref() != Some(egress_sandbox::SCAN_SCHEMA) {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        Failure::input(format!(
-            "{}: not an egress-conformance sandbox scan: {e}",
-            path.display()
-        ))
-    })
-}
-
-/// `report verify` of a sandbox scan: every check judged again.
-fn verify_scan(file: &Path, report: &egress_sandbox::ScanReport) -> u8 {
-    let diffs = egress_sandbox::verify(report);
+/// Prints what `report verify` found in `file`: `agree` when every
+/// verdict re-derives, else each (id, recorded, derived) that differs.
+fn say(file: &Path, agree: String, diffs: Vec<(String, String, String)>) -> u8 {
     if diffs.is_empty() {
-        egress_cli::outln!(
-            "{}: {} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
-            file.display(),
-            report.records.len(),
-            report.outcome
-        );
-        return exit::PASS;
-    }
-    egress_cli::outln!(
-        "{}: {} verdicts differ from what the evidence supports:",
-        file.display(),
-        diffs.len()
-    );
-    for d in diffs {
-        egress_cli::outln!(
-            "  {}: recorded {} ({}), re-derived {} ({})",
-            d.id,
-            d.recorded.0,
-            d.recorded.1,
-            d.derived.0,
-            d.derived.1
-        );
-    }
-    exit::FAIL
-}
-
-/// A `check --from-sandbox` report, if `path` holds one.
-fn load_combined(path: &Path) -> Result<Option<crate::combined::Combined>, Failure> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-    let schema = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| v.get("schema")?.as_str().map(str::to_string));
-    if schema.as_deref() != Some(crate::combined::COMBINED_SCHEMA) {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        Failure::input(format!(
-            "{}: not an egress-conformance check --from-sandbox report: {e}",
-            path.display()
-        ))
-    })
-}
-
-fn verify_combined(file: &Path, both: &crate::combined::Combined) -> u8 {
-    let diffs = both.verify();
-    if diffs.is_empty() {
-        egress_cli::outln!(
-            "{}: {} sub-probes, {} predicates and {} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
-            file.display(),
-            both.check.probes.len(),
-            both.check.predicates.len(),
-            both.scan.records.len(),
-            both.outcome
-        );
+        egress_cli::outln!("{}: {agree}", file.display());
         return exit::PASS;
     }
     egress_cli::outln!(
@@ -131,45 +47,65 @@ fn verify_combined(file: &Path, both: &crate::combined::Combined) -> u8 {
     exit::FAIL
 }
 
+/// Each disagreement as (id, "recorded (why)", "derived (why)").
+fn rows(diffs: Vec<egress_suite::Disagreement>) -> Vec<(String, String, String)> {
+    diffs
+        .into_iter()
+        .map(|d| {
+            (
+                d.id.to_string(),
+                format!("{} ({})", d.recorded.0, d.recorded.1),
+                format!("{} ({})", d.derived.0, d.derived.1),
+            )
+        })
+        .collect()
+}
+
 pub fn main(path: &Path) -> Result<u8, Failure> {
     let mut code = exit::PASS;
     for file in reports_in(path)? {
-        if let Some(both) = load_combined(&file)? {
-            code = code.max(verify_combined(&file, &both));
-            continue;
-        }
-        if let Some(scan) = load_scan(&file)? {
-            code = code.max(verify_scan(&file, &scan));
-            continue;
-        }
-        let report = load(&file)?;
-        let diffs = egress_suite::verify(&report);
-        if diffs.is_empty() {
-            egress_cli::outln!(
-                "{}: {} sub-probes and {} predicates re-derived from the evidence; all agree (outcome {})",
-                file.display(),
-                report.probes.len(),
-                report.predicates.len(),
-                report.outcome
-            );
-        } else {
-            code = exit::FAIL;
-            egress_cli::outln!(
-                "{}: {} verdicts differ from what the evidence supports:",
-                file.display(),
-                diffs.len()
-            );
-            for d in diffs {
-                egress_cli::outln!(
-                    "  {}: recorded {} ({}), re-derived {} ({})",
-                    d.id,
-                    d.recorded.0,
-                    d.recorded.1,
-                    d.derived.0,
-                    d.derived.1
-                );
-            }
-        }
+        let found = match load(&file)? {
+            Saved::Combined(both) => say(
+                &file,
+                format!(
+                    "{} sub-probes, {} predicates and {} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
+                    both.check.probes.len(),
+                    both.check.predicates.len(),
+                    both.scan.records.len(),
+                    both.outcome
+                ),
+                both.verify(),
+            ),
+            Saved::Scan(scan) => say(
+                &file,
+                format!(
+                    "{} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
+                    scan.records.len(),
+                    scan.outcome
+                ),
+                egress_sandbox::verify(&scan)
+                    .into_iter()
+                    .map(|d| {
+                        (
+                            d.id.to_string(),
+                            format!("{} ({})", d.recorded.0, d.recorded.1),
+                            format!("{} ({})", d.derived.0, d.derived.1),
+                        )
+                    })
+                    .collect(),
+            ),
+            Saved::Check(report) => say(
+                &file,
+                format!(
+                    "{} sub-probes and {} predicates re-derived from the evidence; all agree (outcome {})",
+                    report.probes.len(),
+                    report.predicates.len(),
+                    report.outcome
+                ),
+                rows(egress_suite::verify(&report)),
+            ),
+        };
+        code = code.max(found);
     }
     Ok(code)
 }

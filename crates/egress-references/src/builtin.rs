@@ -80,6 +80,28 @@ impl Pair {
     }
 }
 
+/// Each pair's reports, then its discrimination matrix.
+pub fn text(pairs: &[Pair]) -> String {
+    let mut text = String::new();
+    for (i, p) in pairs.iter().enumerate() {
+        let parts = [
+            egress_suite::render::text(&p.a),
+            egress_suite::render::text(&p.b),
+            format!(
+                "Discrimination matrix, {} (yes: one target passes where another fails)\n",
+                p.title
+            ),
+        ];
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(&parts.join("\n"));
+        text.push('\n');
+        text.push_str(&egress_suite::render::matrix_text(&[&p.a, &p.b]));
+    }
+    text
+}
+
 /// Runs every protocol's pair, all at once; the pairs come back in the
 /// order given (`egress_references::BUILTIN`: every protocol).
 pub fn run_all(protocols: &[Protocol]) -> Result<Vec<Pair>, BuiltinError> {

@@ -43,6 +43,7 @@ pub mod pypi;
 mod relay;
 pub mod remote;
 mod request_log;
+pub mod standalone;
 mod template;
 pub mod tunnel;
 pub mod universe;

@@ -65,6 +65,20 @@ impl RemoteCanary {
         })
     }
 
+    /// The protocol the canary speaks, from its plan's index URL: a PyPI
+    /// canary's is its `/simple/`; an apt canary's, its archive root
+    /// ([`crate::apt::canary::ARCHIVE`]); an npm canary's, its root.
+    pub fn protocol(&self) -> egress_suite::Protocol {
+        let index = &self.plan.index_url;
+        if index.ends_with("/simple/") {
+            egress_suite::Protocol::Pypi
+        } else if index.ends_with(&format!("{}/", crate::apt::canary::ARCHIVE)) {
+            egress_suite::Protocol::Apt
+        } else {
+            egress_suite::Protocol::Npm
+        }
+    }
+
     /// The first failure of `mark` or `requests_since`, if any: the run's
     /// upstream evidence is then incomplete and must not be judged.
     pub fn failure(&self) -> Option<UpstreamError> {

@@ -121,3 +121,13 @@ pub fn junit(report: &ScanReport) -> String {
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
 }
+
+/// The report's files, `scan.json`, `scan.txt` and `scan.junit.xml`:
+/// (file name, contents), in writing order.
+pub fn files(report: &ScanReport) -> [(&'static str, String); 3] {
+    [
+        ("scan.json", json(report)),
+        ("scan.txt", text(report)),
+        ("scan.junit.xml", junit(report)),
+    ]
+}

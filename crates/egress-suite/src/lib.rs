@@ -16,7 +16,9 @@
 pub mod apt;
 pub mod classify;
 pub mod collect;
+pub mod combined;
 pub mod common;
+pub mod deployed;
 pub mod driver;
 pub mod facts;
 pub mod judge;

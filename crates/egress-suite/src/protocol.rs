@@ -76,6 +76,23 @@ protocols! {
     Apt: crate::apt::Apt = "apt";
 }
 
+impl Packages {
+    /// What a standalone canary's plan fills in, in each protocol's terms
+    /// (its `deployed.rs`); see `Plan::with_canary`.
+    pub(crate) fn take_canary(
+        &mut self,
+        up: &crate::UpstreamPlan,
+        default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        match self {
+            Packages::Pypi(p) => p.take_canary(up, default_absent),
+            Packages::Npm(p) => return p.take_canary(up, default_absent),
+            Packages::Apt(p) => p.take_canary(up, default_absent),
+        }
+        Ok(())
+    }
+}
+
 impl std::fmt::Display for Protocol {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -272,3 +272,37 @@ pub fn matrix_markdown(reports: &[&Report]) -> String {
     }
     out
 }
+
+/// File-name-safe form of a target name.
+pub fn slug(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let parts: Vec<&str> = s.split('-').filter(|p| !p.is_empty()).collect();
+    parts.join("-")
+}
+
+/// The files of each report, `<stem>.json`, `<stem>.txt` and
+/// `<stem>.junit.xml`, and, for more than one report, the matrix as
+/// `matrix.md` and `matrix.txt`: (file name, contents), in writing order.
+pub fn report_files(reports: &[(&str, &Report)]) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for (stem, r) in reports {
+        files.push((format!("{stem}.json"), json(r)));
+        files.push((format!("{stem}.txt"), text(r)));
+        files.push((format!("{stem}.junit.xml"), junit(r)));
+    }
+    if reports.len() > 1 {
+        let refs: Vec<&Report> = reports.iter().map(|(_, r)| *r).collect();
+        files.push(("matrix.md".into(), matrix_markdown(&refs)));
+        files.push(("matrix.txt".into(), matrix_text(&refs)));
+    }
+    files
+}

@@ -132,6 +132,24 @@ impl CheckArgs {
     }
 }
 
+/// The index URL the suite probes: a bare origin means `/simple/`, and the
+/// path always ends in `/` so that project pages join under it.
+pub fn index_url(raw: &str) -> Result<Url, Failure> {
+    base_url(raw, "/simple/")
+}
+
+/// The registry URL the suite probes: a bare origin means `/`, and the path
+/// always ends in `/` so that packuments join under it.
+pub fn registry_url(raw: &str) -> Result<Url, Failure> {
+    base_url(raw, "/")
+}
+
+/// The archive root the suite probes: its path always ends in `/`. A bare
+/// origin means `/`.
+pub fn archive_url(raw: &str) -> Result<Url, Failure> {
+    base_url(raw, "/")
+}
+
 /// `raw` with its path ending in `/`; a bare origin gets `root`.
 pub(crate) fn base_url(raw: &str, root: &str) -> Result<Url, Failure> {
     let url = Url::parse(raw).map_err(|e| Failure::usage(format!("URL: {e}")))?;

@@ -1,19 +1,18 @@
-//! `check URL`: the suite against any mirror that speaks the PyPI simple API
-//! or the npm registry protocol (`--protocol npm`). What is common to every
-//! protocol lives here and in [`args`]; each protocol's plan in its own file.
+//! `check URL`: the suite against any mirror that speaks the PyPI simple
+//! API, the npm registry protocol (`--protocol npm`) or apt's
+//! (`--protocol apt`). The flags and the URL forms they accept are in
+//! [`args`]; each protocol's plan is made by its `deployed.rs` in
+//! egress-suite (`egress_suite::{pypi,npm,apt}::deployed`).
 
-pub mod apt;
 mod args;
-pub mod npm;
-pub mod pypi;
-mod snapshot_doc;
 
 use crate::{exit, output, Failure, Format};
-pub use args::CheckArgs;
-use egress_model::{NpmName, Upstream, UpstreamPlan, Url};
+pub use args::{archive_url, index_url, registry_url, CheckArgs};
+use egress_model::{Upstream, Url};
 use egress_references::control::Secret;
 use egress_references::remote::RemoteCanary;
-use egress_suite::{ManifestSource, Packages, Plan, Protocol, Target};
+use egress_suite::deployed::{Given, PlanError};
+use egress_suite::{apt, npm, pypi, ManifestSource, Protocol, Target};
 use std::time::Duration;
 
 pub fn main(args: CheckArgs) -> Result<u8, Failure> {
@@ -22,9 +21,9 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         .parse()
         .map_err(|e: egress_suite::protocol::UnknownProtocol| Failure::usage(e.to_string()))?;
     let index = match protocol {
-        Protocol::Pypi => pypi::index_url(&args.url)?,
-        Protocol::Npm => npm::registry_url(&args.url)?,
-        Protocol::Apt => apt::archive_url(&args.url)?,
+        Protocol::Pypi => index_url(&args.url)?,
+        Protocol::Npm => registry_url(&args.url)?,
+        Protocol::Apt => archive_url(&args.url)?,
     };
     // The scan's flags are checked before anything is sent.
     let scan_plan = if args.from_sandbox {
@@ -47,8 +46,8 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
             "--timeout: give a number of seconds between 1 and 3600",
         ));
     }
-    // Checked before anything is sent; the plan reads them again.
-    args.expectations()?;
+    // Checked before anything is sent.
+    let expect = args.expectations()?;
     let manifest = match &args.manifest {
         None => ManifestSource::WellKnown,
         Some(m) if m.starts_with("http://") || m.starts_with("https://") => {
@@ -81,14 +80,35 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
     // snapshot holds (the conformance kit's present package, for the
     // standalone canary), taken first when the snapshot holds it too.
     let mutable = canary.as_ref().map(|c| c.plan().present);
-    let signed = allowed_signers.is_some();
-    let mut plan = match protocol {
-        Protocol::Pypi => pypi::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
-        Protocol::Npm => npm::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
-        Protocol::Apt => apt::plan(&args, &index, &client, manifest, signed, mutable.as_ref())?,
+    let given = Given {
+        present: &args.present,
+        absent: &args.absent,
+        manifest,
+        allowed_signers: allowed_signers.is_some(),
+        destructive: args.destructive,
+        expect,
+        mutable: mutable.as_ref(),
     };
+    let mut plan = match protocol {
+        Protocol::Pypi => pypi::deployed::plan(given, &index, &client),
+        Protocol::Npm => npm::deployed::plan(given, &index, &client),
+        Protocol::Apt => {
+            let source = apt::deployed::Source {
+                dist: args.dist.as_deref(),
+                component: &args.component,
+                arch: &args.arch,
+                keyring: args.keyring.as_deref(),
+            };
+            apt::deployed::plan(given, source, &index, &client)
+        }
+    }
+    .map_err(|e| match e {
+        PlanError::Usage(m) => Failure::usage(m),
+        PlanError::Input(m) => Failure::input(m),
+    })?;
     if let Some(c) = &canary {
-        with_canary(&mut plan, c.plan(), args.absent.is_empty())?;
+        plan.with_canary(c.plan(), args.absent.is_empty())
+            .map_err(|e| Failure::new(exit::CANARY, format!("--canary: {e}")))?;
     }
     let report = egress_suite::run(Target {
         name: index.to_string(),
@@ -139,67 +159,11 @@ fn connect_canary(args: &CheckArgs, protocol: Protocol) -> Result<Option<RemoteC
     let timeout = Duration::from_secs(args.timeout);
     let canary = RemoteCanary::connect(&url, &secret, timeout)
         .map_err(|e| Failure::new(exit::CANARY, format!("--canary: {e}")))?;
-    // A PyPI canary's index URL is its /simple/; an apt canary's, its
-    // archive root; an npm canary's, its root.
-    let index = canary.plan().index_url;
-    let serves = if index.ends_with("/simple/") {
-        Protocol::Pypi
-    } else if apt::is_canary_archive(&index) {
-        Protocol::Apt
-    } else {
-        Protocol::Npm
-    };
+    let serves = canary.protocol();
     if serves != protocol {
         return Err(Failure::usage(format!(
             "--canary {raw} is not a canary of --protocol {protocol}; start it with `canary --protocol {protocol}`"
         )));
     }
     Ok(Some(canary))
-}
-
-/// The plan with the canary as its controlled upstream: the packages P4
-/// needs are the canary's unless the snapshot named its own, and without
-/// `--absent` the absent ones are the canary's upstream-only packages (the
-/// ones it serves that a snapshot must not hold), as in the testbed.
-fn with_canary(
-    plan: &mut Plan<Packages>,
-    up: UpstreamPlan,
-    default_absent: bool,
-) -> Result<(), Failure> {
-    let npm = |n: &egress_model::ProjectName| {
-        NpmName::new(n.as_str())
-            .map_err(|e| Failure::new(exit::CANARY, format!("--canary: its plan names {n}: {e}")))
-    };
-    match &mut plan.packages {
-        Packages::Pypi(p) => {
-            p.sdist_only.get_or_insert_with(|| up.tripwire.clone());
-            p.template.get_or_insert_with(|| up.template.clone());
-            if default_absent {
-                p.absent = vec![up.upstream_only.clone()];
-            }
-        }
-        Packages::Npm(p) => {
-            if p.tripwire.is_none() {
-                p.tripwire = Some(npm(&up.tripwire)?);
-            }
-            if p.template.is_none() {
-                p.template = Some(npm(&up.template)?);
-            }
-            if default_absent {
-                p.absent = std::iter::once(&up.upstream_only)
-                    .chain(&up.offsite)
-                    .map(npm)
-                    .collect::<Result<_, _>>()?;
-            }
-        }
-        Packages::Apt(p) => {
-            p.tripwire.get_or_insert_with(|| up.tripwire.to_string());
-            p.template.get_or_insert_with(|| up.template.to_string());
-            if default_absent {
-                p.absent = vec![up.upstream_only.to_string()];
-            }
-        }
-    }
-    plan.upstream = Some(up);
-    Ok(())
 }

@@ -53,9 +53,7 @@ pub(crate) fn template_description() -> String {
 
 /// The kit's package names: `check --protocol apt` looks for them in the
 /// `Packages` index it probes.
-pub const PRESENT: &str = "egress-kit-present";
-pub const TRIPWIRE: &str = "egress-kit-tripwire";
-pub const TEMPLATE: &str = "egress-kit-template";
+pub use egress_suite::apt::deployed::kit::{PRESENT, TEMPLATE, TRIPWIRE};
 /// The version of every kit package.
 pub const VERSION: &str = "1.0";
 /// The architecture of every kit package.

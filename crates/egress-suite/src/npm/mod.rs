@@ -8,6 +8,7 @@
 //! describes every sub-probe.
 
 pub mod controls;
+pub mod deployed;
 pub mod doc;
 pub mod facts;
 pub mod held;

@@ -5,6 +5,7 @@
 //! stable ids. docs/predicates.md describes every sub-probe.
 
 pub mod controls;
+pub mod deployed;
 pub mod facts;
 pub mod held;
 pub mod p1;

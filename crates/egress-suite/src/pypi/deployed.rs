@@ -6,68 +6,56 @@
 //! kit's projects (`egress-kit-*`) and any sdist, for P4; and, without
 //! `--absent`, widely used projects it does not hold.
 
-use super::args::CheckArgs;
-use crate::Failure;
+use super::held::{kit, Held};
+use super::PresentSpec;
+use crate::deployed::{snapshot_doc, Given, PlanError, MUTABLE_SOURCE};
+use crate::{Packages, Plan, UpstreamPlan};
 use egress_model::{ProjectName, Url};
-use egress_suite::pypi::held::{kit, Held};
-use egress_suite::pypi::{self, PresentSpec};
-use egress_suite::{ManifestSource, Packages, Plan};
-
-/// The index URL the suite probes: a bare origin means `/simple/`, and the
-/// path always ends in `/` so that project pages join under it.
-pub fn index_url(raw: &str) -> Result<Url, Failure> {
-    super::args::base_url(raw, "/simple/")
-}
 
 pub fn plan(
-    args: &CheckArgs,
+    given: Given<'_>,
     index: &Url,
     client: &egress_transcript::Client,
-    manifest: ManifestSource,
-    allowed_signers: bool,
-    mutable: Option<&ProjectName>,
-) -> Result<Plan<Packages>, Failure> {
-    let given: Vec<PresentSpec> = args
+) -> Result<Plan<Packages>, PlanError> {
+    let named: Vec<PresentSpec> = given
         .present
         .iter()
         .map(|p| {
             p.parse()
-                .map_err(|e| Failure::usage(format!("--present {p}: {e}")))
+                .map_err(|e| PlanError::Usage(format!("--present {p}: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    let held = super::snapshot_doc::snapshot_doc(&manifest, index, client)
+    let held = snapshot_doc(&given.manifest, index, client)
         .map(|d| Held::of(&d, index.path()))
         .unwrap_or_default();
-    let (present, present_source) = if !given.is_empty() {
-        (given, "--present")
+    let (present, present_source) = if !named.is_empty() {
+        (named, "--present")
     } else if let Some(name) = held.present() {
         let spec = |name: ProjectName| PresentSpec {
             name,
             version: None,
         };
-        match mutable.filter(|m| held.holds(m) && **m != name) {
+        match given.mutable.filter(|m| held.holds(m) && **m != name) {
             // The controls and the mutations take the project the canary
             // serves too; the lab's own follows.
-            Some(m) => (
-                vec![spec(m.clone()), spec(name)],
-                super::snapshot_doc::MUTABLE_SOURCE,
-            ),
+            Some(m) => (vec![spec(m.clone()), spec(name)], MUTABLE_SOURCE),
             None => (vec![spec(name)], "SNAPSHOT.json"),
         }
     } else {
         (Vec::new(), "root index")
     };
-    let absent = if args.absent.is_empty() {
-        pypi::default_absent(|n| held.holds(n))
+    let absent = if given.absent.is_empty() {
+        super::default_absent(|n| held.holds(n))
     } else {
-        args.absent
+        given
+            .absent
             .iter()
-            .map(|a| ProjectName::new(a).map_err(|e| Failure::usage(format!("--absent: {e}"))))
+            .map(|a| ProjectName::new(a).map_err(|e| PlanError::Usage(format!("--absent: {e}"))))
             .collect::<Result<_, _>>()?
     };
     Ok(Plan {
         index_url: index.to_string(),
-        packages: Packages::Pypi(pypi::Packages {
+        packages: Packages::Pypi(super::Packages {
             present,
             absent,
             sdist_only: held.sdist_only(),
@@ -76,9 +64,20 @@ pub fn plan(
         }),
         present_source: present_source.to_string(),
         upstream: None,
-        manifest,
-        allowed_signers,
-        destructive: args.destructive,
-        expect: args.expectations()?,
+        manifest: given.manifest,
+        allowed_signers: given.allowed_signers,
+        destructive: given.destructive,
+        expect: given.expect,
     })
+}
+
+impl super::Packages {
+    /// What a standalone canary's plan fills in (see `Plan::with_canary`).
+    pub(crate) fn take_canary(&mut self, up: &UpstreamPlan, default_absent: bool) {
+        self.sdist_only.get_or_insert_with(|| up.tripwire.clone());
+        self.template.get_or_insert_with(|| up.template.clone());
+        if default_absent {
+            self.absent = vec![up.upstream_only.clone()];
+        }
+    }
 }
