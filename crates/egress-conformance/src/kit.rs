@@ -1,6 +1,6 @@
 //! `kit --protocol pypi|npm|apt --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
-//! made in `egress_references::{pypi,npm,apt}::kit` (`egress_references::kit::files`),
+//! made in `egress_references::{pypi,npm,apt}::kit` (`egress_references::kits::files`),
 //! next to the canaries that build the same packages; this file only prints.
 
 use crate::{exit, Failure};
@@ -35,7 +35,7 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         Some(c) => kit::check_canary(c).map_err(|e| Failure::usage(e.to_string()))?,
         None => DOCUMENTATION_CANARY.to_string(),
     };
-    let files = kit::files(protocol, &canary);
+    let files = egress_references::kits::files(protocol, &canary);
     let add = match protocol {
         Protocol::Pypi => "snapshot build ... --dist",
         Protocol::Npm => "snapshot build ... --npm-registry-url URL --npm-dist",

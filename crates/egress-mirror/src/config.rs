@@ -370,6 +370,13 @@ pub fn settings(flags: &CommandLine, file: FileConfig) -> Result<Settings, Setti
     })
 }
 
+/// Writes one line; a closed stdout or stderr (a reader that went away) is
+/// a quiet end of that output, never a panic.
+pub(crate) fn say(mut out: impl std::io::Write, line: &str) {
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

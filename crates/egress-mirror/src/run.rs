@@ -59,15 +59,14 @@
 //! and one line; nothing panics.
 
 use crate::config::{
-    Failure, Settings, EXIT_CONFIG, EXIT_CONFINEMENT, EXIT_INSTANCE, EXIT_LISTEN, EXIT_MISSES_LOG,
-    EXIT_SNAPSHOT, EXIT_TLS, EXIT_USAGE,
+    say, Failure, Settings, EXIT_CONFIG, EXIT_CONFINEMENT, EXIT_INSTANCE, EXIT_LISTEN,
+    EXIT_MISSES_LOG, EXIT_SNAPSHOT, EXIT_TLS, EXIT_USAGE,
 };
 use crate::confine::confine;
 use crate::misses::cli as misses_cli;
 use crate::watch::{link_directory, swap_signers, watch_for_swaps};
 use crate::{Mirror, SwappableMirror};
 use egress_snapshot::StoredSnapshot;
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -93,13 +92,6 @@ impl SelfTests {
     fn is_empty(&self) -> bool {
         self.connect.is_empty() && self.read.is_empty()
     }
-}
-
-/// Writes one line; a closed stdout or stderr (a reader that went away) is
-/// a quiet end of that output, never a panic.
-pub(crate) fn say(mut out: impl Write, line: &str) {
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
 }
 
 /// One line on stdout, through the one standard-output path.

@@ -8,8 +8,8 @@
 //! ([`swap_signers`]); the swap itself, its checks and the generations it
 //! keeps are [`crate::swap`].
 
+use crate::config::say;
 use crate::config::{Failure, EXIT_SNAPSHOT, EXIT_USAGE, MAX_CONFIG_BYTES};
-use crate::run::say;
 use crate::SwappableMirror;
 use egress_signing::AllowedSigners;
 use egress_snapshot::StoredSnapshot;

@@ -52,16 +52,6 @@ pub enum KitError {
     },
 }
 
-/// The kit of `protocol`, its tripwire aimed at `canary`: each protocol's
-/// `kit::files`.
-pub fn files(protocol: egress_suite::Protocol, canary: &str) -> Vec<KitFile> {
-    match protocol {
-        egress_suite::Protocol::Pypi => crate::pypi::kit::files(canary),
-        egress_suite::Protocol::Npm => crate::npm::kit::files(canary),
-        egress_suite::Protocol::Apt => crate::apt::kit::files(canary),
-    }
-}
-
 /// The URL a tripwire named `name_version` (e.g. `egress-kit-tripwire-0.1.0`)
 /// calls on the canary at `canary` (a base URL; its path is kept).
 pub fn tripwire_url(canary: &str, name_version: &str) -> String {

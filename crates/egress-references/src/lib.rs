@@ -37,6 +37,7 @@ pub mod control;
 pub mod dns;
 pub mod hostile;
 pub mod kit;
+pub mod kits;
 mod loopback;
 pub mod npm;
 pub mod pypi;
