@@ -122,25 +122,12 @@ pub fn judge<P, F: ControlFacts>(j: &Judge<P, F>, rec: &ProbeRecord, control: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::cutoff::testing::{doc, manifest_record, ORIGIN};
+    use crate::common::cutoff::testing::{doc, exchange, manifest_record, plan, Facts};
     use crate::facts::Controls;
-    use crate::plan::{ManifestSource, Plan};
-    use egress_model::{
-        BodyEnd, Exchange, Observation, ResponseRecord, Sha256Digest, Status, Url, WireBytes,
-    };
+    use egress_model::{Observation, Sha256Digest, Status, WireBytes};
     use egress_signing::{AllowedSigners, SigningKey, SNAPSHOT_NAMESPACE};
     use egress_snapshot::manifest::{blob_path, SNAPSHOT_JSON};
     use egress_snapshot::{Layer, Manifest, Tombstone};
-
-    struct Facts(Controls);
-    impl ControlFacts for Facts {
-        fn status(&self, control: &str) -> Status {
-            self.0.status(control)
-        }
-        fn served_artifact(&self) -> Option<Url> {
-            None
-        }
-    }
 
     const WHEEL: &str = "/files/aa/a-1.0-py3-none-any.whl";
     const OTHER: &str = "/files/bb/b-1.0-py3-none-any.whl";
@@ -153,27 +140,6 @@ mod tests {
         m.insert(SNAPSHOT_JSON, Sha256Digest::of(&d.to_canonical_json()))
             .unwrap();
         m.render().into_bytes()
-    }
-
-    fn exchange(path: &str, status: u16, body: &[u8]) -> Exchange {
-        Exchange {
-            label: path.to_string(),
-            peer: ORIGIN.trim_start_matches("http://").into(),
-            request: WireBytes(format!("GET {path} HTTP/1.1\r\n\r\n").into_bytes()),
-            response: Some(ResponseRecord {
-                status_line: format!("HTTP/1.1 {status}"),
-                status: Some(status),
-                headers: Vec::new(),
-                body_len: body.len() as u64,
-                body_sha256: Sha256Digest::of(body),
-                body_prefix: WireBytes(body.to_vec()),
-                body_end: BodyEnd::Complete,
-            }),
-            error: None,
-            elapsed_ms: 0,
-            after: None,
-            h2: None,
-        }
     }
 
     /// A base serving `base_files`, a layer on it serving `layer_files`,
@@ -234,8 +200,8 @@ mod tests {
         for (name, answer) in chain::EVIDENCE.iter().zip(&c.answers) {
             let path = chain::evidence_path(&parent, name);
             exchanges.push(match answer {
-                Some(body) => exchange(&path, 200, body),
-                None => exchange(&path, 404, b"not found"),
+                Some(body) => exchange(&path, &path, 200, body),
+                None => exchange(&path, &path, 404, b"not found"),
             });
         }
         let mut observations = Vec::new();
@@ -253,16 +219,7 @@ mod tests {
             exchanges,
             observations,
         };
-        let plan = Plan {
-            index_url: format!("{ORIGIN}/simple/"),
-            packages: (),
-            present_source: "test".into(),
-            upstream: None,
-            manifest: ManifestSource::WellKnown,
-            allowed_signers: c.signers.is_some(),
-            destructive: false,
-            expect: Default::default(),
-        };
+        let plan = plan("/simple/", c.signers.is_some());
         let facts = Facts(Controls(vec![("C.index".into(), c.control)]));
         let records = [manifest_record(Some(&top)), rec];
         let judge = Judge {
@@ -357,16 +314,7 @@ mod tests {
             exchanges: Vec::new(),
             observations: Vec::new(),
         };
-        let plan = Plan {
-            index_url: format!("{ORIGIN}/simple/"),
-            packages: (),
-            present_source: "test".into(),
-            upstream: None,
-            manifest: ManifestSource::WellKnown,
-            allowed_signers: false,
-            destructive: false,
-            expect: Default::default(),
-        };
+        let plan = plan("/simple/", false);
         let facts = Facts(Controls(vec![("C.index".into(), Status::Pass)]));
         let records = [manifest_record(Some(&plan_doc)), rec];
         let judge = Judge {

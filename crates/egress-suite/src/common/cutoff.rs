@@ -358,7 +358,8 @@ pub(crate) mod testing {
 
     pub(crate) const ORIGIN: &str = "http://127.0.0.1:8080";
 
-    struct Facts(Controls);
+    /// Control statuses, as the judges read them.
+    pub(crate) struct Facts(pub(crate) Controls);
     impl ControlFacts for Facts {
         fn status(&self, control: &str) -> Status {
             self.0.status(control)
@@ -429,28 +430,48 @@ pub(crate) mod testing {
         }
     }
 
+    /// A GET of `path`, labelled `label`, answered `status` with `body`.
+    pub(crate) fn exchange(label: &str, path: &str, status: u16, body: &[u8]) -> Exchange {
+        Exchange {
+            label: label.to_string(),
+            peer: ORIGIN.trim_start_matches("http://").into(),
+            request: WireBytes(format!("GET {path} HTTP/1.1\r\n\r\n").into_bytes()),
+            response: Some(ResponseRecord {
+                status_line: format!("HTTP/1.1 {status}"),
+                status: Some(status),
+                headers: Vec::new(),
+                body_len: body.len() as u64,
+                body_sha256: Sha256Digest::of(body),
+                body_prefix: WireBytes(body.to_vec()),
+                body_end: BodyEnd::Complete,
+            }),
+            error: None,
+            elapsed_ms: 0,
+            after: None,
+            h2: None,
+        }
+    }
+
+    /// The plan of a run against `{ORIGIN}{plan_path}`, the manifest at
+    /// its well-known path.
+    pub(crate) fn plan(plan_path: &str, allowed_signers: bool) -> Plan<()> {
+        Plan {
+            index_url: format!("{ORIGIN}{plan_path}"),
+            packages: (),
+            present_source: "test".into(),
+            upstream: None,
+            manifest: ManifestSource::WellKnown,
+            allowed_signers,
+            destructive: false,
+            expect: Default::default(),
+        }
+    }
+
     /// P5.cutoff's record: each page path answered `status` with `body`.
     pub(crate) fn pages_record(pages: &[(&str, u16, &[u8])]) -> ProbeRecord {
         let exchanges = pages
             .iter()
-            .map(|(path, status, body)| Exchange {
-                label: label(path),
-                peer: ORIGIN.trim_start_matches("http://").into(),
-                request: WireBytes(format!("GET {path} HTTP/1.1\r\n\r\n").into_bytes()),
-                response: Some(ResponseRecord {
-                    status_line: format!("HTTP/1.1 {status}"),
-                    status: Some(*status),
-                    headers: Vec::new(),
-                    body_len: body.len() as u64,
-                    body_sha256: Sha256Digest::of(body),
-                    body_prefix: WireBytes(body.to_vec()),
-                    body_end: BodyEnd::Complete,
-                }),
-                error: None,
-                elapsed_ms: 0,
-                after: None,
-                h2: None,
-            })
+            .map(|(path, status, body)| exchange(&label(path), path, *status, body))
             .collect();
         ProbeRecord {
             id: "P5.cutoff".into(),
@@ -470,16 +491,7 @@ pub(crate) mod testing {
         manifest: ProbeRecord,
         pages: ProbeRecord,
     ) -> Verdict {
-        let plan = Plan {
-            index_url: format!("{ORIGIN}{plan_path}"),
-            packages: (),
-            present_source: "test".into(),
-            upstream: None,
-            manifest: ManifestSource::WellKnown,
-            allowed_signers: false,
-            destructive: false,
-            expect: Default::default(),
-        };
+        let plan = plan(plan_path, false);
         let status = if control_passed {
             Status::Pass
         } else {
