@@ -13,6 +13,9 @@
 //!   own exit code. Any other write error is kept for [`stdout_error`],
 //!   which the binary reports once its command is done.
 
+mod color;
+pub use color::ColorChoice;
+
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;

@@ -126,6 +126,29 @@ impl std::error::Error for Failure {
     }
 }
 
+/// How the text format reads: short by default, every line with
+/// `--verbose`; colour by `--color`.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct TextArgs {
+    /// Text format: every sub-probe with its reason and evidence line,
+    /// instead of a line per target, the matrix and a line per FAIL or
+    /// INCONCLUSIVE. The report files (--out) always hold everything.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Colour the verdicts: auto (on a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: egress_cli::ColorChoice,
+}
+
+impl TextArgs {
+    pub fn paint(&self) -> egress_model::report_text::Paint {
+        egress_model::report_text::Paint {
+            on: self.color.on(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Verdicts with their evidence lines, and the matrix.

@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand};
 use egress_conformance::{
     canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
-    snapshot, snapshot_diff, snapshot_misses, verify, Failure, Format,
+    snapshot, snapshot_diff, snapshot_misses, verify, Failure, Format, TextArgs,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +29,8 @@ struct Cli {
     /// Output format for the built-in run.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    #[command(flatten)]
+    text: TextArgs,
     /// Also write every report (text, JSON, JUnit) and the matrix into DIR.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -147,7 +149,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        None => run_builtin::main(cli.format, cli.out.as_deref()),
+        None => run_builtin::main(cli.format, cli.text, cli.out.as_deref()),
         Some(Command::Check(args)) => check::main(*args),
         Some(Command::Kit(args)) => kit::main(args),
         Some(Command::Report {

@@ -2,17 +2,18 @@
 //! `egress_references::builtin`, printed in the chosen format and, with
 //! `--out`, written as files.
 
-use crate::{exit, output, Failure, Format};
+use crate::{exit, output, Failure, Format, TextArgs};
 use egress_references::builtin::{self, Pair};
 use egress_suite::Report;
 use std::path::Path;
 
-pub fn main(format: Format, out: Option<&Path>) -> Result<u8, Failure> {
+pub fn main(format: Format, text: TextArgs, out: Option<&Path>) -> Result<u8, Failure> {
     let pairs = builtin::run_all(&egress_references::BUILTIN)
         .map_err(|e| Failure::internal(e.to_string()))?;
     let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
     match format {
-        Format::Text => egress_cli::out!("{}", builtin::text(&pairs)),
+        Format::Text if text.verbose => egress_cli::out!("{}", builtin::text(&pairs)),
+        Format::Text => egress_cli::out!("{}", builtin::summary(&pairs, text.paint())),
         Format::Json => {
             let all = serde_json::json!({ "reports": reports });
             egress_cli::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());

@@ -1,6 +1,7 @@
 //! The real binary, as a user runs it: exit codes, one-line errors, output
 //! formats, and `report verify` on what `--out` wrote.
 
+use egress_model::Status;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -210,6 +211,7 @@ fn check_exit_codes_follow_the_verdicts() {
         signers.to_str().expect("utf8"),
         "--absent",
         "ec-upstream-only",
+        "--verbose",
         "--out",
         out.to_str().expect("utf8"),
     ]);
@@ -263,13 +265,53 @@ fn check_exit_codes_follow_the_verdicts() {
 
     let up = url_of(&canary.index_url());
     let proxy = egress_references::pypi::proxy::CachingProxy::start(up).expect("proxy");
-    let o = run(&["check", &proxy.index_url(), "--absent", "ec-upstream-only"]);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
+    let report = dir.join("proxy-report");
+    let o = run(&[
+        "check",
+        &proxy.index_url(),
+        "--absent",
+        "ec-upstream-only",
+        "--out",
+        report.to_str().expect("utf8"),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    // Short by default: the predicates, then one line per FAIL or
+    // INCONCLUSIVE with its sub-probe and reason, within 60 lines.
+    assert!(text.lines().count() <= 60, "{text}");
+    let saved: egress_suite::Report =
+        serde_json::from_slice(&std::fs::read(report.join("report.json")).expect("report"))
+            .expect("json");
+    let problems: Vec<&str> = saved
+        .probes
+        .iter()
+        .filter(|p| matches!(p.status, Status::Fail | Status::Inconclusive))
+        .map(|p| p.id.as_str())
+        .collect();
+    assert!(!problems.is_empty());
+    let shown = problems
+        .iter()
+        .filter(|id| text.lines().any(|l| l.contains(&format!(" {id} "))))
+        .count();
+    assert!(
+        shown == problems.len() || text.contains(&format!("and {} more", problems.len() - shown)),
+        "{shown} of {} problems shown, and no line says how many more: {text}",
+        problems.len()
     );
+    for (pid, _) in egress_suite::PREDICATES {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{pid} "))),
+            "{pid}: {text}"
+        );
+    }
+    let verbose = run(&[
+        "check",
+        &proxy.index_url(),
+        "--absent",
+        "ec-upstream-only",
+        "-v",
+    ]);
+    assert!(String::from_utf8_lossy(&verbose.stdout).lines().count() > 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -163,6 +163,7 @@ fn pip_installs_hash_pinned_from_the_mirror_using_pep_658_metadata() {
     let o = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))
         .args([
             "check",
+            "--verbose",
             &format!("{}/simple/", mirror.base),
             "--allowed-signers",
             s(&dir.join("signing-key.allowed_signers")),

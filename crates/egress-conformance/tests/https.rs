@@ -35,6 +35,7 @@ fn check_speaks_https_with_a_given_ca() {
     let o = Command::new(bin)
         .args([
             "check",
+            "--verbose",
             &url,
             "--cacert",
             ca.ca_cert.to_str().expect("utf-8"),

@@ -235,5 +235,36 @@ fn builtin_run_text_report() {
     let _guard = settings().bind_to_scope();
     let o = run(&[]);
     assert_eq!(o.status.code(), Some(0), "{}", shown(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines = stdout.lines().count();
+    assert!(lines < 60, "the main job prints {lines} lines:\n{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "no colour when stdout is not a terminal"
+    );
     insta::assert_snapshot!("builtin-run-text", shown(&o));
+}
+
+#[test]
+fn builtin_run_verbose_text_report() {
+    let _guard = settings().bind_to_scope();
+    let o = run(&["--verbose"]);
+    assert_eq!(o.status.code(), Some(0), "{}", shown(&o));
+    insta::assert_snapshot!("builtin-run-verbose", shown(&o));
+}
+
+#[test]
+fn builtin_run_colours_only_when_asked_off_a_terminal() {
+    let o = run(&["--color", "always"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("\x1b[32mPASS\x1b[0m"), "{stdout}");
+    let o = run(&["--color", "never"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains('\x1b'));
+    let o = run(&["--color", "sometimes"]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("auto") && stderr.contains("never"),
+        "{stderr}"
+    );
 }

@@ -47,3 +47,52 @@ mod tests {
         assert_eq!(json_pretty(&[1]), "[\n  1\n]\n");
     }
 }
+
+/// The colours of a verdict word, on or off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Paint {
+    pub on: bool,
+}
+
+impl Paint {
+    pub const OFF: Paint = Paint { on: false };
+
+    /// `word` in the colour of the verdict it names (PASS green, FAIL red,
+    /// INCONCLUSIVE yellow, SKIPPED and anything else dim), padded to
+    /// `width` columns outside the colour codes so that columns line up.
+    pub fn verdict(self, word: &str, width: usize) -> String {
+        let pad = " ".repeat(width.saturating_sub(word.chars().count()));
+        if !self.on {
+            return format!("{word}{pad}");
+        }
+        let code = match word {
+            "PASS" => "32",
+            "FAIL" => "1;31",
+            "INCONCLUSIVE" => "33",
+            _ => "2",
+        };
+        format!("\x1b[{code}m{word}\x1b[0m{pad}")
+    }
+
+    /// `text` in bold.
+    pub fn bold(self, text: &str) -> String {
+        if self.on {
+            format!("\x1b[1m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod paint_tests {
+    use super::Paint;
+
+    #[test]
+    fn verdicts_pad_outside_the_colour_codes() {
+        assert_eq!(Paint::OFF.verdict("PASS", 6), "PASS  ");
+        let on = Paint { on: true }.verdict("FAIL", 6);
+        assert_eq!(on, "\x1b[1;31mFAIL\x1b[0m  ");
+        assert_eq!(Paint { on: true }.bold("x"), "\x1b[1mx\x1b[0m");
+    }
+}

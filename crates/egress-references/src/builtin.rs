@@ -9,10 +9,11 @@
 //! trust, as a lab would trust its own.
 
 use egress_model::npm_name::InvalidNpmName;
+use egress_model::report_text::Paint;
 use egress_model::url::InvalidUrl;
 use egress_model::{Status, Url};
 use egress_snapshot::SnapshotError;
-use egress_suite::Report;
+use egress_suite::{summary, Report};
 use egress_transcript::ClientError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -80,7 +81,95 @@ impl Pair {
     }
 }
 
-/// Each pair's reports, then its discrimination matrix.
+/// The short form of the built-in run (what it prints by default): a
+/// line per target, the discrimination matrix by predicate over every
+/// protocol, a line per FAIL or INCONCLUSIVE of a reference (A) (none, when
+/// the references hold), the predicates each caching proxy (B) fails with
+/// the sub-probes that show it, and the outcome: about 45 lines for three
+/// protocols, never more than [`SHORT_MAX`].
+pub fn summary(pairs: &[Pair], paint: Paint) -> String {
+    let width = pairs
+        .iter()
+        .flat_map(|p| [&p.a, &p.b])
+        .map(|r| r.target_name.chars().count() + 6)
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![
+        "The suite against the built-in references on loopback: (A) the reference mirror, (B) a caching proxy,".to_string(),
+        "each in front of a canary upstream of its own.".to_string(),
+        String::new(),
+    ];
+    for p in pairs {
+        for r in [&p.a, &p.b] {
+            // npm's and apt's targets already begin with the protocol's name.
+            let name = r
+                .target_name
+                .strip_prefix(p.title)
+                .map_or(r.target_name.as_str(), str::trim_start);
+            let label = format!("{:<5} {name}", p.title);
+            lines.push(summary::target_line(&label, width, r, paint));
+        }
+    }
+    lines.push(String::new());
+    lines.push(
+        "Discrimination matrix by predicate (disc: one target passes where the other fails)"
+            .to_string(),
+    );
+    let groups: Vec<summary::Group<'_>> = pairs
+        .iter()
+        .map(|p| summary::Group {
+            title: p.title,
+            targets: vec![("(A)", &p.a), ("(B)", &p.b)],
+        })
+        .collect();
+    lines.extend(summary::matrix_lines(&groups, paint));
+    let unexpected: usize = pairs
+        .iter()
+        .map(|p| summary::Counts::of(&p.a))
+        .map(|c| c.fail + c.inconclusive)
+        .sum();
+    if unexpected > 0 {
+        lines.push(String::new());
+        lines.push(format!(
+            "FAIL and INCONCLUSIVE of the references (A) ({unexpected}):"
+        ));
+        let room = (12 / pairs.len().max(1)).max(2);
+        for p in pairs {
+            lines.extend(summary::problem_lines(&p.a, room, paint));
+        }
+    }
+    lines.push(String::new());
+    lines.push(
+        "What each caching proxy (B) fails, by predicate (every reason: --verbose, or --out DIR):"
+            .to_string(),
+    );
+    for p in pairs {
+        lines.extend(summary::grouped_problem_lines(p.title, &p.b, paint));
+    }
+    lines.push(String::new());
+    let holds = pairs.iter().all(Pair::holds);
+    lines.push(if holds {
+        format!(
+            "outcome: {} (exit 0): every reference (A) passes everything, and every predicate separates it from (B)",
+            paint.verdict("PASS", 0)
+        )
+    } else {
+        let broken: Vec<&str> = pairs.iter().filter(|p| !p.holds()).map(|p| p.title).collect();
+        format!(
+            "outcome: {} (exit 1): the references do not hold for {}: (A) fails something, or a predicate does not separate (A) from (B)",
+            paint.verdict("FAIL", 0),
+            broken.join(", ")
+        )
+    });
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// The most lines [`summary`] prints.
+pub const SHORT_MAX: usize = 60;
+
+/// Each pair's reports, then its discrimination matrix (`--verbose`).
 pub fn text(pairs: &[Pair]) -> String {
     let mut text = String::new();
     for (i, p) in pairs.iter().enumerate() {

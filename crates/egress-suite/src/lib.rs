@@ -31,6 +31,7 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod subprobe;
+pub mod summary;
 pub mod verdicts;
 
 pub use plan::{Expect, ManifestSource, Plan, Upstream, UpstreamPlan};

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 /// The exchange most worth showing for a verdict: for a failure, the first
 /// one that was served, redirected or forwarded; otherwise the first.
-fn key_exchange(rec: &ProbeRecord) -> Option<String> {
+pub(crate) fn key_exchange(rec: &ProbeRecord) -> Option<String> {
     let pick = match rec.status {
         Status::Fail => rec
             .exchanges
@@ -27,12 +27,10 @@ fn key_exchange(rec: &ProbeRecord) -> Option<String> {
     Some(pick.summary())
 }
 
-pub fn text(report: &Report) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "== {} — {}", report.target_name, report.plan.index_url);
+/// What the run was given: `   present: …; absent: …; upstream: …`.
+pub fn plan_line(report: &Report) -> String {
     let (present, absent) = report.plan.describe();
-    let _ = writeln!(
-        out,
+    format!(
         "   present: {} ({}); absent: {}; upstream: {}",
         if present.is_empty() {
             "none".to_string()
@@ -49,7 +47,13 @@ pub fn text(report: &Report) -> String {
                 "controlled ({})",
                 u.origin
             )),
-    );
+    )
+}
+
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "== {} — {}", report.target_name, report.plan.index_url);
+    let _ = writeln!(out, "{}", plan_line(report));
     let groups = std::iter::once((Predicate::Control, Predicate::Control.name())).chain(PREDICATES);
     for (pid, name) in groups {
         match report.predicate(pid) {

@@ -39,6 +39,8 @@ pub struct CheckArgs {
     /// Output format on standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    #[command(flatten)]
+    pub text: crate::TextArgs,
     /// Also write the report in every format into DIR.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,

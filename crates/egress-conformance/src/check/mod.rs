@@ -130,7 +130,13 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         return crate::combined::emit(&both, args.format, args.out.as_deref());
     }
     match args.format {
-        Format::Text => egress_cli::out!("{}", egress_suite::render::text(&report)),
+        Format::Text if args.text.verbose => {
+            egress_cli::out!("{}", egress_suite::render::text(&report))
+        }
+        Format::Text => egress_cli::out!(
+            "{}",
+            egress_suite::summary::report_text(&report, SHORT_MAX, args.text.paint())
+        ),
         Format::Json => egress_cli::out!("{}", egress_suite::render::json(&report)),
         Format::Junit => egress_cli::out!("{}", egress_suite::render::junit(&report)),
     }
@@ -143,6 +149,9 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         _ => exit::INCONCLUSIVE,
     })
 }
+
+/// The most lines `check`'s short text prints.
+const SHORT_MAX: usize = 60;
 
 /// The standalone canary `--canary` names, reached through its control API
 /// with the secret in `--canary-secret`; `None` without `--canary`.
