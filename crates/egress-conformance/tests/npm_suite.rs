@@ -106,6 +106,7 @@ fn check_protocol_npm_from_the_command_line() {
         s(&signers),
         "--absent",
         "ec-upstream-only",
+        "--verbose",
         "--out",
         s(&out),
     ]);
