@@ -2,7 +2,7 @@
 //! sandbox scan (`egress_suite::combined`), printed and written.
 
 use crate::output::write_files;
-use crate::{exit, Failure, Format};
+use crate::{exit, Failure, Format, TextArgs};
 pub use egress_suite::combined::{worse, Combined, COMBINED_SCHEMA};
 use std::path::Path;
 
@@ -17,14 +17,21 @@ pub fn exit_code(both: &Combined) -> u8 {
 
 /// Prints the combined report in `format`, writes it into `out`
 /// (`report.json`, `report.txt`, `report.junit.xml`), returns the exit code.
-pub fn emit(both: &Combined, format: Format, out: Option<&Path>) -> Result<u8, Failure> {
+pub fn emit(
+    both: &Combined,
+    format: Format,
+    text: TextArgs,
+    out: Option<&Path>,
+) -> Result<u8, Failure> {
     if let Some(dir) = out {
         write_files(dir, &both.files())?;
     }
     egress_cli::out!(
         "{}",
         match format {
-            Format::Text => both.text(),
+            Format::Text if text.verbose => both.text(),
+            // The scan's part is about 20 lines.
+            Format::Text => both.short_text(36, text.paint()),
             Format::Json => both.json(),
             Format::Junit => both.junit(),
         }

@@ -65,6 +65,18 @@ impl Combined {
         )
     }
 
+    /// The short text: the check's as `check` prints it by default, in at
+    /// most `max_check` lines, then the scan's, then the combined outcome.
+    pub fn short_text(&self, max_check: usize, paint: egress_model::report_text::Paint) -> String {
+        format!(
+            "{}\n{}\ncombined outcome (check and sandbox scan): {} (exit {})\n",
+            crate::summary::report_text(&self.check, max_check, paint),
+            egress_sandbox::render::text(&self.scan),
+            paint.verdict(&self.outcome.to_string(), 0),
+            self.exit_code()
+        )
+    }
+
     pub fn json(&self) -> String {
         egress_model::report_text::json_pretty(self)
     }

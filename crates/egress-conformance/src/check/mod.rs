@@ -127,7 +127,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         let mut ctx = egress_sandbox::context(plan, egress_sandbox::Timeouts::default());
         ctx.cacert = args.cacert.clone();
         let both = crate::combined::Combined::new(report, egress_sandbox::run(&ctx));
-        return crate::combined::emit(&both, args.format, args.out.as_deref());
+        return crate::combined::emit(&both, args.format, args.text, args.out.as_deref());
     }
     match args.format {
         Format::Text if args.text.verbose => {
