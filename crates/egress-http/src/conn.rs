@@ -320,7 +320,7 @@ async fn serve_http1<S: Transport>(mut io: S, peer: SocketAddr, svc: &Service) {
         let (head, head_end) =
             match read_head(&mut io, &mut buf, &limits, first + head_timeout).await {
                 Ok(head) => head,
-                Err(fail) => return refuse(io, fail, &limits).await,
+                Err(fail) => return refuse(io, fail, svc).await,
             };
         if head.expect_continue
             && write_all(&mut io, b"HTTP/1.1 100 Continue\r\n\r\n", &limits)
@@ -333,7 +333,7 @@ async fn serve_http1<S: Transport>(mut io: S, peer: SocketAddr, svc: &Service) {
         let (body, end) =
             match read_body(&mut io, &mut buf, head_end, head.framing, &limits, deadline).await {
                 Ok(body) => body,
-                Err(fail) => return refuse(io, fail, &limits).await,
+                Err(fail) => return refuse(io, fail, svc).await,
             };
         // What follows the request stays for the next one (pipelining).
         buf.drain(..end.min(buf.len()));
@@ -826,8 +826,13 @@ async fn copy_sealed<S: Transport>(
 }
 
 /// Answers a request that could not be read, then closes.
-async fn refuse<S: Transport>(mut io: S, fail: Fail, limits: &Limits) {
+async fn refuse<S: Transport>(mut io: S, fail: Fail, svc: &Service) {
+    let limits = &svc.shared.limits;
     if let Fail::Status(status) = fail {
+        svc.shared
+            .tally
+            .refused_unreadable
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let resp = Response::text(status, &format!("{}\n", write::reason(status)));
         if send(&mut io, &resp, false, Some("close"), None, limits)
             .await

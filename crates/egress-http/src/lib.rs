@@ -50,6 +50,7 @@ mod write;
 pub use conn::{Service, Transport};
 pub use sealed::SealedFile;
 pub use server::{Acceptor, Config, Server, ServerHandle};
+pub use shared::{ServerStats, Stats};
 pub use tls::{tls_acceptor, ALPN_H2, ALPN_HTTP1};
 
 use std::fs::File;

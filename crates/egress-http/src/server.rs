@@ -138,6 +138,7 @@ impl Server {
             accept_log: RateLog::default(),
             per_client_hint: config.per_client_hint,
             total_hint: config.total_hint,
+            tally: crate::shared::Tally::default(),
         });
         let lobby = start_lobby(&runtime, &shared, config.acceptor.as_ref())?;
         let accepting = AcceptThread::start(
@@ -215,6 +216,12 @@ impl ServerHandle {
     /// `http://IP:PORT`, with a loopback IP if bound to an unspecified address.
     pub fn base_url(&self) -> String {
         format!("http://{}", reachable(self.addr))
+    }
+
+    /// Its counts, readable for as long as it serves (an admin
+    /// listener's metrics).
+    pub fn stats(&self) -> crate::shared::Stats {
+        crate::shared::Stats(Arc::downgrade(&self.shared))
     }
 
     /// Number of connections currently being served (taken-over streams
@@ -572,6 +579,7 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
     let ip = peer.ip().to_canonical();
     match admit(shared, ip) {
         Ok(admitted) => {
+            shared.tally.accepted.fetch_add(1, Ordering::Relaxed);
             // Until its first byte, a connection waits in the lobby, which
             // costs far less than a task (docs/architecture.md).
             // One that has already sent something (a client that connects
@@ -604,6 +612,11 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
             );
         }
         Err(refused) => {
+            let tally = match refused {
+                Refused::Total(_) => &shared.tally.refused_connection_limit,
+                Refused::PerClient(_) => &shared.tally.refused_per_client_limit,
+            };
+            tally.fetch_add(1, Ordering::Relaxed);
             match refused {
                 Refused::Total(open) => shared.total_log.log(|| {
                     format!(

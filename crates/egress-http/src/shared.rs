@@ -19,6 +19,15 @@ pub(crate) struct Counts {
     pub(crate) per_client: HashMap<IpAddr, usize>,
 }
 
+/// What a server counts for its operators, from the first connection on.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) accepted: AtomicU64,
+    pub(crate) refused_connection_limit: AtomicU64,
+    pub(crate) refused_per_client_limit: AtomicU64,
+    pub(crate) refused_unreadable: AtomicU64,
+}
+
 pub(crate) struct Shared {
     pub(crate) handler: Box<dyn Handler>,
     pub(crate) limits: Limits,
@@ -35,6 +44,7 @@ pub(crate) struct Shared {
     pub(crate) accept_log: RateLog,
     pub(crate) per_client_hint: String,
     pub(crate) total_hint: String,
+    pub(crate) tally: Tally,
 }
 
 impl Shared {
@@ -91,5 +101,44 @@ impl RateLog {
             String::new()
         };
         eprintln!("{}{more}", line());
+    }
+}
+
+/// A running server's counts, as [`Stats::read`] gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections being served now.
+    pub open_connections: usize,
+    /// Connections admitted since start.
+    pub accepted: u64,
+    /// Connections answered 503 at the server's connection limit.
+    pub refused_connection_limit: u64,
+    /// Connections answered 503 at the per-client connection limit.
+    pub refused_per_client_limit: u64,
+    /// Requests that could not be read (malformed, too large, too slow)
+    /// and were answered with a 4xx status before the connection closed.
+    pub refused_unreadable: u64,
+}
+
+/// Reads a server's counts without keeping it alive ([`crate::ServerHandle::stats`]).
+#[derive(Clone)]
+pub struct Stats(pub(crate) std::sync::Weak<Shared>);
+
+impl Stats {
+    /// The counts now; `None` once the server has stopped.
+    pub fn read(&self) -> Option<ServerStats> {
+        let shared = self.0.upgrade()?;
+        if *shared.stop.borrow() {
+            return None;
+        }
+        let t = &shared.tally;
+        let open_connections = lock(&shared.counts).total;
+        Some(ServerStats {
+            open_connections,
+            accepted: t.accepted.load(Ordering::Relaxed),
+            refused_connection_limit: t.refused_connection_limit.load(Ordering::Relaxed),
+            refused_per_client_limit: t.refused_per_client_limit.load(Ordering::Relaxed),
+            refused_unreadable: t.refused_unreadable.load(Ordering::Relaxed),
+        })
     }
 }

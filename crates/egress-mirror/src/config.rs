@@ -6,14 +6,16 @@
 //! after that is here and in [`crate::run`], where it can be tested.
 //! Config keys: `snapshot`, `listen`, `require_confinement`,
 //! `log_requests`, `zero_copy_budget`, `max_connections_per_client`,
-//! `tls_cert`, `tls_key`, `instance_dir` and the misses log's
-//! ([`crate::misses::cli::KEYS`]); relative paths are relative to the file.
+//! `tls_cert`, `tls_key`, `instance_dir`, the misses log's
+//! ([`crate::misses::cli::KEYS`]) and the admin listener's
+//! ([`crate::admin::cli::KEYS`]); relative paths are relative to the file.
 
+use crate::admin::cli as admin_cli;
 use crate::misses::cli as misses_cli;
 use std::path::{Path, PathBuf};
 
 /// The usage line, said after every usage error.
-pub const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
+pub const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 /// The listen address when neither a flag nor the file gives one.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
@@ -36,6 +38,8 @@ pub const EXIT_TLS: u8 = 8;
 pub const EXIT_INSTANCE: u8 = 9;
 /// Exit code: an unusable misses log.
 pub const EXIT_MISSES_LOG: u8 = 10;
+/// Exit code: an unusable admin listener (`--admin-listen`, `--admin-allow`).
+pub const EXIT_ADMIN: u8 = 11;
 
 /// Why the binary ends without serving: its exit code and the one line said
 /// on stderr after `egress-mirror: `.
@@ -69,6 +73,7 @@ pub struct CommandLine {
     pub instance_dir: Option<PathBuf>,
     pub allowed_signers: Option<PathBuf>,
     pub misses: misses_cli::MissesFlags,
+    pub admin: admin_cli::AdminFlags,
 }
 
 /// Why a size is not one.
@@ -114,6 +119,7 @@ pub struct FileConfig {
     pub tls_key: Option<PathBuf>,
     pub instance_dir: Option<PathBuf>,
     pub misses: misses_cli::MissesConfig,
+    pub admin: admin_cli::AdminConfig,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -152,7 +158,7 @@ pub enum ConfigTextError {
     NotACount(String),
     #[error("{0} must be {1}")]
     Misses(String, &'static str),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir, misses_log, misses_max_entries, misses_max_per_client, misses_max_line, misses_summary_secs")]
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir, misses_log, misses_max_entries, misses_max_per_client, misses_max_line, misses_summary_secs, admin_listen, admin_allow")]
     UnknownKey(String),
 }
 
@@ -243,6 +249,10 @@ pub fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 .misses
                 .set(k, value)
                 .map_err(|want| ConfigTextError::Misses(key.clone(), want))?,
+            k if admin_cli::KEYS.contains(&k) => config
+                .admin
+                .set(k, value)
+                .map_err(|want| ConfigTextError::Misses(key.clone(), want))?,
             _ => return Err(ConfigTextError::UnknownKey(key.clone())),
         }
     }
@@ -304,6 +314,7 @@ pub struct Settings {
     /// `--allowed-signers FILE` (a flag only, no config key).
     pub allowed_signers: Option<PathBuf>,
     pub misses: misses_cli::MissesSettings,
+    pub admin: admin_cli::AdminSettings,
 }
 
 /// The effective settings of `flags` over `file` (what `flags.config`
@@ -367,6 +378,7 @@ pub fn settings(flags: &CommandLine, file: FileConfig) -> Result<Settings, Setti
         instance_dir: flags.instance_dir.clone().or(file.instance_dir),
         allowed_signers: flags.allowed_signers.clone(),
         misses: misses_cli::settings(&flags.misses, file.misses),
+        admin: admin_cli::settings(&flags.admin, file.admin),
     })
 }
 
@@ -420,6 +432,7 @@ mod tests {
                 tls_key: None,
                 instance_dir: None,
                 misses: misses_cli::MissesConfig::default(),
+                admin: admin_cli::AdminConfig::default(),
             }
         );
         let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();

@@ -45,6 +45,7 @@
 //! `current` link, `watch.rs`). The misses log's flags and keys are
 //! [`misses::cli`].
 
+pub mod admin;
 mod attest;
 
 pub use attest::{own_binary_sha256, Attestor, BadNonce};
@@ -165,6 +166,8 @@ pub struct Mirror {
     /// Asks for what the snapshot lacks, and names it served, go here
     /// ([`Mirror::record_misses`]).
     misses: Option<misses::Recorder>,
+    /// Every answer is counted here when set ([`Mirror::count_into`]).
+    metrics: Option<Arc<admin::Metrics>>,
     /// Whether this process can serve sealed copies zero-copy: probed once,
     /// on the first stored blob too large for memory (or by
     /// [`Mirror::zero_copy`]).
@@ -275,8 +278,16 @@ impl Mirror {
             log_requests: false,
             log: stderr_sink(),
             misses: None,
+            metrics: None,
             zero_copy: OnceLock::new(),
         }
+    }
+
+    /// Counts every answer into `metrics` (the admin listener's
+    /// `/metrics`).
+    pub fn count_into(mut self, metrics: Arc<admin::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The memory budget, in bytes, for sealed copies of stored blobs over
@@ -675,12 +686,25 @@ impl Mirror {
         if let Some(recorder) = &self.misses {
             self.note_ask(recorder, req, resp.status);
         }
+        let sent = || match resp.status {
+            _ if req.method == Method::Head => 0,
+            204 | 304 => 0,
+            _ => resp.body.content_length(),
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.request(route_class(req.path(), resp.status), resp.status, sent());
+            if resp.status == 404 {
+                let served = |path: &str| self.served().at(path).is_some();
+                if misses::classify(req.path())
+                    .and_then(|a| a.miss(served))
+                    .is_some()
+                {
+                    metrics.miss();
+                }
+            }
+        }
         if self.log_requests {
-            let sent = match resp.status {
-                _ if req.method == Method::Head => 0,
-                204 | 304 => 0,
-                _ => resp.body.content_length(),
-            };
+            let sent = sent();
             // Method and target are visible ASCII without spaces (the
             // parser guarantees it), so the line cannot be split or forged.
             (self.log)(&format!(
@@ -866,6 +890,28 @@ fn etag(digest: &Sha256Digest) -> String {
     }
     tag.push('"');
     tag
+}
+
+/// Whether `path` is a distribution file's (bytes a page names: a wheel
+/// under `/files/`, an npm tarball under `/-/`, a `.deb` under `/pool/`).
+pub(crate) fn is_distribution_file(path: &str) -> bool {
+    !path.starts_with(well_known::DIR)
+        && (path.starts_with(FILES_PREFIX) || path.contains("/-/") || path.contains("/pool/"))
+}
+
+/// The route class an answer is counted under.
+fn route_class(path: &str, status: u16) -> admin::Route {
+    if !(200..300).contains(&status) && status != 304 {
+        admin::Route::Refused
+    } else if path.starts_with(well_known::ATTEST) {
+        admin::Route::Attest
+    } else if path.starts_with(well_known::DIR) {
+        admin::Route::Evidence
+    } else if is_distribution_file(path) {
+        admin::Route::File
+    } else {
+        admin::Route::Page
+    }
 }
 
 fn cache_control(path: &str) -> &'static str {

@@ -27,6 +27,7 @@
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::{CommandFactory, Parser};
+use egress_mirror::admin::cli as admin_cli;
 use egress_mirror::config::{
     self, parse_size, read_config, CommandLine, Failure, FileConfig, Settings, SettingsError,
     EXIT_CONFIG, EXIT_USAGE, USAGE,
@@ -44,8 +45,8 @@ use std::process::ExitCode;
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]]",
-    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up, 10 unusable misses log."
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...]",
+    after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up, 10 unusable misses log, 11 unusable admin listener."
 )]
 struct Flags {
     /// The snapshot directory to serve (or `snapshot` in --config).
@@ -96,6 +97,8 @@ struct Flags {
     allowed_signers: Option<PathBuf>,
     #[command(flatten)]
     misses: misses_cli::MissesFlags,
+    #[command(flatten)]
+    admin: admin_cli::AdminFlags,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -118,6 +121,7 @@ impl Flags {
             instance_dir: self.instance_dir.clone(),
             allowed_signers: self.allowed_signers.clone(),
             misses: self.misses.clone(),
+            admin: self.admin.clone(),
         }
     }
 }
@@ -226,6 +230,7 @@ mod tests {
             tls_key: None,
             instance_dir: None,
             misses: misses_cli::MissesConfig::default(),
+            admin: admin_cli::AdminConfig::default(),
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.max_connections_per_client, 9);

@@ -37,6 +37,9 @@
 //!    blob count, confinement status, zero-copy status and the URL
 //!    (`http://` or `https://`); with `--instance-dir`, a second line names
 //!    the instance key, the binary's sha256 and how to certify the key;
+//!    with `--admin-listen ADDR` (checked at step 2: an IP and port, and
+//!    `--admin-allow CIDR` unless it is loopback), the admin listener is
+//!    bound next, and a line names it (see [`crate::admin`]);
 //! 7. from then on, a watcher thread swaps to the snapshot at SNAPSHOT_DIR
 //!    again on SIGHUP and, when SNAPSHOT_DIR is a symlink, whenever it
 //!    resolves to another directory (checked every second): verified
@@ -58,8 +61,9 @@
 //! Every failure is a [`Failure`]: an exit code (see [`crate::config`])
 //! and one line; nothing panics.
 
+use crate::admin::Cidr;
 use crate::config::{
-    say, Failure, Settings, EXIT_CONFIG, EXIT_CONFINEMENT, EXIT_INSTANCE, EXIT_LISTEN,
+    say, Failure, Settings, EXIT_ADMIN, EXIT_CONFIG, EXIT_CONFINEMENT, EXIT_INSTANCE, EXIT_LISTEN,
     EXIT_MISSES_LOG, EXIT_SNAPSHOT, EXIT_TLS, EXIT_USAGE,
 };
 use crate::confine::confine;
@@ -128,6 +132,12 @@ pub fn run(s: &Settings, self_tests: &SelfTests) -> Result<(), Failure> {
             ));
         }
     };
+
+    // Checked now, before anything starts: an IP literal (no lookups), and
+    // a non-loopback address only with --admin-allow.
+    let admin = crate::admin::cli::resolve(&s.admin)
+        .map_err(|e| Failure::new(EXIT_ADMIN, e.to_string()))?;
+    let metrics = Arc::new(crate::admin::Metrics::default());
 
     // Read now: after confinement only the snapshot can be read.
     let tls = match &s.tls {
@@ -244,6 +254,9 @@ pub fn run(s: &Settings, self_tests: &SelfTests) -> Result<(), Failure> {
     let mut mirror = Mirror::from_store(Arc::new(store))
         .log_requests(s.log_requests)
         .zero_copy_budget(s.zero_copy_budget);
+    if admin.is_some() {
+        mirror = mirror.count_into(Arc::clone(&metrics));
+    }
     if let Some(recorder) = &misses {
         mirror = mirror.record_misses(recorder.clone());
     }
@@ -330,6 +343,27 @@ pub fn run(s: &Settings, self_tests: &SelfTests) -> Result<(), Failure> {
     if let Some(line) = instance_line {
         say_out(&line);
     }
+    // After the serving listener: ready means it accepts.
+    let _admin = match admin {
+        Some((addr, allow)) => {
+            let handler =
+                crate::admin::Admin::new(mirror.clone(), metrics, server.stats(), allow.clone());
+            let admin = crate::admin::serve(addr, handler)
+                .map_err(|e| Failure::new(EXIT_ADMIN, e.to_string()))?;
+            say_out(&format!(
+                "egress-mirror: admin listener (/livez, /readyz, /metrics) at http://{}/{}",
+                admin.addr(),
+                if allow.is_empty() {
+                    String::new()
+                } else {
+                    let ranges: Vec<String> = allow.iter().map(Cidr::to_string).collect();
+                    format!(" for {} and loopback", ranges.join(", "))
+                }
+            ));
+            Some(admin)
+        }
+        None => None,
+    };
     // The server runs on its own threads until the process is killed; this
     // one swaps snapshots when asked (nothing a request can do).
     watch_for_swaps(&mirror, &s.dir, opened, link_dir.is_some(), signals);

@@ -40,7 +40,7 @@ use crate::{Backend, LogSink, Mirror};
 use egress_http::{Handler, Reply, Request, Response};
 use egress_model::Sha256Digest;
 use egress_signing::AllowedSigners;
-use egress_snapshot::{well_known, SnapshotError, StoredSnapshot, FILES_PREFIX};
+use egress_snapshot::{SnapshotError, StoredSnapshot};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -68,6 +68,8 @@ struct Inner {
     zero_copy_budget: u64,
     signers: Option<AllowedSigners>,
     log: LogSink,
+    /// The first generation's counters, which every later one counts into.
+    metrics: Option<Arc<crate::admin::Metrics>>,
 }
 
 /// A [`Handler`] serving the current generation of a swappable mirror;
@@ -168,6 +170,7 @@ impl SwappableMirror {
         signers: Option<AllowedSigners>,
     ) -> Self {
         let log = Arc::clone(&first.log);
+        let metrics = first.metrics.clone();
         Self(Arc::new(Inner {
             generations: RwLock::new(Arc::new(Generations {
                 current: Arc::new(first),
@@ -178,6 +181,7 @@ impl SwappableMirror {
             zero_copy_budget,
             signers,
             log,
+            metrics,
         }))
     }
 
@@ -205,6 +209,18 @@ impl SwappableMirror {
     /// Opens `dir`, verifies it (see the module documentation) and makes
     /// it the current generation. On error nothing changed.
     pub fn swap_to(&self, dir: &Path) -> Result<Swapped, SwapError> {
+        let result = self.swap(dir);
+        if let Some(m) = &self.0.metrics {
+            m.swap(match &result {
+                Ok(Swapped::To { .. }) => crate::admin::SwapResult::Swapped,
+                Ok(Swapped::Unchanged { .. }) => crate::admin::SwapResult::Unchanged,
+                Err(_) => crate::admin::SwapResult::Refused,
+            });
+        }
+        result
+    }
+
+    fn swap(&self, dir: &Path) -> Result<Swapped, SwapError> {
         let store = StoredSnapshot::open(dir).map_err(|source| SwapError::Open {
             // Where the link pointed when it was opened, for the log line.
             dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
@@ -235,7 +251,13 @@ impl SwappableMirror {
         }
         let held = old.previous.iter().find(|m| same(m)).cloned();
         let reused = held.is_some();
-        let next = held.unwrap_or_else(|| Arc::new((self.0.make)(Arc::new(store))));
+        let next = held.unwrap_or_else(|| {
+            let made = (self.0.make)(Arc::new(store));
+            Arc::new(match &self.0.metrics {
+                Some(m) => made.count_into(Arc::clone(m)),
+                None => made,
+            })
+        });
         set_budget(&next, self.0.zero_copy_budget);
         set_budget(&old.current, 0);
         let mut previous = vec![Arc::clone(&old.current)];
@@ -277,12 +299,6 @@ fn set_budget(m: &Mirror, bytes: u64) {
     }
 }
 
-/// Whether `path` is a distribution file's (bytes a page names), the only
-/// paths a previous generation may answer.
-fn is_distribution_file(path: &str) -> bool {
-    path.starts_with(FILES_PREFIX) || (path.contains("/-/") && !path.starts_with(well_known::DIR))
-}
-
 impl Generations {
     /// The answer from the current generation, or, for a distribution file
     /// it does not have, from the newest previous generation that has it;
@@ -293,7 +309,9 @@ impl Generations {
         now: bool,
     ) -> Option<(&Mirror, Response, Option<Sha256Digest>)> {
         let (resp, digest) = self.current.respond(req, now)?;
-        if resp.status == 404 && is_distribution_file(req.path()) {
+        // Only distribution files (bytes a page names) may come from a previous
+        // generation.
+        if resp.status == 404 && crate::is_distribution_file(req.path()) {
             if let Some(prev) = self.previous.iter().find(|m| m.route(req.path()).is_some()) {
                 let (resp, digest) = prev.respond(req, now)?;
                 return Some((prev, resp, digest));
