@@ -36,20 +36,23 @@
 //! server mapped onto the same handler path) when the client chose `h2` by
 //! ALPN, else HTTP/1.1 with the same codec as plain connections.
 
+mod cidr;
 mod conn;
 mod h2;
 #[cfg(target_os = "linux")]
 mod lobby;
 mod parse;
+pub mod proxy;
 mod sealed;
 mod server;
 mod shared;
 mod tls;
 mod write;
 
+pub use cidr::{BadCidr, Cidr};
 pub use conn::{Service, Transport};
 pub use sealed::SealedFile;
-pub use server::{Acceptor, Config, Server, ServerHandle};
+pub use server::{Acceptor, Config, ProxyConfig, Server, ServerHandle};
 pub use shared::{ServerStats, Stats};
 pub use tls::{tls_acceptor, ALPN_H2, ALPN_HTTP1};
 

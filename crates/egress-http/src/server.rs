@@ -45,6 +45,9 @@ pub struct Config {
     pub handler_never_blocks: bool,
     /// Serves each accepted connection instead of plain HTTP/1.1.
     pub acceptor: Option<Acceptor>,
+    /// Peers whose connections begin with a PROXY protocol header naming
+    /// the client (a load balancer's), and whether they must.
+    pub proxy: ProxyConfig,
     /// What raises [`Limits::max_connections_per_client`], named in the log
     /// line when that limit refuses a connection.
     pub per_client_hint: String,
@@ -59,6 +62,7 @@ impl Default for Config {
             limits: Limits::default(),
             handler_never_blocks: false,
             acceptor: None,
+            proxy: ProxyConfig::default(),
             per_client_hint: "Limits::max_connections_per_client".to_string(),
             total_hint: "the open-file limit (ulimit -n), or Limits::max_connections".to_string(),
         }
@@ -72,6 +76,24 @@ impl std::fmt::Debug for Config {
             .field("handler_never_blocks", &self.handler_never_blocks)
             .field("acceptor", &self.acceptor.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// Which peers may begin a connection with a PROXY protocol header (v1 or
+/// v2), and whether they must. From a trusted peer, the header's client
+/// address is the connection's: the per-client limit, [`crate::Request::peer`]
+/// and so every log key on it. A header from any other peer is never read
+/// as one (the HTTP parser refuses it as a request).
+#[derive(Clone, Debug, Default)]
+pub struct ProxyConfig {
+    pub trusted: Vec<crate::Cidr>,
+    /// A trusted peer's connection without a header is refused (closed).
+    pub require_header: bool,
+}
+
+impl ProxyConfig {
+    fn trusts(&self, ip: IpAddr) -> bool {
+        self.trusted.iter().any(|c| c.contains(ip))
     }
 }
 
@@ -139,6 +161,8 @@ impl Server {
             per_client_hint: config.per_client_hint,
             total_hint: config.total_hint,
             tally: crate::shared::Tally::default(),
+            proxy: config.proxy,
+            proxy_log: RateLog::default(),
         });
         let lobby = start_lobby(&runtime, &shared, config.acceptor.as_ref())?;
         let accepting = AcceptThread::start(
@@ -410,9 +434,10 @@ fn serve(
     }
 }
 
-/// One open connection, counted against the limits until dropped.
+/// One open connection, counted against the limits until dropped: against
+/// the per-client limit too once it is keyed on a client's address.
 struct Admitted {
-    ip: IpAddr,
+    ip: Option<IpAddr>,
     shared: Arc<Shared>,
 }
 
@@ -420,36 +445,157 @@ impl Drop for Admitted {
     fn drop(&mut self) {
         let mut counts = lock(&self.shared.counts);
         counts.total = counts.total.saturating_sub(1);
-        if let Some(n) = counts.per_client.get_mut(&self.ip) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.per_client.remove(&self.ip);
+        if let Some(ip) = self.ip {
+            if let Some(n) = counts.per_client.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.per_client.remove(&ip);
+                }
             }
         }
     }
 }
 
+impl Admitted {
+    /// Keys a connection admitted without a client (behind a trusted
+    /// proxy, before its header was read) on `ip`, within the per-client
+    /// limit.
+    fn key_on(&mut self, ip: IpAddr) -> Result<(), Refused> {
+        let limit = self.shared.limits.max_connections_per_client;
+        let mut counts = lock(&self.shared.counts);
+        let mine = counts.per_client.get(&ip).copied().unwrap_or(0);
+        if limit > 0 && mine >= limit {
+            return Err(Refused::PerClient(mine));
+        }
+        counts.per_client.insert(ip, mine + 1);
+        self.ip = Some(ip);
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
 enum Refused {
     Total(usize),
     PerClient(usize),
 }
 
-fn admit(shared: &Arc<Shared>, ip: IpAddr) -> Result<Admitted, Refused> {
+/// Admits a connection within the limits: the server's, and `ip`'s when
+/// given (`None`: a trusted proxy's, keyed later by [`Admitted::key_on`]).
+fn admit(shared: &Arc<Shared>, ip: Option<IpAddr>) -> Result<Admitted, Refused> {
     let limits = &shared.limits;
     let mut counts = lock(&shared.counts);
     if counts.total >= limits.max_connections {
         return Err(Refused::Total(counts.total));
     }
-    let mine = counts.per_client.get(&ip).copied().unwrap_or(0);
-    if limits.max_connections_per_client > 0 && mine >= limits.max_connections_per_client {
-        return Err(Refused::PerClient(mine));
+    if let Some(ip) = ip {
+        let mine = counts.per_client.get(&ip).copied().unwrap_or(0);
+        if limits.max_connections_per_client > 0 && mine >= limits.max_connections_per_client {
+            return Err(Refused::PerClient(mine));
+        }
+        counts.per_client.insert(ip, mine + 1);
     }
     counts.total += 1;
-    counts.per_client.insert(ip, mine + 1);
     Ok(Admitted {
         ip,
         shared: Arc::clone(shared),
     })
+}
+
+/// Counts and logs a refused connection (at most a line per interval).
+fn note_refused(shared: &Shared, refused: Refused, ip: IpAddr) {
+    let tally = match refused {
+        Refused::Total(_) => &shared.tally.refused_connection_limit,
+        Refused::PerClient(_) => &shared.tally.refused_per_client_limit,
+    };
+    tally.fetch_add(1, Ordering::Relaxed);
+    match refused {
+        Refused::Total(open) => shared.total_log.log(|| {
+            format!(
+                "egress-http {}: connection limit reached ({open} open, limit {}): connections get 503 and are closed; raise {}",
+                shared.addr, shared.limits.max_connections, shared.total_hint,
+            )
+        }),
+        Refused::PerClient(open) => shared.per_client_log.log(|| {
+            format!(
+                "egress-http {}: per-client connection limit reached for {ip} ({open} open, limit {}): its further connections get 503 and are closed; raise it with {}",
+                shared.addr, shared.limits.max_connections_per_client, shared.per_client_hint,
+            )
+        }),
+    }
+}
+
+/// A trusted proxy's connection: its PROXY header read (within the head
+/// timeout), the connection keyed on the client it names, then served.
+async fn behind_proxy(
+    stream: tokio::net::TcpStream,
+    proxy: SocketAddr,
+    mut admitted: Admitted,
+    shared: Arc<Shared>,
+    acceptor: Option<Acceptor>,
+) {
+    use crate::proxy::{parse, Parsed, V2_MAX};
+    let limits = shared.limits;
+    let deadline = tokio::time::Instant::now() + limits.head_timeout.min(limits.read_timeout);
+    let mut buf = vec![0u8; V2_MAX];
+    let refuse = |why: String| {
+        shared
+            .tally
+            .refused_proxy_header
+            .fetch_add(1, Ordering::Relaxed);
+        shared.proxy_log.log(|| {
+            format!(
+                "egress-http {}: connection from trusted proxy {proxy} closed: {why}",
+                shared.addr
+            )
+        });
+    };
+    let header = loop {
+        let n = match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => n,
+            Ok(_) => return,
+            Err(_) => return refuse("no whole PROXY header before the head timeout".into()),
+        };
+        match parse(buf.get(..n).unwrap_or_default()) {
+            Ok(Parsed::Header(h)) => break Some(h),
+            Ok(Parsed::Absent) => break None,
+            // More is on its way: look again shortly (a peek returns at once
+            // while unread bytes wait).
+            Ok(Parsed::Incomplete) => {
+                if tokio::time::timeout_at(deadline, tokio::time::sleep(Duration::from_millis(2)))
+                    .await
+                    .is_err()
+                {
+                    return refuse("no whole PROXY header before the head timeout".into());
+                }
+            }
+            Err(e) => return refuse(e.to_string()),
+        }
+    };
+    let mut stream = stream;
+    let peer = match header {
+        Some(h) => {
+            use tokio::io::AsyncReadExt;
+            let Some(head) = buf.get_mut(..h.len) else {
+                return;
+            };
+            if stream.read_exact(head).await.is_err() {
+                return;
+            }
+            h.source.unwrap_or(proxy)
+        }
+        None if shared.proxy.require_header => {
+            return refuse("no PROXY header, and one is required".into())
+        }
+        None => proxy,
+    };
+    let ip = peer.ip().to_canonical();
+    if let Err(refused) = admitted.key_on(ip) {
+        note_refused(&shared, refused, ip);
+        drop(admitted);
+        refuse_busy(stream, &shared.limits).await;
+        return;
+    }
+    serve(stream, peer, admitted, shared, acceptor.as_ref(), None).await;
 }
 
 fn reachable(addr: SocketAddr) -> SocketAddr {
@@ -577,7 +723,23 @@ fn spawn_serving(
 fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
     let shared = &to.shared;
     let ip = peer.ip().to_canonical();
-    match admit(shared, ip) {
+    if shared.proxy.trusts(ip) {
+        // Keyed on the client once its PROXY header is read.
+        match admit(shared, None) {
+            Ok(admitted) => {
+                let (shared, acceptor) = (Arc::clone(shared), to.acceptor.clone());
+                to.handle.spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                        behind_proxy(stream, peer, admitted, shared, acceptor).await;
+                    }
+                });
+            }
+            Err(refused) => refuse_connection(stream, refused, ip, to),
+        }
+        return;
+    }
+    match admit(shared, Some(ip)) {
         Ok(admitted) => {
             shared.tally.accepted.fetch_add(1, Ordering::Relaxed);
             // Until its first byte, a connection waits in the lobby, which
@@ -611,37 +773,24 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
                 answered,
             );
         }
-        Err(refused) => {
-            let tally = match refused {
-                Refused::Total(_) => &shared.tally.refused_connection_limit,
-                Refused::PerClient(_) => &shared.tally.refused_per_client_limit,
-            };
-            tally.fetch_add(1, Ordering::Relaxed);
-            match refused {
-                Refused::Total(open) => shared.total_log.log(|| {
-                    format!(
-                        "egress-http {}: connection limit reached ({open} open, limit {}): connections get 503 and are closed; raise {}",
-                        shared.addr, shared.limits.max_connections, shared.total_hint,
-                    )
-                }),
-                Refused::PerClient(open) => shared.per_client_log.log(|| {
-                    format!(
-                        "egress-http {}: per-client connection limit reached for {ip} ({open} open, limit {}): its further connections get 503 and are closed; raise it with {}",
-                        shared.addr, shared.limits.max_connections_per_client, shared.per_client_hint,
-                    )
-                }),
-            }
-            if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING {
-                shared.refusing.fetch_sub(1, Ordering::SeqCst);
-                return;
-            }
-            let shared = Arc::clone(shared);
-            to.handle.spawn(async move {
-                if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                    refuse_busy(stream, &shared.limits).await;
-                }
-                shared.refusing.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
+        Err(refused) => refuse_connection(stream, refused, ip, to),
     }
+}
+
+/// Answers 503 to a connection over a limit (bounded: at most
+/// `MAX_REFUSING` at once, the rest closed), counted and logged.
+fn refuse_connection(stream: std::net::TcpStream, refused: Refused, ip: IpAddr, to: &Accepting) {
+    let shared = &to.shared;
+    note_refused(shared, refused, ip);
+    if shared.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING {
+        shared.refusing.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let shared = Arc::clone(shared);
+    to.handle.spawn(async move {
+        if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+            refuse_busy(stream, &shared.limits).await;
+        }
+        shared.refusing.fetch_sub(1, Ordering::SeqCst);
+    });
 }

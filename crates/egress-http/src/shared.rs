@@ -26,6 +26,7 @@ pub(crate) struct Tally {
     pub(crate) refused_connection_limit: AtomicU64,
     pub(crate) refused_per_client_limit: AtomicU64,
     pub(crate) refused_unreadable: AtomicU64,
+    pub(crate) refused_proxy_header: AtomicU64,
 }
 
 pub(crate) struct Shared {
@@ -45,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) per_client_hint: String,
     pub(crate) total_hint: String,
     pub(crate) tally: Tally,
+    pub(crate) proxy: crate::server::ProxyConfig,
+    pub(crate) proxy_log: RateLog,
 }
 
 impl Shared {
@@ -118,6 +121,9 @@ pub struct ServerStats {
     /// Requests that could not be read (malformed, too large, too slow)
     /// and were answered with a 4xx status before the connection closed.
     pub refused_unreadable: u64,
+    /// Connections from a trusted proxy closed for a malformed, truncated,
+    /// oversized or (when required) missing PROXY header.
+    pub refused_proxy_header: u64,
 }
 
 /// Reads a server's counts without keeping it alive ([`crate::ServerHandle::stats`]).
@@ -139,6 +145,7 @@ impl Stats {
             refused_connection_limit: t.refused_connection_limit.load(Ordering::Relaxed),
             refused_per_client_limit: t.refused_per_client_limit.load(Ordering::Relaxed),
             refused_unreadable: t.refused_unreadable.load(Ordering::Relaxed),
+            refused_proxy_header: t.refused_proxy_header.load(Ordering::Relaxed),
         })
     }
 }

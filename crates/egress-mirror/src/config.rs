@@ -7,15 +7,17 @@
 //! Config keys: `snapshot`, `listen`, `require_confinement`,
 //! `log_requests`, `zero_copy_budget`, `max_connections_per_client`,
 //! `tls_cert`, `tls_key`, `instance_dir`, the misses log's
-//! ([`crate::misses::cli::KEYS`]) and the admin listener's
-//! ([`crate::admin::cli::KEYS`]); relative paths are relative to the file.
+//! ([`crate::misses::cli::KEYS`]), the admin listener's
+//! ([`crate::admin::cli::KEYS`]) and the trusted proxies'
+//! ([`crate::proxy_cli::KEYS`]); relative paths are relative to the file.
 
 use crate::admin::cli as admin_cli;
 use crate::misses::cli as misses_cli;
+use crate::proxy_cli;
 use std::path::{Path, PathBuf};
 
 /// The usage line, said after every usage error.
-pub const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
+pub const USAGE: &str = "usage: egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...] [--trusted-proxy CIDR... [--require-proxy-header]]   (default ADDR 127.0.0.1:8080, SIZE 0, N 64; SIZE is bytes or a number with KiB, MiB or GiB, 0 keeps zero-copy off; N 0 means no per-client limit)";
 /// The listen address when neither a flag nor the file gives one.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// A config file is a handful of keys; anything larger is not one.
@@ -74,6 +76,7 @@ pub struct CommandLine {
     pub allowed_signers: Option<PathBuf>,
     pub misses: misses_cli::MissesFlags,
     pub admin: admin_cli::AdminFlags,
+    pub proxy: proxy_cli::ProxyFlags,
 }
 
 /// Why a size is not one.
@@ -120,6 +123,7 @@ pub struct FileConfig {
     pub instance_dir: Option<PathBuf>,
     pub misses: misses_cli::MissesConfig,
     pub admin: admin_cli::AdminConfig,
+    pub proxy: proxy_cli::ProxyFileConfig,
 }
 
 /// Why a config file cannot be used; shown after "bad config file ".
@@ -158,7 +162,7 @@ pub enum ConfigTextError {
     NotACount(String),
     #[error("{0} must be {1}")]
     Misses(String, &'static str),
-    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir, misses_log, misses_max_entries, misses_max_per_client, misses_max_line, misses_summary_secs, admin_listen, admin_allow")]
+    #[error("unknown key {0:?}; the keys are snapshot, listen, require_confinement, log_requests, zero_copy_budget, max_connections_per_client, tls_cert, tls_key, instance_dir, misses_log, misses_max_entries, misses_max_per_client, misses_max_line, misses_summary_secs, admin_listen, admin_allow, trusted_proxy, require_proxy_header")]
     UnknownKey(String),
 }
 
@@ -249,6 +253,10 @@ pub fn parse_config(text: &str) -> Result<FileConfig, ConfigTextError> {
                 .misses
                 .set(k, value)
                 .map_err(|want| ConfigTextError::Misses(key.clone(), want))?,
+            k if proxy_cli::KEYS.contains(&k) => config
+                .proxy
+                .set(k, value)
+                .map_err(|want| ConfigTextError::Misses(key.clone(), want))?,
             k if admin_cli::KEYS.contains(&k) => config
                 .admin
                 .set(k, value)
@@ -273,6 +281,8 @@ pub enum SettingsError {
         missing: &'static str,
         file: Option<PathBuf>,
     },
+    #[error("--trusted-proxy: {0}")]
+    TrustedProxy(String),
 }
 
 impl SettingsError {
@@ -315,6 +325,8 @@ pub struct Settings {
     pub allowed_signers: Option<PathBuf>,
     pub misses: misses_cli::MissesSettings,
     pub admin: admin_cli::AdminSettings,
+    /// The load balancers trusted to send PROXY headers.
+    pub proxy: egress_http::ProxyConfig,
 }
 
 /// The effective settings of `flags` over `file` (what `flags.config`
@@ -379,6 +391,8 @@ pub fn settings(flags: &CommandLine, file: FileConfig) -> Result<Settings, Setti
         allowed_signers: flags.allowed_signers.clone(),
         misses: misses_cli::settings(&flags.misses, file.misses),
         admin: admin_cli::settings(&flags.admin, file.admin),
+        proxy: proxy_cli::settings(&flags.proxy, file.proxy)
+            .map_err(|e| SettingsError::TrustedProxy(e.to_string()))?,
     })
 }
 
@@ -433,6 +447,7 @@ mod tests {
                 instance_dir: None,
                 misses: misses_cli::MissesConfig::default(),
                 admin: admin_cli::AdminConfig::default(),
+                proxy: proxy_cli::ProxyFileConfig::default(),
             }
         );
         let c = parse_config("tls_cert = \"cert.pem\"\ntls_key = \"/etc/key.pem\"\n").unwrap();

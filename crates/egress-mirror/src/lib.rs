@@ -63,6 +63,7 @@ pub use swap::{
     serve_swappable_over, MakeMirror, SwapError, SwappableMirror, Swapped, PREVIOUS_GENERATIONS,
 };
 pub mod misses;
+pub mod proxy_cli;
 pub mod tls;
 
 #[cfg(unix)]

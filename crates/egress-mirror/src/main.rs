@@ -33,6 +33,7 @@ use egress_mirror::config::{
     EXIT_CONFIG, EXIT_USAGE, USAGE,
 };
 use egress_mirror::misses::cli as misses_cli;
+use egress_mirror::proxy_cli;
 use egress_mirror::run::{self, SelfTests};
 use std::io::Write;
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ use std::process::ExitCode;
 #[command(
     name = "egress-mirror",
     about = "Serves one verified snapshot directory, byte for byte, as a sandbox's only package egress, until killed.",
-    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...]",
+    override_usage = "egress-mirror SNAPSHOT_DIR [--listen ADDR] [--config FILE] [--require-confinement] [--log-requests] [--zero-copy-budget SIZE] [--max-connections-per-client N] [--tls-cert FILE --tls-key FILE] [--instance-dir DIR] [--allowed-signers FILE] [--misses-log FILE [--misses-max-entries N] [--misses-max-per-client N] [--misses-max-line BYTES]] [--admin-listen ADDR [--admin-allow CIDR]...] [--trusted-proxy CIDR... [--require-proxy-header]]",
     after_help = "Exit codes: 0 help, 2 usage, 4 invalid snapshot, 5 cannot listen, 6 confinement required but not available, 7 bad config file, 8 unusable TLS certificate or key, 9 instance attestation cannot be set up, 10 unusable misses log, 11 unusable admin listener."
 )]
 struct Flags {
@@ -99,6 +100,8 @@ struct Flags {
     misses: misses_cli::MissesFlags,
     #[command(flatten)]
     admin: admin_cli::AdminFlags,
+    #[command(flatten)]
+    proxy: proxy_cli::ProxyFlags,
     #[arg(long, value_name = "ADDR", hide = true)]
     self_test_connect: Vec<String>,
     #[arg(long, value_name = "PATH", hide = true)]
@@ -122,6 +125,7 @@ impl Flags {
             allowed_signers: self.allowed_signers.clone(),
             misses: self.misses.clone(),
             admin: self.admin.clone(),
+            proxy: self.proxy.clone(),
         }
     }
 }
@@ -231,6 +235,7 @@ mod tests {
             instance_dir: None,
             misses: misses_cli::MissesConfig::default(),
             admin: admin_cli::AdminConfig::default(),
+            proxy: proxy_cli::ProxyFileConfig::default(),
         };
         let s = settings(&f, file).unwrap();
         assert_eq!(s.max_connections_per_client, 9);

@@ -320,18 +320,20 @@ pub fn run(s: &Settings, self_tests: &SelfTests) -> Result<(), Failure> {
         0
     };
     let mirror = SwappableMirror::new(mirror, make, budget, signers);
-    let server = match crate::serve_swappable_over(mirror.clone(), &addrs[..], limits, tls) {
-        Ok(server) => server,
-        Err(e) => {
-            return Err(Failure::new(
-                EXIT_LISTEN,
-                format!(
-                    "cannot listen on {}: {e}; choose another --listen address",
-                    s.listen
-                ),
-            ))
-        }
-    };
+    let server =
+        match crate::serve_swappable_over(mirror.clone(), &addrs[..], limits, tls, s.proxy.clone())
+        {
+            Ok(server) => server,
+            Err(e) => {
+                return Err(Failure::new(
+                    EXIT_LISTEN,
+                    format!(
+                        "cannot listen on {}: {e}; choose another --listen address",
+                        s.listen
+                    ),
+                ))
+            }
+        };
     say_out(
         &format!(
             "egress-mirror: serving snapshot {} ({blobs} blobs, {paths} paths; confinement: {}; zero-copy: {zero_copy}) at {scheme}://{}/",

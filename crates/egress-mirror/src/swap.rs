@@ -369,14 +369,16 @@ impl Handler for SwappableMirror {
 }
 
 /// Serves `mirror` on `addr` with `limits`, over https with `tls` when
-/// given, as [`crate::serve_mirror_over`] does for a single [`Mirror`].
+/// given, behind the load balancers `proxy` trusts, as [`crate::serve_mirror_over`] does for a single [`Mirror`].
 pub fn serve_swappable_over(
     mirror: SwappableMirror,
     addr: impl std::net::ToSocketAddrs,
     limits: egress_http::Limits,
     tls: Option<Arc<rustls::ServerConfig>>,
+    proxy: egress_http::ProxyConfig,
 ) -> std::io::Result<egress_http::ServerHandle> {
     let mut config = crate::server_config(limits);
     config.acceptor = tls.map(egress_http::tls_acceptor);
+    config.proxy = proxy;
     egress_http::Server::bind_with(addr, mirror, config)
 }

@@ -72,7 +72,7 @@ pub fn settings(flags: &AdminFlags, file: AdminConfig) -> AdminSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum AdminSettingsError {
     #[error("--admin-allow: {0}")]
-    Range(#[from] super::cidr::BadCidr),
+    Range(#[from] egress_http::BadCidr),
     #[error(transparent)]
     Address(#[from] AdminError),
 }

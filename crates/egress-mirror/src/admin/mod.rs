@@ -5,11 +5,10 @@
 //! answers loopback peers only; bound elsewhere it needs `--admin-allow
 //! CIDR` and answers those ranges (and loopback) only, 403 to the rest.
 
-pub mod cidr;
 pub mod cli;
 pub mod metrics;
 
-pub use cidr::Cidr;
+pub use egress_http::Cidr;
 pub use metrics::{Metrics, Route, SwapResult};
 
 use crate::SwappableMirror;

@@ -1,5 +1,5 @@
-//! An address range as `--admin-allow` takes it: `ADDR/BITS`, or one
-//! address.
+//! An address range as the mirror's `--admin-allow` and `--trusted-proxy`
+//! take it: `ADDR/BITS`, or one address.
 
 use std::net::IpAddr;
 
