@@ -132,6 +132,9 @@ impl Mutant {
             Reply::Response(r) => r,
             other => return other,
         };
+        if k == "replicas" {
+            return mutant::other_replica(&self.count, r);
+        }
         let ok = r.status == 200;
         match k {
             "inrelease" if ok && t.ends_with("/InRelease") => {
@@ -308,6 +311,7 @@ mutants! {
     p5_signature: "signature" => "P5.signature";
     p5_chain: "chain" => "P5.chain";
     p5_stable_bytes: "stable" => "P5.stable-bytes";
+    p5_run_wide_snapshot: "replicas" => "P5.run-wide-snapshot";
     p5_expected_snapshot: "manifest" => "P5.expected-snapshot";
     p5_instance_attestation: "attestation" => "P5.instance-attestation";
     p5_upstream_new_version: "indexes-forwarded" => "P5.upstream-new-version";

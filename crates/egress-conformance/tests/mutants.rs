@@ -247,6 +247,7 @@ impl Handler for Mutant {
                 }
                 with_body(r, serde_json::to_vec(&v).unwrap_or_default())
             }
+            "P5.run-wide-snapshot" => mutant::other_replica(&self.count, self.inner(req)),
             "P5.stable-bytes" if path.starts_with("/files/") && !path.ends_with(".metadata") => {
                 let r = self.inner(req);
                 if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
@@ -459,6 +460,7 @@ mutants! {
     p5_index_in_manifest: "P5.index-in-manifest" => "P5.index-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
     p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
+    p5_run_wide_snapshot: "P5.run-wide-snapshot" => "P5.run-wide-snapshot";
     p5_cutoff: "P5.cutoff-after" => "P5.cutoff";
     p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";
     p5_attest_uncertified_key: "attest-uncertified-key" => "P5.instance-attestation";

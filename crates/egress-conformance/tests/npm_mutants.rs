@@ -577,6 +577,7 @@ impl Handler for Mutant {
                         *t = "2024-12-01T00:00:00.000Z".into();
                     }
                 }),
+            "P5.run-wide-snapshot" => mutant::other_replica(&self.count, self.inner(req)),
             "P5.stable-bytes" if get && tarball.is_some() => {
                 let r = self.inner(req);
                 if self.count.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
@@ -850,6 +851,7 @@ mutants! {
     p5_chain: "P5.chain" => "P5.chain";
     p5_served_in_manifest: "P5.served-in-manifest" => "P5.served-in-manifest";
     p5_stable_bytes: "P5.stable-bytes" => "P5.stable-bytes";
+    p5_run_wide_snapshot: "P5.run-wide-snapshot" => "P5.run-wide-snapshot";
     p5_cutoff: "P5.cutoff" => "P5.cutoff";
     p5_expected_snapshot: "P5.expected-snapshot" => "P5.expected-snapshot";
     p5_attest_replayed_nonce: "attest-replayed-nonce" => "P5.instance-attestation";

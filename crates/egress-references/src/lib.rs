@@ -35,6 +35,7 @@ pub mod apt;
 pub mod builtin;
 pub mod control;
 pub mod dns;
+pub mod haproxy;
 pub mod hostile;
 pub mod kit;
 pub mod kits;

@@ -24,6 +24,20 @@ pub(crate) fn body_of(r: &Response) -> Vec<u8> {
     }
 }
 
+/// A fleet whose replicas serve two snapshots behind one balancer: every
+/// other answer (by `count`) names another snapshot in `X-Egress-Snapshot`,
+/// as the replica serving it would.
+pub(crate) fn other_replica(count: &std::sync::atomic::AtomicUsize, mut r: Response) -> Reply {
+    if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1 {
+        for (name, value) in &mut r.headers {
+            if name.eq_ignore_ascii_case("x-egress-snapshot") {
+                *value = "9a7e".repeat(16);
+            }
+        }
+    }
+    Reply::Response(r)
+}
+
 /// `r` with another body; its validator no longer holds, so it goes.
 pub(crate) fn with_body(mut r: Response, body: Vec<u8>) -> Reply {
     r.body = Body::Bytes(body);

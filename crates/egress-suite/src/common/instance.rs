@@ -64,6 +64,12 @@ pub fn collect_expected<P, F: ControlFacts>(c: &Collector<P>, _f: &F) -> Evidenc
 }
 
 /// The ID of the manifest P5.manifest verified, when it verified.
+/// The snapshot a run holds the target to: `--expect-snapshot`, else the
+/// one whose manifest P5.manifest verified.
+pub fn snapshot_in_question<P, F: ControlFacts>(j: &Judge<P, F>) -> Option<Sha256Digest> {
+    j.plan.expect.snapshot.or_else(|| checked_snapshot(j))
+}
+
 fn checked_snapshot<P, F: ControlFacts>(j: &Judge<P, F>) -> Option<Sha256Digest> {
     let rec = j.record("P5.manifest")?;
     verified_manifest(rec).ok().map(|(_, _, id)| id)

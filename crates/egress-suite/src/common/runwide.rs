@@ -6,7 +6,10 @@
 //!   target serves names a file or tarball on another origin;
 //! - P1: bytes served for a URL match a digest the target itself listed for
 //!   that URL somewhere in the run;
-//! - P6: no state-changing request is answered 2xx.
+//! - P6: no state-changing request is answered 2xx;
+//! - P5: every answer that names the snapshot it came from (egress-mirror's
+//!   `X-Egress-Snapshot`) names the same one, the one checked: replicas
+//!   behind one balancer serving different snapshots show here.
 //!
 //! Each rule is a sub-probe of its predicate that collects nothing of its
 //! own ([`collect_nothing`]) and reads every record's evidence through
@@ -330,6 +333,105 @@ pub fn judge_writes<P, F: ControlFacts>(j: &Judge<P, F>, control: &str) -> Verdi
         probes.len(),
         tally(&codes)
     ))
+}
+
+/// The response header egress-mirror names the snapshot of each answer in.
+pub const SNAPSHOT_HEADER: &str = "X-Egress-Snapshot";
+
+/// P5 over the whole run: every answer that carries [`SNAPSHOT_HEADER`]
+/// names one snapshot, and `expected` when given (`--expect-snapshot`, else
+/// the one P5.manifest verified). A FAIL names every snapshot seen, with
+/// its count and the first answer from each one that is not expected.
+/// SKIPPED when no answer names its snapshot: then a mixed fleet cannot be
+/// told from the answers.
+pub fn judge_one_snapshot<P, F: ControlFacts>(
+    j: &Judge<P, F>,
+    control: &str,
+    expected: Option<Sha256Digest>,
+) -> Verdict {
+    let Some(origin) = j.origin() else {
+        return inconclusive("the plan's index URL does not parse");
+    };
+    // (snapshot named, answers, the first of them)
+    let mut seen: Vec<(String, usize, String)> = Vec::new();
+    let mut unnamed = 0usize;
+    for (rec, ex) in target_exchanges(j.records, &origin) {
+        let Some(response) = &ex.response else {
+            continue;
+        };
+        let Some(id) = response.header(SNAPSHOT_HEADER) else {
+            unnamed += 1;
+            continue;
+        };
+        match seen.iter_mut().find(|(s, _, _)| s == id) {
+            Some((_, n, _)) => *n += 1,
+            None => seen.push((id.to_string(), 1, what(rec, ex))),
+        }
+    }
+    if seen.is_empty() {
+        return crate::judge::skipped(format!(
+            "no answer names the snapshot it came from ({SNAPSHOT_HEADER}): replicas serving different snapshots cannot be told apart from the answers"
+        ));
+    }
+    let want = expected.map(|d| d.to_hex());
+    let odd: Vec<&(String, usize, String)> = seen
+        .iter()
+        .filter(|(id, _, _)| match &want {
+            Some(w) => id != w,
+            None => seen.len() > 1,
+        })
+        .collect();
+    if !odd.is_empty() {
+        let all: Vec<String> = seen
+            .iter()
+            .map(|(id, n, _)| {
+                let mark = if want.as_deref() == Some(id.as_str()) {
+                    ", the checked one"
+                } else {
+                    ""
+                };
+                format!("{} ({n} answers{mark})", short_id(id))
+            })
+            .collect();
+        let first = odd.first().map_or(String::new(), |(id, _, first)| {
+            format!("; the first answer from {}: {first}", short_id(id))
+        });
+        return fail(format!(
+            "the target answered from {} snapshot{}: {}{first}",
+            seen.len(),
+            if seen.len() == 1 { "" } else { "s" },
+            all.join(", ")
+        ));
+    }
+    if let Some(v) = j.require(control) {
+        return v;
+    }
+    let n: usize = seen.iter().map(|(_, n, _)| n).sum();
+    let id = seen.first().map_or("", |(id, _, _)| id.as_str());
+    pass(format!(
+        "all {n} answers that name their snapshot name {}{}{}",
+        short_id(id),
+        if want.is_some() {
+            ", the checked one"
+        } else {
+            ""
+        },
+        if unnamed > 0 {
+            format!(" ({unnamed} answers name none)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// A snapshot ID as the reason lines show it: its first 16 characters.
+fn short_id(id: &str) -> String {
+    let head: String = id.chars().take(16).collect();
+    if head.len() < id.len() {
+        format!("{head}…")
+    } else {
+        head
+    }
 }
 
 #[cfg(test)]

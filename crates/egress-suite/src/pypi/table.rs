@@ -562,4 +562,20 @@ pub const TABLE: &[SubProbe<Pypi>] = &[
         collect: Collect::Plain(runwide::collect_nothing),
         judge: p6::judge_run_wide_writes,
     },
+    SubProbe {
+        id: SubProbeId::new("P5.run-wide-snapshot"),
+        predicate: Predicate::P5,
+        title: r#"every answer in the run comes from the one snapshot checked"#,
+        doc: r#"nothing of its own. It reads the `X-Egress-Snapshot` header of every answer in the run (egress-mirror names the snapshot each answer came from): all must name one snapshot, the one `--expect-snapshot` names or else the one whose manifest P5.manifest verified. Replicas behind one balancer serving different snapshots fail here, each snapshot named with its count and the first answer from the odd one. SKIPPED when no answer names its snapshot."#,
+        phase: Phase::WholeRun,
+        order: 5,
+        collect: Collect::Plain(runwide::collect_nothing),
+        judge: |j, _r| {
+            runwide::judge_one_snapshot(
+                j,
+                "C.index",
+                crate::common::instance::snapshot_in_question(j),
+            )
+        },
+    },
 ];
