@@ -21,6 +21,7 @@ pub mod sandbox_scan;
 pub mod snapshot;
 pub mod snapshot_diff;
 pub mod snapshot_misses;
+pub mod snapshot_oci;
 pub mod verify;
 
 use clap::ValueEnum;
@@ -71,6 +72,13 @@ pub mod exit {
     /// `snapshot misses`: a log holds a line that is not one of
     /// egress-mirror's misses log; nothing is written.
     pub const NOT_A_MISSES_LOG: u8 = 14;
+    /// `snapshot push`, `snapshot pull`: the registry could not be used
+    /// (unreachable, an error status, a refused credential).
+    pub const REGISTRY: u8 = 15;
+    /// `snapshot pull`: what the registry served does not verify (a blob
+    /// or manifest whose digest differs, not a snapshot artifact, a
+    /// signature or file that does not verify); nothing is written at DIR.
+    pub const PULL_UNVERIFIED: u8 = 16;
 }
 
 /// A one-line error with the exit code it maps to, and optionally the error

@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand};
 use egress_conformance::{
     canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
-    snapshot, snapshot_diff, snapshot_misses, verify, Failure, Format, TextArgs,
+    snapshot, snapshot_diff, snapshot_misses, snapshot_oci, verify, Failure, Format, TextArgs,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -121,6 +121,12 @@ enum SnapshotCommand {
     /// JSON: how many runs and clients asked for each name, and the
     /// coverage (names served / names asked for).
     Misses(snapshot_misses::MissesArgs),
+    /// Push a signed snapshot to an OCI registry as an artifact, one layer
+    /// per file; blobs the registry holds are skipped.
+    Push(snapshot_oci::PushArgs),
+    /// Pull a snapshot artifact into a new DIR: resumable, and DIR appears
+    /// only once it verifies against --allowed-signers.
+    Pull(snapshot_oci::PullArgs),
 }
 
 #[derive(Subcommand)]
@@ -179,6 +185,12 @@ fn main() -> ExitCode {
         Some(Command::Snapshot {
             command: SnapshotCommand::Misses(args),
         }) => snapshot_misses::misses(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Push(args),
+        }) => snapshot_oci::push(args),
+        Some(Command::Snapshot {
+            command: SnapshotCommand::Pull(args),
+        }) => snapshot_oci::pull(args),
         Some(Command::Testbed(args)) => run_testbed::main(args),
         Some(Command::Canary(args)) => canary::main(args),
         Some(Command::SandboxScan(args)) => sandbox_scan::main(args),

@@ -387,7 +387,7 @@ fn read_key(path: &Path) -> Result<egress_signing::SigningKey, Failure> {
     egress_signing::SigningKey::from_openssh(&text).map_err(|e| fail(&e))
 }
 
-fn read_signers(p: &Path) -> Result<AllowedSigners, Failure> {
+pub(crate) fn read_signers(p: &Path) -> Result<AllowedSigners, Failure> {
     let fail = |e: &dyn std::fmt::Display| {
         Failure::input(format!("--allowed-signers {}: {e}", p.display()))
     };
