@@ -57,8 +57,10 @@ pub struct BuildArgs {
     #[arg(long, value_name = "URL", requires = "uv_lock")]
     pub mirror_url: Option<String>,
     /// An npm package-lock.json (lockfile version 2 or 3): every tarball it
-    /// pins is fetched from its `resolved` URL, verified against its sha512
-    /// integrity, and served with pre-rendered packuments.
+    /// pins is fetched from its `resolved` URL (a package without one, as
+    /// npm's omit-lockfile-registry-resolved writes it, from --npm-upstream),
+    /// verified against its sha512 integrity, and served with pre-rendered
+    /// packuments.
     #[arg(long, value_name = "FILE")]
     pub npm_lock: Option<PathBuf>,
     /// A directory of npm tarballs (.tgz) to add as they are, each named by
@@ -136,8 +138,10 @@ pub struct SelectArgs {
     /// range (`react@^18` or `react ^18`); `#` starts a comment.
     #[arg(long, value_name = "FILE", help_heading = "Universe")]
     pub npm_universe: Option<PathBuf>,
-    /// The npm registry an --npm-universe is read from (default
-    /// https://registry.npmjs.org/).
+    /// The npm registry an --npm-universe is read from, and the
+    /// --npm-lock packages that have no `resolved` URL are resolved against
+    /// (default https://registry.npmjs.org/); not the mirror's own address
+    /// (--npm-registry-url).
     #[arg(long, value_name = "URL", help_heading = "Universe")]
     pub npm_upstream: Option<String>,
     /// The cutoff, RFC 3339 (e.g. 2025-06-01T00:00:00Z): nothing uploaded

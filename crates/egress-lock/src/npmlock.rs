@@ -2,7 +2,12 @@
 //!
 //! Only the `packages` map is read. Every entry below `node_modules/`
 //! (nested ones too) is a pin: name, version, the `resolved` tarball URL
-//! (http or https) and the sha512 of its `integrity`. The root entry `""`,
+//! (http or https) and the sha512 of its `integrity`. An entry without
+//! `resolved` is a registry package whose URL npm left out
+//! (`omit-lockfile-registry-resolved=true`, which keeps a lock
+//! registry-agnostic): npm resolves it against the configured registry, and
+//! so does the builder (`--npm-upstream`); its pin has no `resolved`.
+//! The root entry `""`,
 //! workspace links (`link: true`) and bundled dependencies (`inBundle: true`,
 //! which arrive inside their parent's tarball) are not pins. An entry without
 //! an integrity, or with only a weaker one (sha1), is an error: a snapshot
@@ -23,8 +28,10 @@ pub struct NpmPin {
     /// `name` or `@scope/name`: the registry name (an alias's real name).
     pub name: String,
     pub version: String,
-    /// The absolute `resolved` tarball URL, http or https.
-    pub resolved: String,
+    /// The absolute `resolved` tarball URL, http or https; `None` for a
+    /// registry package written without one
+    /// (`omit-lockfile-registry-resolved`).
+    pub resolved: Option<String>,
     /// The lock's `integrity` value as written (possibly several hashes).
     pub integrity: String,
     /// The sha512 the `integrity` names.
@@ -211,21 +218,17 @@ pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> 
         let resolved = entry
             .get("resolved")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                err(format!(
-                    "{}@{version} has no resolved URL; only registry tarballs can enter a snapshot",
+            .map(str::to_string);
+        if let Some(resolved) = &resolved {
+            let scheme_ok = resolved.split_once("://").is_some_and(|(s, _)| {
+                s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https")
+            });
+            if !scheme_ok {
+                return Err(err(format!(
+                    "{}@{version}: resolved {resolved:?} is not an http or https URL; only registry tarballs can enter a snapshot",
                     what
-                ))
-            })?
-            .to_string();
-        let scheme_ok = resolved.split_once("://").is_some_and(|(s, _)| {
-            s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https")
-        });
-        if !scheme_ok {
-            return Err(err(format!(
-                "{}@{version}: resolved {resolved:?} is not an http or https URL; only registry tarballs can enter a snapshot",
-                what
-            )));
+                )));
+            }
         }
         let integrity = entry
             .get("integrity")
@@ -262,8 +265,14 @@ pub fn parse_package_lock(file: &str, text: &str) -> Result<NpmLock, LockError> 
                 old.key
             )))
             }
-            // Optional only if every place that installs it is.
-            Some(old) => old.optional &= pin.optional,
+            // Optional only if every place that installs it is; a URL
+            // written at one place serves all.
+            Some(old) => {
+                old.optional &= pin.optional;
+                if old.resolved.is_none() {
+                    old.resolved = pin.resolved;
+                }
+            }
             None => {
                 pins.insert((name, version), pin);
             }
@@ -320,6 +329,31 @@ mod tests {
             assert_eq!(l.pins[1].dependencies["b"], "^2");
             assert_eq!(l.pins[2].sri(), sri(2));
         }
+    }
+
+    /// `omit-lockfile-registry-resolved=true`: registry entries carry no
+    /// `resolved`; the pin is still made, to be resolved by the builder.
+    #[test]
+    fn entries_without_resolved_are_registry_pins() {
+        let text = lock(
+            3,
+            serde_json::json!({
+                "": { "name": "p" },
+                "node_modules/a": { "version": "1.0.0", "integrity": sri(1) },
+                "node_modules/@s/c": { "version": "3.0.0", "integrity": sri(3) },
+                "node_modules/x/node_modules/@s/c": { "version": "3.0.0", "resolved": "https://r/@s/c/-/c-3.0.0.tgz", "integrity": sri(3) },
+            }),
+        );
+        let l = parse_package_lock("l", &text).unwrap();
+        let got: Vec<_> = l
+            .pins
+            .iter()
+            .map(|p| (p.name.as_str(), p.resolved.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [("@s/c", Some("https://r/@s/c/-/c-3.0.0.tgz")), ("a", None)]
+        );
     }
 
     #[test]

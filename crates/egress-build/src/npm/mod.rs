@@ -1,5 +1,6 @@
 //! The npm part of a build: every tarball a `package-lock.json` pins,
-//! fetched from its `resolved` URL and verified against the lock's sha512
+//! fetched from its `resolved` URL (a registry package written without
+//! one is resolved against `--npm-upstream` first, `resolve.rs`) and verified against the lock's sha512
 //! `integrity` before it may enter the snapshot, and served with
 //! pre-rendered packuments. A mismatch refuses the whole snapshot. Local
 //! tarballs (`--npm-dist`, in `dist.rs`) are added as they are. A universe
@@ -20,6 +21,7 @@
 //! cannot check a signature whose key the registry does not publish).
 
 mod dist;
+mod resolve;
 mod universe;
 
 use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
@@ -54,7 +56,8 @@ pub struct Inputs {
     pub npm_registry_url: Option<String>,
     /// `--npm-universe`: package names with optional semver ranges.
     pub universe: Option<PathBuf>,
-    /// `--npm-upstream`: the registry a universe is read from; by default
+    /// `--npm-upstream`: the registry a universe is read from, and a lock's
+    /// packages without a `resolved` URL are resolved against; by default
     /// [`DEFAULT_UPSTREAM`] (`https://registry.npmjs.org/`).
     pub registry: Option<String>,
     /// `--os`, `--cpu`, `--libc`: the platform optional packages are kept for.
@@ -225,15 +228,16 @@ impl Part for Npm {
 
     fn check(&mut self, builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
         let flag = self.flag();
-        match (&self.inputs.registry, &self.inputs.universe) {
-            (Some(_), None) => {
+        let reads_upstream = self.inputs.universe.is_some() || self.inputs.npm_lock.is_some();
+        match (&self.inputs.registry, reads_upstream) {
+            (Some(_), false) => {
                 return Err(BuildError::Usage(
-                    "--npm-upstream is only used with --npm-universe".into(),
+                    "--npm-upstream is only used with --npm-universe or --npm-lock".into(),
                 ))
             }
-            (Some(raw), Some(_)) => self.upstream = Some(upstream_url(raw)?),
-            (None, Some(_)) => self.upstream = Some(upstream_url(DEFAULT_UPSTREAM)?),
-            (None, None) => {}
+            (Some(raw), true) => self.upstream = Some(upstream_url(raw)?),
+            (None, true) => self.upstream = Some(upstream_url(DEFAULT_UPSTREAM)?),
+            (None, false) => {}
         }
         self.platform = platform(&self.inputs.platform)?;
         if self.has_inputs() && !self.platform.is_any() {
@@ -280,7 +284,7 @@ impl Part for Npm {
     }
 
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
-        if let Some(lock) = &self.lock {
+        if let Some(lock) = &mut self.lock {
             // A lock gives no publish times, and none is invented.
             if let (Some(cutoff), Some(pin)) = (&net.rules.exclude_newer, lock.pins.first()) {
                 return Err(BuildError::NoUploadTimes(format!(
@@ -291,6 +295,9 @@ impl Part for Npm {
             if net.dry_run {
                 self.planned_files += lock.pins.len();
             } else {
+                if let Some(upstream) = &self.upstream {
+                    resolve::resolve_against(lock, upstream, net.jobs, net.cacert)?;
+                }
                 self.tarballs = fetch_npm(lock, net.jobs, net.cacert, net.work)?;
                 // Only once every tarball matched its lock.
                 self.evidence = fetch_npm_signatures(lock, net.jobs, net.cacert)?;
@@ -495,7 +502,13 @@ pub(crate) fn fetch_npm(
 ) -> Result<Vec<NpmStaged>, BuildError> {
     let mut planned = Vec::new();
     for pin in &lock.pins {
-        let url = Url::parse(&pin.resolved).map_err(|e| {
+        let resolved = pin.resolved.as_deref().ok_or_else(|| {
+            BuildError::Conflict(format!(
+                "{}: package {:?} ({}@{}) has no resolved URL",
+                lock.file, pin.key, pin.name, pin.version
+            ))
+        })?;
+        let url = Url::parse(resolved).map_err(|e| {
             BuildError::Conflict(format!(
                 "{}: package {:?} ({}@{}): resolved: {e}",
                 lock.file, pin.key, pin.name, pin.version
@@ -606,7 +619,10 @@ pub(crate) fn registry_base(pin: &NpmPin) -> Option<String> {
     let file = egress_artifacts::npm_tarball_filename(&pin.name, &pin.version);
     let spellings = [pin.name.clone(), pin.name.replacen('/', "%2f", 1)];
     spellings.iter().find_map(|name| {
-        let base = pin.resolved.strip_suffix(&format!("/{name}/-/{file}"))?;
+        let base = pin
+            .resolved
+            .as_deref()?
+            .strip_suffix(&format!("/{name}/-/{file}"))?;
         let ok = base.contains("://") && !base.contains(['?', '#']);
         ok.then(|| base.to_string())
     })
@@ -667,7 +683,9 @@ pub(crate) fn fetch_npm_signatures(
             Some(base) => by_base.entry(base).or_default().push(pin),
             None => unsigned.push(format!(
                 "{}@{} (resolved {} is not <registry>/<name>/-/<file>)",
-                pin.name, pin.version, pin.resolved
+                pin.name,
+                pin.version,
+                pin.resolved.as_deref().unwrap_or("none")
             )),
         }
     }
@@ -827,7 +845,7 @@ mod tests {
         NpmPin {
             name: name.into(),
             version: version.into(),
-            resolved: resolved.into(),
+            resolved: Some(resolved.into()),
             integrity: String::new(),
             sha512: [0; 64],
             key: format!("node_modules/{name}"),

@@ -203,7 +203,7 @@ fn integrity(manifest: &Value) -> Option<String> {
 }
 
 /// The version's `dist.tarball`, if it is an absolute http(s) URL.
-fn tarball(manifest: &Value) -> Option<Url> {
+pub(super) fn tarball(manifest: &Value) -> Option<Url> {
     Url::parse(manifest.get("dist")?.get("tarball")?.as_str()?).ok()
 }
 
@@ -299,7 +299,7 @@ fn maintainers(value: Option<&Value>) -> Vec<NpmMaintainer> {
 }
 
 /// The packument path of `name` below the registry's base URL.
-fn packument_url(registry: &Url, name: &str) -> Url {
+pub(super) fn packument_url(registry: &Url, name: &str) -> Url {
     let path = match name.split_once('/') {
         Some((scope, bare)) => format!("{scope}%2f{bare}"),
         None => name.to_string(),
