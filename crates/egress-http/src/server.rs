@@ -138,6 +138,13 @@ impl Server {
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
+            // Fairness under thousands of busy connections: a worker takes
+            // from the shared queue before its own. With tokio's default a
+            // task that overflowed into the shared queue waited while the
+            // workers' own queues cycled: with 10,000 keep-alive
+            // connections p50 was 0.6x nginx's and p99 3x (docs/benchmarks.md,
+            // "Keep-alive fairness").
+            .global_queue_interval(1)
             .thread_name("egress-http")
             .enable_io()
             .enable_time()
