@@ -73,7 +73,8 @@ pub struct BuildArgs {
     /// absolute tarball URLs in packuments.
     #[arg(long, value_name = "URL")]
     pub npm_registry_url: Option<String>,
-    /// PEM file of CA certificates to trust for an https index.
+    /// PEM file of CA certificates to trust for an https index, added to
+    /// the system's store (which SSL_CERT_FILE and SSL_CERT_DIR replace).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// The output of `apt-get install --print-uris -qq PKG...`: every .deb

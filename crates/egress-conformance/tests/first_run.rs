@@ -4,10 +4,14 @@
 //! - an npm lock that real npm wrote with `omit-lockfile-registry-resolved`
 //!   (no `resolved` URLs) builds from `--npm-upstream`, and npm installs it
 //!   from the mirror; a lock whose integrity the upstream bytes do not match
-//!   is refused.
+//!   is refused;
+//! - the builder trusts the system's store, as curl does: a test CA given
+//!   only through `SSL_CERT_FILE` is trusted; without it the one-line error
+//!   names the issuer and both fixes; `--cacert` adds to the store.
 
 use egress_references::npm::canary::NpmCanary;
 use egress_references::npm::universe::{self as eu, Universe, UNIVERSE_CUTOFF};
+use egress_testca::TestCa;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -221,5 +225,130 @@ fn an_npm_lock_without_resolved_urls_builds_from_the_upstream() {
     for want in ["eu-app", "eu-lib", "eu-peer"] {
         assert!(got.iter().any(|g| g == want), "{want} not in {got:?}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `snapshot build --requirements` from an https index (the canary's
+/// files served by the mirror over TLS, its certificate issued by a test
+/// CA), with `env` set and `SSL_CERT_FILE`/`SSL_CERT_DIR` otherwise unset.
+fn build_https(dir: &Path, index: &str, env: &[(&str, &Path)], extra: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_egress-conformance"));
+    cmd.args([
+        "snapshot",
+        "build",
+        "--requirements",
+        s(&dir.join("requirements.txt")),
+        "--index-url",
+        index,
+        "--sign-key",
+        s(&dir.join("key")),
+        "--out",
+        s(&dir.join("snap")),
+    ])
+    .args(extra)
+    .env_remove("SSL_CERT_FILE")
+    .env_remove("SSL_CERT_DIR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run the binary")
+}
+
+/// The builder's default trust is the system's: a lab CA given only as
+/// `SSL_CERT_FILE` (as curl, pip and uv `--native-tls` read it) is
+/// trusted. Without it the build fails with one line that names the issuer
+/// it was shown and both fixes; `--cacert` adds the CA to the system's
+/// store; an `SSL_CERT_FILE` that cannot be read is bad input (exit 4).
+/// `check` reads the same store.
+#[test]
+fn the_builder_trusts_a_ca_given_only_through_ssl_cert_file() {
+    let dir = tmpdir("first-run-tls");
+    let ca = TestCa::new(&dir);
+    let canary = egress_references::pypi::builtin::start_canary().unwrap_or_else(|e| panic!("{e}"));
+    let wheel = canary
+        .dists(false)
+        .into_iter()
+        .find(|(_, d)| d.filename == "ec_present-1.0.0-py3-none-any.whl")
+        .map(|(_, d)| d.sha256.to_hex())
+        .expect("canary wheel");
+    let snapshot =
+        egress_references::pypi::builtin::demo_snapshot(&canary).unwrap_or_else(|e| panic!("{e}"));
+    let tls = egress_mirror::tls::load(&ca.server.cert, &ca.server.key).expect("certificate");
+    let server = egress_mirror::serve_mirror_tls(
+        egress_mirror::Mirror::new(std::sync::Arc::new(snapshot)),
+        "127.0.0.1:0",
+        tls,
+    )
+    .expect("serve");
+    let index = format!("https://localhost:{}/simple/", server.addr().port());
+    std::fs::write(
+        dir.join("requirements.txt"),
+        format!("ec-present==1.0.0 --hash=sha256:{wheel}\n"),
+    )
+    .expect("write");
+    ok(
+        &run(&["key", "generate", "--out", s(&dir.join("key"))]),
+        "key generate",
+    );
+
+    let o = build_https(&dir, &index, &[("SSL_CERT_FILE", &ca.ca_cert)], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(dir.join("snap/SNAPSHOT.json").is_file());
+
+    // The platform's store alone: not trusted, one line saying why.
+    let o = build_https(&dir, &index, &[], &[]);
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    let line = error_line(&o);
+    assert!(
+        line.contains("\"CN=egress test CA\"")
+            && line.contains("--cacert FILE")
+            && line.contains("SSL_CERT_FILE=FILE"),
+        "{line}"
+    );
+    assert!(
+        !err(&o).contains("UnknownIssuer"),
+        "rustls' own words: {}",
+        err(&o)
+    );
+
+    // --cacert adds to the system's store.
+    let o = build_https(&dir, &index, &[], &["--cacert", s(&ca.ca_cert)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+
+    // `check` reads the same store: the mirror behind the lab CA is judged.
+    let check = |env: &[(&str, &Path)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_egress-conformance"));
+        cmd.args([
+            "check",
+            &index,
+            "--timeout",
+            "5",
+            "--absent",
+            "ec-upstream-only",
+        ])
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run the binary")
+    };
+    let o = check(&[("SSL_CERT_FILE", &ca.ca_cert)]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let o = check(&[]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains("is issued by \"CN"), "{text}");
+
+    // An SSL_CERT_FILE that is not there: bad input, naming it.
+    let missing = dir.join("no-such-bundle.pem");
+    let o = build_https(&dir, &index, &[("SSL_CERT_FILE", &missing)], &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    let line = error_line(&o);
+    assert!(
+        line.contains("SSL_CERT_FILE=") && line.contains("no-such-bundle.pem"),
+        "{line}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

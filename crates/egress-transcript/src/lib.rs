@@ -233,8 +233,10 @@ impl Stream for rustls::StreamOwned<rustls::ClientConnection, read::Timed> {
 }
 
 impl Client {
-    /// A client for `base`'s origin. For https, trusts `cacert` (a PEM file)
-    /// when given, else the Mozilla root set compiled in.
+    /// A client for `base`'s origin. For https, trusts the system's store
+    /// (`SSL_CERT_FILE`, `SSL_CERT_DIR` honoured; the Mozilla roots compiled
+    /// in where the system has none) and `cacert` (a PEM file) too when
+    /// given; see `tls.rs`.
     pub fn new(base: Url, limits: Limits, cacert: Option<&Path>) -> Result<Self, ClientError> {
         let tls = match base.scheme() {
             egress_model::url::Scheme::Https => {
