@@ -200,6 +200,17 @@ fn check_name(name: &str, line: usize) -> Result<(), AptFormatError> {
 /// Reads every paragraph of `text`. An empty text, or one of only empty
 /// lines, has none.
 pub fn parse_paragraphs(text: &str) -> Result<Vec<Paragraph>, AptFormatError> {
+    paragraphs(text, false)
+}
+
+/// [`parse_paragraphs`] for apt's own configuration files (a deb822
+/// `.sources` file): a line starting with `#` is a comment, dropped
+/// wherever it stands, as apt drops it; line numbers stay the file's.
+pub fn parse_paragraphs_with_comments(text: &str) -> Result<Vec<Paragraph>, AptFormatError> {
+    paragraphs(text, true)
+}
+
+fn paragraphs(text: &str, comments: bool) -> Result<Vec<Paragraph>, AptFormatError> {
     let mut out = Vec::new();
     let mut current = Paragraph::default();
     let mut names: HashSet<String> = HashSet::new();
@@ -208,6 +219,9 @@ pub fn parse_paragraphs(text: &str) -> Result<Vec<Paragraph>, AptFormatError> {
         let line = line.strip_suffix('\n').unwrap_or(line);
         if has_control(line) {
             return Err(AptFormatError::ControlCharacter { line: number });
+        }
+        if comments && line.starts_with('#') {
+            continue;
         }
         if line.is_empty() {
             if !current.is_empty() {

@@ -23,11 +23,16 @@ pub mod deb822;
 pub mod packages;
 mod path;
 pub mod release;
+pub mod sources;
 
-pub use deb822::{parse_paragraphs, Paragraph};
+pub use deb822::{parse_paragraphs, parse_paragraphs_with_comments, Paragraph};
 pub use packages::{parse_packages, render_packages, PackageEntry};
 pub use path::{by_hash_path, IndexPath, PathError, PoolPath, MAX_PATH};
 pub use release::{parse_rfc2822, render_release, rfc2822_utc, IndexEntry, Release, ReleaseFields};
+pub use sources::{
+    is_one_line_style, parse_deb822_sources, parse_sources_list, SignedBy, SourceEntry,
+    SourcesError,
+};
 
 /// Why a deb822 document, a `Release` or a `Packages` file cannot be used.
 /// Lines are 1-based lines of the text given to the parser.

@@ -94,6 +94,21 @@ impl Release {
         })
     }
 
+    /// Whether a source's `component` is one this Release serves, as apt
+    /// reads it: any, when it lists no `Components`; else a listed one, or
+    /// the part after the last `/` of a listed one (Debian's security
+    /// archive lists `updates/main` for what every source calls `main`,
+    /// and its indexes are `main/binary-<arch>/...`; apt's
+    /// `debReleaseIndex::Load` keeps both spellings).
+    pub fn has_component(&self, component: &str) -> bool {
+        self.components.is_empty()
+            || self.components.iter().any(|c| {
+                c == component
+                    || c.rsplit_once('/')
+                        .is_some_and(|(_, last)| last == component)
+            })
+    }
+
     /// The `SHA256` entry for `path` (relative to `dists/<suite>/`).
     pub fn find(&self, path: &str) -> Option<&IndexEntry> {
         self.sha256.iter().find(|e| e.path.as_str() == path)
@@ -306,6 +321,22 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The security archive's `Components: updates/main ...` serves the
+    /// `main` every stock source names, as apt reads it.
+    #[test]
+    fn components_as_apt_reads_them() {
+        let text = "Suite: bookworm-security\nComponents: updates/main updates/contrib\n";
+        let r = Release::parse(text).unwrap();
+        for c in ["main", "contrib", "updates/main"] {
+            assert!(r.has_component(c), "{c}");
+        }
+        for c in ["non-free", "updates", "main/x"] {
+            assert!(!r.has_component(c), "{c}");
+        }
+        let none = Release::parse("Suite: x\n").unwrap();
+        assert!(none.has_component("anything"));
+    }
 
     #[test]
     fn dates() {

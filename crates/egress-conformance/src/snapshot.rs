@@ -88,6 +88,12 @@ pub struct BuildArgs {
     /// 'http://deb.debian.org/debian bookworm main'; repeatable.
     #[arg(long, value_name = "SOURCE")]
     pub apt_source: Vec<String>,
+    /// apt's own source list as it stands, e.g.
+    /// /etc/apt/sources.list.d/debian.sources: a deb822 .sources file or a
+    /// one-line .list file; each enabled deb entry is a source, checked
+    /// against its Signed-By (else --apt-keyring); repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub apt_sources: Vec<PathBuf>,
     /// The OpenPGP keyring the archives sign their Release with, e.g.
     /// /usr/share/keyrings/debian-archive-keyring.gpg.
     #[arg(long, value_name = "FILE")]
@@ -270,6 +276,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
         apt: egress_build::apt::Inputs {
             apt_uris: args.apt_uris,
             apt_sources: args.apt_source,
+            apt_source_files: args.apt_sources,
             apt_keyring: args.apt_keyring,
             apt_arch: args.apt_arch,
             apt_debs: args.apt_debs,

@@ -7,7 +7,11 @@
 //!   is refused;
 //! - the builder trusts the system's store, as curl does: a test CA given
 //!   only through `SSL_CERT_FILE` is trusted; without it the one-line error
-//!   names the issuer and both fixes; `--cacert` adds to the store.
+//!   names the issuer and both fixes; `--cacert` adds to the store;
+//! - an apt source is read as apt reads it: the stock one-line source of
+//!   a security archive (`SUITE main` for a Release listing `updates/main`)
+//!   and deb822 `.sources` files with `Signed-By` (a path, a key block)
+//!   build, and a real apt installs from the snapshot.
 
 use egress_references::npm::canary::NpmCanary;
 use egress_references::npm::universe::{self as eu, Universe, UNIVERSE_CUTOFF};
@@ -350,5 +354,212 @@ fn the_builder_trusts_a_ca_given_only_through_ssl_cert_file() {
         line.contains("SSL_CERT_FILE=") && line.contains("no-such-bundle.pem"),
         "{line}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A deb822 multi-line value: each line indented, an empty one as ` .`.
+fn deb822_block(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                " .".to_string()
+            } else {
+                format!(" {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The apt canary's `canary-security` dist is shaped as Debian's security
+/// archive (`Components: updates/main`, indexes under `main/`). Real apt
+/// accepts the stock-style `canary-security main` for it, and so does the
+/// builder: from that one-line `--apt-source`, and from `--apt-sources`
+/// deb822 files as a lab's image carries them (comments, a `deb-src` and a
+/// disabled paragraph, `Signed-By` a keyring path or a key block, no
+/// `--apt-keyring`). A real apt then installs from the mirror serving the
+/// snapshot. A component the Release does not have, a source without keys
+/// and a malformed file each get one line and their exit code.
+#[test]
+fn an_apt_source_is_read_as_apt_reads_it() {
+    use egress_references::apt::canary::{self as apt_canary, AptCanary};
+    use egress_references::apt::client::AptClient;
+    assert!(
+        AptClient::available(),
+        "apt-get is not installed (Debian: it always is)"
+    );
+    let dir = tmpdir("first-run-apt");
+    let canary = AptCanary::start().expect("apt canary");
+    let dist = apt_canary::SECURITY_DIST;
+    let release = String::from_utf8(
+        canary
+            .file(&format!("dists/{dist}/Release"))
+            .expect("Release"),
+    )
+    .expect("utf-8");
+    assert!(release.contains("Components: updates/main\n"), "{release}");
+    assert!(
+        release.contains(" main/binary-amd64/Packages\n"),
+        "{release}"
+    );
+
+    // Real apt takes the stock-style line, and says what to fetch.
+    let lab_apt = AptClient::new(&dir.join("lab-apt")).expect("apt tree");
+    let keyring = lab_apt
+        .add_keyring("canary", &canary.keyring())
+        .expect("keyring");
+    lab_apt
+        .add_source(&canary.source_line(&keyring, dist))
+        .expect("source");
+    ok(
+        &lab_apt.update().expect("apt-get"),
+        "apt-get update (security-style)",
+    );
+    let o = lab_apt.print_uris(&[apt_canary::PRESENT]).expect("apt-get");
+    ok(&o, "apt-get install --print-uris");
+    let uris = dir.join("uris.txt");
+    std::fs::write(&uris, &o.stdout).expect("write");
+
+    let key = dir.join("key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let build = |out: &str, extra: &[&str]| {
+        let mut a = vec![
+            "snapshot",
+            "build",
+            "--apt-uris",
+            s(&uris),
+            "--sign-key",
+            s(&key),
+        ];
+        let out = dir.join(out);
+        a.extend_from_slice(&["--out", s(&out)]);
+        a.extend_from_slice(extra);
+        let o = run(&a);
+        (o, out)
+    };
+    let line = format!("{} {dist} main", canary.archive_url());
+    let (o, _) = build(
+        "from-line",
+        &["--apt-source", &line, "--apt-keyring", s(&keyring)],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+
+    // deb822, as an image's debian.sources: Signed-By a path.
+    let file = dir.join("lab.sources");
+    std::fs::write(
+        &file,
+        format!(
+            "# the lab image's sources\nTypes: deb\n# a comment inside\nURIs: {url}\nSuites: {dist}\nComponents: main\nSigned-By: {k}\n\nTypes: deb-src\nURIs: {url}\nSuites: {dist}\nComponents: main\n\nEnabled: no\nTypes: deb\nURIs: http://192.0.2.1/debian\nSuites: elsewhere\nComponents: main\n",
+            url = canary.archive_url(),
+            k = keyring.display()
+        ),
+    )
+    .expect("write");
+    let (o, _) = build("from-path", &["--apt-sources", s(&file)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+
+    // Signed-By a key block in the file itself.
+    let inline = dir.join("inline.sources");
+    std::fs::write(
+        &inline,
+        format!(
+            "Types: deb\nURIs: {}\nSuites: {dist}\nComponents: main\nArchitectures: amd64\nSigned-By:\n{}\n",
+            canary.archive_url(),
+            deb822_block(&canary.keyring_armored())
+        ),
+    )
+    .expect("write");
+    let (o, snap) = build("from-inline", &["--apt-sources", s(&inline)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+
+    // A real apt, trusting only the lab key, installs from the mirror.
+    let mirror = MirrorProcess::start(&snap, "127.0.0.1:0");
+    let lab = dir.join("lab.gpg");
+    ok(
+        &run(&[
+            "snapshot",
+            "apt-keyring",
+            "--key",
+            s(&key),
+            "--out",
+            s(&lab),
+        ]),
+        "snapshot apt-keyring",
+    );
+    let sandbox = AptClient::new(&dir.join("sandbox-apt")).expect("apt tree");
+    let trusted = sandbox
+        .add_keyring("lab", &std::fs::read(&lab).expect("read"))
+        .expect("keyring");
+    sandbox
+        .add_source(&format!(
+            "deb [signed-by={}] {}/apt/debian {dist} main",
+            trusted.display(),
+            mirror.base.trim_end_matches('/'),
+        ))
+        .expect("source");
+    ok(
+        &sandbox.update().expect("apt-get"),
+        "apt-get update (mirror)",
+    );
+    ok(
+        &sandbox.download(&[apt_canary::PRESENT]).expect("apt-get"),
+        "apt-get install --download-only (mirror)",
+    );
+    let (pool, bytes, _) = canary
+        .deb(apt_canary::PRESENT, apt_canary::FIRST_VERSION)
+        .expect("deb");
+    let got = std::fs::read(sandbox.archives_dir().join(pool.file_name())).expect("downloaded");
+    assert!(
+        got == bytes,
+        "apt fetched the canary's bytes from the mirror"
+    );
+    drop(mirror);
+
+    // A component the signed Release does not have: refused, naming it.
+    let list = dir.join("contrib.list");
+    std::fs::write(
+        &list,
+        format!(
+            "deb [signed-by={}] {} {dist} main contrib\n",
+            keyring.display(),
+            canary.archive_url()
+        ),
+    )
+    .expect("write");
+    let (o, _) = build("contrib", &["--apt-sources", s(&list)]);
+    assert_eq!(o.status.code(), Some(6), "{}", err(&o));
+    let e = error_line(&o);
+    assert!(
+        e.contains("no component \"contrib\"") && e.contains("contrib.list line 1"),
+        "{e}"
+    );
+    // No Signed-By and no --apt-keyring: a usage error naming the entry.
+    let bare = dir.join("bare.sources");
+    std::fs::write(
+        &bare,
+        format!(
+            "Types: deb\nURIs: {}\nSuites: {dist}\nComponents: main\n",
+            canary.archive_url()
+        ),
+    )
+    .expect("write");
+    let (o, _) = build("bare", &["--apt-sources", s(&bare)]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        error_line(&o).contains("no Signed-By, and no --apt-keyring"),
+        "{}",
+        err(&o)
+    );
+    // A malformed file: bad input, naming its line.
+    let broken = dir.join("broken.sources");
+    std::fs::write(&broken, "Types: deb\nURIs: http://x/debian\nURIs: again\n").expect("write");
+    let (o, _) = build("broken", &["--apt-sources", s(&broken)]);
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert!(
+        error_line(&o).contains("broken.sources: line 3"),
+        "{}",
+        err(&o)
+    );
+    canary.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,10 @@
 //! The apt part of a build: `--apt-uris FILE`, the output of
 //! `apt-get install --print-uris -qq PKG...`, with `--apt-source 'URL DIST
-//! [COMPONENT...]'` for each archive it names and `--apt-keyring FILE`.
+//! [COMPONENT...]'` for each archive it names and `--apt-keyring FILE`, or
+//! apt's own source lists (`--apt-sources FILE`, each entry checked against
+//! its `Signed-By`, else `--apt-keyring`). A component is read as apt reads
+//! it: `main` is served by a Release listing `updates/main` (Debian's
+//! security archive).
 //!
 //! A print-uris line gives a URL, a file name, a size and at most one hash
 //! (MD5Sum with Debian 12's apt): nothing a snapshot could bind bytes to.
@@ -64,6 +68,9 @@ pub struct Inputs {
     pub apt_uris: Option<PathBuf>,
     /// `URL DIST [COMPONENT...]`, one per distribution the URIs come from.
     pub apt_sources: Vec<String>,
+    /// apt's source lists (`--apt-sources`): one-line `.list` or deb822
+    /// `.sources` files, as they stand.
+    pub apt_source_files: Vec<PathBuf>,
     /// The keyring the upstream signs its Release with.
     pub apt_keyring: Option<PathBuf>,
     /// The architectures whose Packages are read, each `--apt-arch` once
@@ -86,6 +93,9 @@ pub(crate) struct Apt {
     /// Each line with the index of its archive's first source.
     uris: Vec<(AptUri, usize)>,
     keyring: Option<Keyring>,
+    /// Per source (in order), its own keyring (`Signed-By`) and how
+    /// messages name it; `None`: `--apt-keyring`.
+    source_keys: Vec<Option<(Keyring, String)>>,
     /// Per source, what its signed chain said.
     upstream: Vec<Upstream>,
     /// The verified `.deb`s, by archive base and pool path.
@@ -106,6 +116,7 @@ impl Apt {
             uris_label: String::new(),
             uris: Vec::new(),
             keyring: None,
+            source_keys: Vec::new(),
             upstream: Vec::new(),
             debs: Vec::new(),
             local: Vec::new(),
@@ -193,6 +204,7 @@ impl Part for Apt {
         if i.apt_uris.is_none() {
             let given = [
                 (!i.apt_sources.is_empty(), "--apt-source"),
+                (!i.apt_source_files.is_empty(), "--apt-sources"),
                 (i.apt_keyring.is_some(), "--apt-keyring"),
                 (!i.apt_arch.is_empty(), "--apt-arch"),
                 (!i.apt_debs.is_empty(), "--apt-debs"),
@@ -204,12 +216,12 @@ impl Part for Apt {
             }
             return Ok(());
         }
-        if i.apt_sources.is_empty() {
+        if i.apt_sources.is_empty() && i.apt_source_files.is_empty() {
             return Err(BuildError::Usage(
-                "--apt-uris needs --apt-source 'URL DIST [COMPONENT...]' for each archive and distribution its URLs come from, e.g. --apt-source 'http://deb.debian.org/debian bookworm main'".into(),
+                "--apt-uris needs --apt-source 'URL DIST [COMPONENT...]' for each archive and distribution its URLs come from, e.g. --apt-source 'http://deb.debian.org/debian bookworm main', or --apt-sources FILE (e.g. /etc/apt/sources.list.d/debian.sources)".into(),
             ));
         }
-        if i.apt_keyring.is_none() {
+        if i.apt_keyring.is_none() && i.apt_source_files.is_empty() {
             return Err(BuildError::Usage(
                 "--apt-uris needs --apt-keyring FILE, the keyring the archives sign their Release with, e.g. /usr/share/keyrings/debian-archive-keyring.gpg".into(),
             ));
@@ -235,6 +247,46 @@ impl Part for Apt {
         let Some(path) = &self.inputs.apt_uris else {
             return Ok(());
         };
+        // apt's own source lists, each entry with its own keys; without
+        // --apt-arch, the architectures they name are read.
+        let mut named: Vec<String> = Vec::new();
+        for file in &self.inputs.apt_source_files {
+            let (text, digest) = read_input("--apt-sources", file)?;
+            add_source(sources, "apt-sources", file, digest);
+            let listed = source::read_file(file, &text)?;
+            for a in listed.iter().flat_map(|s| &s.architectures) {
+                if !is_arch(a) {
+                    return Err(BuildError::Conflict(format!(
+                        "--apt-sources {}: architecture {a:?} is not a Debian architecture such as amd64",
+                        file.display()
+                    )));
+                }
+                if !named.contains(a) {
+                    named.push(a.clone());
+                }
+            }
+            self.sources.extend(listed);
+        }
+        if self.inputs.apt_arch.is_empty() && !named.is_empty() {
+            self.archs = named;
+        }
+        source::check_all(&self.sources)?;
+        for s in &self.sources {
+            let key = match &s.signed_by {
+                None => {
+                    if self.inputs.apt_keyring.is_none() {
+                        return Err(BuildError::Usage(format!(
+                            "{}: no Signed-By, and no --apt-keyring; give the keyring the archive signs its Release with",
+                            s.given
+                        )));
+                    }
+                    None
+                }
+                Some(by) => Some(signed_by_keyring(s, by, sources)?),
+            };
+            self.source_keys.push(key);
+        }
+
         let (text, digest) = read_input("--apt-uris", path)?;
         self.uris_label = path.display().to_string();
         let uris = egress_lock::parse_print_uris(&text).map_err(|mut e| {
@@ -303,9 +355,9 @@ impl Part for Apt {
     }
 
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
-        let Some(keyring) = &self.keyring else {
+        if !self.has_inputs() {
             return Ok(());
-        };
+        }
         let keyring_label = self
             .inputs
             .apt_keyring
@@ -328,16 +380,29 @@ impl Part for Apt {
                 self.sources.len()
             );
         }
-        for s in &self.sources {
+        for (i, s) in self.sources.iter().enumerate() {
             let client = clients
                 .get(&s.url.origin())
                 .ok_or_else(|| BuildError::Fetch(format!("{}: no client", s.base)))?;
+            let (keyring, label) = match (
+                self.source_keys.get(i).and_then(Option::as_ref),
+                &self.keyring,
+            ) {
+                (Some((k, label)), _) => (k, label.as_str()),
+                (None, Some(k)) => (k, keyring_label.as_str()),
+                (None, None) => {
+                    return Err(BuildError::Usage(format!(
+                        "{}: no Signed-By, and no --apt-keyring",
+                        s.given
+                    )))
+                }
+            };
             self.upstream.push(upstream::fetch_upstream(
                 s,
                 &self.archs,
                 client,
                 keyring,
-                &keyring_label,
+                label,
             )?);
         }
 
@@ -381,6 +446,41 @@ impl Part for Apt {
         // The --apt-debs files were read, not downloaded.
         staged.downloaded = staged.downloaded.saturating_sub(self.local_added);
         Ok(staged)
+    }
+}
+
+/// The keyring a source's `Signed-By` gives: one keyring file (recorded
+/// as an input of the build) or a key block written in the sources file.
+fn signed_by_keyring(
+    s: &AptSource,
+    by: &egress_apt::SignedBy,
+    sources: &mut Sources,
+) -> Result<(Keyring, String), BuildError> {
+    let bad = |why: String| {
+        BuildError::Conflict(format!(
+            "{}: Signed-By {why}; give an OpenPGP keyring (binary .gpg or armoured .asc), e.g. /usr/share/keyrings/debian-archive-keyring.gpg",
+            s.given
+        ))
+    };
+    match by {
+        egress_apt::SignedBy::Key(block) => {
+            let keyring = Keyring::parse(block.as_bytes())
+                .map_err(|e| bad(format!("(the key block in the file): {e}")))?;
+            Ok((keyring, format!("the Signed-By key of {}", s.given)))
+        }
+        egress_apt::SignedBy::Files(files) => {
+            let [file] = files.as_slice() else {
+                return Err(bad(format!(
+                    "names {} files; a build reads one keyring per source (join them with gpg --export KEYS > FILE)",
+                    files.len()
+                )));
+            };
+            let path = PathBuf::from(file);
+            let bytes = fs::read(&path).map_err(|e| bad(format!("{file}: {e}")))?;
+            let keyring = Keyring::parse(&bytes).map_err(|e| bad(format!("{file}: {e}")))?;
+            add_source(sources, "apt-keyring", &path, Sha256Digest::of(&bytes));
+            Ok((keyring, file.clone()))
+        }
     }
 }
 

@@ -1,10 +1,15 @@
 //! `--apt-source 'URL DIST [COMPONENT...]'`: an upstream archive, one of
 //! its distributions and the components to read, and the name the
 //! snapshot serves it under (`/apt/<name>/`, the URL's last path segment).
+//! `--apt-sources FILE` gives the same from apt's own source lists (a
+//! one-line `.list` or a deb822 `.sources` file, read by
+//! [`egress_apt::sources`]), each entry with its own `Signed-By`.
 
 use crate::error::BuildError;
+use egress_apt::{SignedBy, SourceEntry};
 use egress_model::Url;
 use egress_snapshot::apt::is_archive_name;
+use std::path::Path;
 
 /// One `--apt-source`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +23,13 @@ pub(crate) struct AptSource {
     pub(crate) dist: String,
     /// `main` when none is given.
     pub(crate) components: Vec<String>,
+    /// Its own keys (a sources file's `Signed-By`); else `--apt-keyring`.
+    pub(crate) signed_by: Option<SignedBy>,
+    /// A sources file's `Architectures`; empty otherwise.
+    pub(crate) architectures: Vec<String>,
+    /// Where it was given, for messages: `--apt-source "..."` or
+    /// `--apt-sources FILE line N`.
+    pub(crate) given: String,
 }
 
 /// A distribution or component name: what Debian archives use, and safe
@@ -36,19 +48,39 @@ const FIX: &str = "give --apt-source 'URL DIST [COMPONENT...]', e.g. --apt-sourc
 
 impl AptSource {
     pub(crate) fn parse(text: &str) -> Result<Self, BuildError> {
-        let usage = |why: String| BuildError::Usage(format!("--apt-source {text:?}: {why}; {FIX}"));
+        let given = format!("--apt-source {text:?}");
+        let usage = |why: String| BuildError::Usage(format!("{given}: {why}; {FIX}"));
         let mut words = text.split_whitespace();
         let (Some(url_text), Some(dist)) = (words.next(), words.next()) else {
             return Err(usage("expected a URL and a distribution".into()));
         };
         let components: Vec<String> = words.map(str::to_string).collect();
+        Self::from_parts(url_text, dist, components, &given).map_err(usage)
+    }
+
+    /// An entry of a sources file (`shown` is the file as messages name
+    /// it); a bad one is an input error naming its line.
+    pub(crate) fn from_entry(shown: &str, e: SourceEntry) -> Result<Self, BuildError> {
+        let given = format!("--apt-sources {shown} line {}", e.line);
+        let mut s = Self::from_parts(&e.uri, &e.suite, e.components, &given)
+            .map_err(|why| BuildError::Conflict(format!("{given}: {why}")))?;
+        s.signed_by = e.signed_by;
+        s.architectures = e.architectures;
+        Ok(s)
+    }
+
+    fn from_parts(
+        url_text: &str,
+        dist: &str,
+        components: Vec<String>,
+        given: &str,
+    ) -> Result<Self, String> {
         let base = url_text.trim_end_matches('/').to_string();
-        let url =
-            Url::parse(&format!("{base}/")).map_err(|e| usage(format!("URL {url_text:?}: {e}")))?;
+        let url = Url::parse(&format!("{base}/")).map_err(|e| format!("URL {url_text:?}: {e}"))?;
         if url.path_and_query().contains(['?', '#', '%']) {
-            return Err(usage(format!(
+            return Err(format!(
                 "URL {url_text:?}: an archive root has no query, fragment or escapes"
-            )));
+            ));
         }
         let name = url
             .path()
@@ -58,19 +90,19 @@ impl AptSource {
             .unwrap_or_default()
             .to_string();
         if !is_archive_name(&name) {
-            return Err(usage(format!(
+            return Err(format!(
                 "URL {url_text:?}: its last path segment ({name:?}) names the archive on the mirror (/apt/<name>/), so it must be letters, digits and . _ + - (e.g. http://deb.debian.org/debian)"
-            )));
+            ));
         }
         if !is_word(dist) {
-            return Err(usage(format!(
+            return Err(format!(
                 "distribution {dist:?} is not letters, digits and . _ + -"
-            )));
+            ));
         }
         if let Some(bad) = components.iter().find(|c| !is_word(c)) {
-            return Err(usage(format!(
+            return Err(format!(
                 "component {bad:?} is not letters, digits and . _ + -"
-            )));
+            ));
         }
         let mut components = if components.is_empty() {
             vec!["main".to_string()]
@@ -85,6 +117,9 @@ impl AptSource {
             name,
             dist: dist.to_string(),
             components,
+            signed_by: None,
+            architectures: Vec::new(),
+            given: given.to_string(),
         })
     }
 
@@ -108,28 +143,72 @@ impl AptSource {
     }
 }
 
-/// Parses every `--apt-source`. Distributions of one archive share its
-/// name (and pool); two archives whose URLs end in the same segment, or
-/// one archive and distribution given twice, are a usage error.
+/// Parses every `--apt-source`, then checks them all together
+/// ([`check_all`]).
 pub(crate) fn parse_all(texts: &[String]) -> Result<Vec<AptSource>, BuildError> {
-    let mut out: Vec<AptSource> = Vec::new();
-    for text in texts {
-        let s = AptSource::parse(text)?;
-        if let Some(other) = out.iter().find(|o| o.name == s.name && o.base != s.base) {
+    let out = texts
+        .iter()
+        .map(|t| AptSource::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_all(&out)?;
+    Ok(out)
+}
+
+/// The enabled `deb` entries of a sources file, in order: deb822 for a
+/// `.sources` file, the one-line style for a `.list` file, and for any
+/// other name the style its first line shows.
+pub(crate) fn read_file(path: &Path, text: &str) -> Result<Vec<AptSource>, BuildError> {
+    let shown = path.display().to_string();
+    let deb822 = match path.extension().and_then(|e| e.to_str()) {
+        Some("sources") => true,
+        Some("list") => false,
+        _ => !egress_apt::is_one_line_style(text),
+    };
+    let entries = if deb822 {
+        egress_apt::parse_deb822_sources(text)
+    } else {
+        egress_apt::parse_sources_list(text)
+    }
+    .map_err(|e| {
+        BuildError::Conflict(format!(
+            "--apt-sources {shown}: {e}; give apt's sources as they stand (a one-line .list or a deb822 .sources file, sources.list(5))"
+        ))
+    })?;
+    if entries.is_empty() {
+        return Err(BuildError::Conflict(format!(
+            "--apt-sources {shown}: no enabled deb entry; give the file that lists the archives the --apt-uris come from"
+        )));
+    }
+    entries
+        .into_iter()
+        .map(|e| AptSource::from_entry(&shown, e))
+        .collect()
+}
+
+/// Distributions of one archive share its name (and pool); two archives
+/// whose URLs end in the same segment, or one archive and distribution
+/// given twice, are refused.
+pub(crate) fn check_all(sources: &[AptSource]) -> Result<(), BuildError> {
+    for (i, s) in sources.iter().enumerate() {
+        let earlier = sources.get(..i).unwrap_or_default();
+        if let Some(other) = earlier
+            .iter()
+            .find(|o| o.name == s.name && o.base != s.base)
+        {
             return Err(BuildError::Usage(format!(
-                "--apt-source {text:?}: {} and {} would both be served at /apt/{}/; archives on the mirror are named by their URL's last path segment, so build archives that share one into separate snapshots",
-                other.base, s.base, s.name
+                "{}: {} and {} would both be served at /apt/{}/; archives on the mirror are named by their URL's last path segment, so build archives that share one into separate snapshots",
+                s.given, other.base, s.base, s.name
             )));
         }
-        if out.iter().any(|o| o.base == s.base && o.dist == s.dist) {
+        if earlier.iter().any(|o| o.base == s.base && o.dist == s.dist) {
             return Err(BuildError::Usage(format!(
-                "--apt-source {text:?}: {} is given twice; give each distribution once, with all its components",
+                "{}: {} is given twice; give each distribution once, with all its components",
+                s.given,
                 s.label()
             )));
         }
-        out.push(s);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -185,10 +185,11 @@ fn fetch_packages(
 ) -> Result<Vec<PackageEntry>, BuildError> {
     let label = source.label();
     let dir = format!("{component}/binary-{arch}");
-    if !release.components.is_empty() && !release.components.iter().any(|c| c == component) {
+    if !release.has_component(component) {
         return Err(BuildError::Refused(format!(
-            "{label}: the signed Release has no component {component:?} (it has {}); fix --apt-source",
-            release.components.join(" ")
+            "{label}: the signed Release has no component {component:?} (it has {}); fix {}",
+            release.components.join(" "),
+            source.given
         )));
     }
     let listed: Vec<&IndexEntry> = PACKAGES_FILES

@@ -142,6 +142,7 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                     apt_canary::DIST,
                     apt_canary::COMPONENT
                 )],
+                apt_source_files: Vec::new(),
                 apt_keyring: Some(keyring),
                 apt_arch: Vec::new(),
                 apt_debs: Vec::new(),

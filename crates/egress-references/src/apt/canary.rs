@@ -27,6 +27,11 @@
 //!   `InRelease` still finds what it lists);
 //! - `dists/canary-unsigned/`: the same shape with no `InRelease` and no
 //!   `Release.gpg` (an unsigned index), holding [`UNSIGNED`] alone;
+//! - `dists/canary-security/` ([`SECURITY_DIST`]): `canary`'s packages,
+//!   signed, in the shape of Debian's security archive: its `Release` lists
+//!   `Components: updates/main` while its indexes are
+//!   `main/binary-amd64/...`, as `bookworm-security`'s do (read off a real
+//!   `InRelease`); apt accepts the stock `canary-security main` for it;
 //! - `pool/main/<letter>/<name>/<name>_<version>_amd64.deb`.
 //!
 //! Every `Packages` stanza lists `Filename`, `Size`, `MD5sum` and `SHA256`,
@@ -97,6 +102,9 @@ pub const ARCHIVE: &str = "/debian";
 pub const DIST: &str = "canary";
 /// The dist with neither `InRelease` nor `Release.gpg`.
 pub const UNSIGNED_DIST: &str = "canary-unsigned";
+/// The signed dist shaped as Debian's security archive: `Components:
+/// updates/main`, the indexes under `main/`.
+pub const SECURITY_DIST: &str = "canary-security";
 /// The one component.
 pub const COMPONENT: &str = "main";
 /// The one architecture.
@@ -802,10 +810,11 @@ impl State {
         let mut by_hash = Vec::new();
         let mut archs = vec![ARCH.to_string()];
         archs.extend(content.archs.iter().cloned());
-        for (dist, signed) in [(DIST, true), (UNSIGNED_DIST, false)] {
+        for (dist, signed) in [(DIST, true), (UNSIGNED_DIST, false), (SECURITY_DIST, true)] {
             let mut entries = Vec::new();
+            let holds = if dist == SECURITY_DIST { DIST } else { dist };
             for arch in &archs {
-                let packages = packages_text(&content.debs, dist, arch).into_bytes();
+                let packages = packages_text(&content.debs, holds, arch).into_bytes();
                 let packages_gz = egress_artifacts::gzip(&packages);
                 let dir = format!("{COMPONENT}/binary-{arch}");
                 for (path, bytes, content_type) in [
@@ -1053,7 +1062,11 @@ fn release_fields(dist: &str, date: u64) -> ReleaseFields {
         date,
         valid_until: None,
         architectures: vec![ARCH.to_string()],
-        components: vec![COMPONENT.to_string()],
+        components: vec![if dist == SECURITY_DIST {
+            format!("updates/{COMPONENT}")
+        } else {
+            COMPONENT.to_string()
+        }],
         description: Some("The egress-conformance apt canary upstream".to_string()),
     }
 }
