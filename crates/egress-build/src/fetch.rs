@@ -56,8 +56,12 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(500u64 << attempt.min(6))
 }
 
-/// Counts a failed try; `Err` once they are used up.
+/// Counts a failed try; `Err` once they are used up, or at once for a
+/// certificate nobody here trusts (no retry changes that).
 fn retry(attempt: &mut u32, what: &str, why: &str, progress: &Progress) -> Result<(), FetchError> {
+    if egress_transcript::is_untrusted_certificate(why) {
+        return Err(FetchError::Failed(format!("{what}: {why}")));
+    }
     *attempt += 1;
     if *attempt >= ATTEMPTS {
         return Err(FetchError::Failed(format!(

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use egress_model::{BodyEnd, Method};
-pub use tls::TlsError;
+pub use tls::{is_untrusted_certificate, TlsError};
 
 /// Every bound the client applies to one exchange.
 #[derive(Debug, Clone, Copy)]

@@ -270,6 +270,16 @@ pub(crate) enum HandshakeError {
     Untrusted(Untrusted),
 }
 
+/// How an exchange's error reads when the server's certificate was issued
+/// by a CA nobody trusts here ([`HandshakeError::Untrusted`]).
+const UNTRUSTED: &str = "TLS handshake failed: the server's certificate is issued by";
+
+/// Whether an exchange's `error` says the server's certificate is not
+/// trusted: trying again cannot change that, trusting its CA can.
+pub fn is_untrusted_certificate(error: &str) -> bool {
+    error.contains(UNTRUSTED)
+}
+
 /// The handshake's failure, with an untrusted issuer named as such.
 fn handshake_error(e: std::io::Error) -> HandshakeError {
     let untrusted = e
@@ -322,6 +332,19 @@ mod tests {
         let mut set = vec![0x31, seq.len() as u8];
         set.extend(seq);
         set
+    }
+
+    #[test]
+    fn an_untrusted_issuer_is_told_apart() {
+        let e = HandshakeError::Untrusted(Untrusted {
+            issuer: "\"CN=Lab CA\"".into(),
+        })
+        .to_string();
+        assert!(is_untrusted_certificate(&e), "{e}");
+        assert!(e.contains("--cacert FILE or SSL_CERT_FILE=FILE"), "{e}");
+        assert!(!is_untrusted_certificate(
+            "TLS handshake failed: connection reset"
+        ));
     }
 
     #[test]
