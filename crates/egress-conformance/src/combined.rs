@@ -34,6 +34,8 @@ pub fn emit(
             Format::Text => both.short_text(36, text.paint()),
             Format::Json => both.json(),
             Format::Junit => both.junit(),
+            Format::Html => egress_suite::html::combined(both),
+            Format::Sarif => egress_suite::sarif::combined(both),
         }
     );
     Ok(exit_code(both))

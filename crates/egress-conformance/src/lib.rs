@@ -165,6 +165,12 @@ pub enum Format {
     Json,
     /// JUnit XML, one test case per sub-probe, for CI systems.
     Junit,
+    /// One self-contained HTML page: the matrix, each sub-probe and the
+    /// exchanges that decided it; loads nothing.
+    Html,
+    /// SARIF 2.1.0, for code-scanning dashboards: a rule per sub-probe, a
+    /// result per FAIL and INCONCLUSIVE.
+    Sarif,
 }
 
 #[cfg(test)]

@@ -31,7 +31,8 @@ struct Cli {
     format: Format,
     #[command(flatten)]
     text: TextArgs,
-    /// Also write every report (text, JSON, JUnit) and the matrix into DIR.
+    /// Also write every report (text, JSON, JUnit, HTML, SARIF), the matrix
+    /// and index.html (all reports in one page) into DIR.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -137,6 +138,10 @@ enum ReportCommand {
         /// A report JSON file, or a directory of them (as written by --out).
         path: PathBuf,
     },
+    /// Re-verify a saved report (as `report verify`), then render it as
+    /// HTML, SARIF or text; one that does not verify renders as a "does
+    /// not verify" page naming what disagreed, and exits 1.
+    Render(verify::RenderArgs),
 }
 
 fn main() -> ExitCode {
@@ -161,6 +166,9 @@ fn main() -> ExitCode {
         Some(Command::Report {
             command: ReportCommand::Verify { path },
         }) => verify::main(&path),
+        Some(Command::Report {
+            command: ReportCommand::Render(args),
+        }) => verify::render(args),
         Some(Command::Key {
             command: KeyCommand::Generate(args),
         }) => keygen::generate(args),

@@ -19,6 +19,8 @@ pub fn main(format: Format, text: TextArgs, out: Option<&Path>) -> Result<u8, Fa
             egress_cli::outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         }
         Format::Junit => egress_cli::out!("{}", egress_suite::render::junit_many(&reports)),
+        Format::Html => egress_cli::out!("{}", egress_suite::html::reports(&reports)),
+        Format::Sarif => egress_cli::out!("{}", egress_suite::sarif::reports(&reports)),
     }
     if let Some(dir) = out {
         let stems: Vec<String> = reports

@@ -70,6 +70,8 @@ pub fn main(args: SandboxScanArgs) -> Result<u8, Failure> {
             Format::Text => render::text(&report),
             Format::Json => render::json(&report),
             Format::Junit => render::junit(&report),
+            Format::Html => egress_suite::html::scan(&report),
+            Format::Sarif => egress_suite::sarif::scan(&report),
         }
     );
     Ok(match report.exit_code() {

@@ -95,13 +95,16 @@ impl Combined {
         )
     }
 
-    /// Its files, `report.json`, `report.txt` and `report.junit.xml`:
-    /// (file name, contents), in writing order.
-    pub fn files(&self) -> [(&'static str, String); 3] {
+    /// Its files, `report.json`, `report.txt`, `report.junit.xml`,
+    /// `report.html` and `report.sarif`: (file name, contents), in writing
+    /// order.
+    pub fn files(&self) -> [(&'static str, String); 5] {
         [
             ("report.json", self.json()),
             ("report.txt", self.text()),
             ("report.junit.xml", self.junit()),
+            ("report.html", crate::html::combined(self)),
+            ("report.sarif", crate::sarif::combined(self)),
         ]
     }
 

@@ -7,7 +7,7 @@
 
 use crate::driver::{self, Wire};
 use crate::plan::Plan;
-use crate::subprobe::{SubProbeId, Suite};
+use crate::subprobe::{Predicate, SubProbe, SubProbeId, Suite};
 use crate::verdicts;
 use egress_model::{PredicateVerdict, ProbeRecord, Status};
 use serde::{Deserialize, Serialize};
@@ -43,6 +43,15 @@ macro_rules! protocols {
             pub fn ids(self) -> Vec<SubProbeId> {
                 match self {
                     $(Protocol::$variant => <$suite>::TABLE.iter().map(|s| s.id).collect(),)*
+                }
+            }
+
+            /// Each sub-probe's id, predicate, title and doc text, in
+            /// report order (the rules of a SARIF log, the HTML report's
+            /// sub-probe headings).
+            pub fn docs(self) -> Vec<SubProbeDoc> {
+                match self {
+                    $(Protocol::$variant => <$suite>::TABLE.iter().map(SubProbeDoc::of).collect(),)*
                 }
             }
         }
@@ -102,6 +111,26 @@ impl std::fmt::Display for Protocol {
 impl PartialEq<&str> for Protocol {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
+    }
+}
+
+/// What a table row says of its sub-probe, without its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubProbeDoc {
+    pub id: SubProbeId,
+    pub predicate: Predicate,
+    pub title: &'static str,
+    pub doc: &'static str,
+}
+
+impl SubProbeDoc {
+    fn of<S: Suite>(s: &SubProbe<S>) -> Self {
+        Self {
+            id: s.id,
+            predicate: s.predicate,
+            title: s.title,
+            doc: s.doc,
+        }
     }
 }
 

@@ -139,6 +139,8 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         ),
         Format::Json => egress_cli::out!("{}", egress_suite::render::json(&report)),
         Format::Junit => egress_cli::out!("{}", egress_suite::render::junit(&report)),
+        Format::Html => egress_cli::out!("{}", egress_suite::html::reports(&[&report])),
+        Format::Sarif => egress_cli::out!("{}", egress_suite::sarif::reports(&[&report])),
     }
     if let Some(dir) = &args.out {
         output::write_reports(dir, &[("report", &report)])?;
