@@ -32,14 +32,20 @@ pub struct SandboxScanArgs {
     /// Output format on standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// Also write scan.json, scan.txt and scan.junit.xml into DIR.
+    /// Also write scan.json, scan.txt, scan.junit.xml, scan.html and
+    /// scan.sarif into DIR.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
-/// Writes the report as `scan.json`, `scan.txt` and `scan.junit.xml`.
+/// Writes the report as `scan.json`, `scan.txt` and `scan.junit.xml`
+/// (`egress_sandbox::render::files`), and `scan.html` and `scan.sarif`
+/// (rendered by egress-suite, above egress-sandbox).
 pub fn write_scan(dir: &Path, report: &ScanReport) -> Result<(), Failure> {
-    write_files(dir, &render::files(report))
+    let mut files: Vec<(&str, String)> = render::files(report).into_iter().collect();
+    files.push(("scan.html", egress_suite::html::scan(report)));
+    files.push(("scan.sarif", egress_suite::sarif::scan(report)));
+    write_files(dir, &files)
 }
 
 pub fn main(args: SandboxScanArgs) -> Result<u8, Failure> {

@@ -383,8 +383,9 @@ fn dom_text(text: &str) -> String {
 }
 
 /// Every predicate cell and every FAIL and INCONCLUSIVE sub-probe of each
-/// report is in the DOM, as the report says.
-fn check_dom(dom: &str, reports: &[Report]) {
+/// report is in the DOM, as the report says; how many FAIL and
+/// INCONCLUSIVE there are.
+fn check_dom(dom: &str, reports: &[Report]) -> usize {
     let mut problems = 0;
     for (i, r) in reports.iter().enumerate() {
         for p in &r.predicates {
@@ -422,15 +423,18 @@ fn check_dom(dom: &str, reports: &[Report]) {
             }
         }
     }
-    let shown = dom.matches("<article class=\"probe s-fail\"").count()
+    // The suite's sub-probes (the sandbox scan's are `scan-…`).
+    let shown = dom
+        .matches("<article class=\"probe s-fail\" id=\"r")
+        .count()
         + dom
-            .matches("<article class=\"probe s-inconclusive\"")
+            .matches("<article class=\"probe s-inconclusive\" id=\"r")
             .count();
     assert_eq!(
         shown, problems,
         "FAIL and INCONCLUSIVE sub-probes in the page"
     );
-    assert!(problems > 0, "the caching proxies (B) fail sub-probes");
+    problems
 }
 
 fn no_policy_violation(b: &Browsed) {
@@ -454,7 +458,8 @@ fn the_main_jobs_report_reads_in_a_real_browser_with_js_on_and_off() {
         let b = browse(&index, js, None);
         let reports = reports_in(dir, &b.dom);
         assert_eq!(reports.len(), 6, "three protocols, (A) and (B) each");
-        check_dom(&b.dom, &reports);
+        let problems = check_dom(&b.dom, &reports);
+        assert!(problems > 0, "the caching proxies (B) fail sub-probes");
         for protocol in ["pypi", "npm", "apt"] {
             assert!(b.dom.contains(&format!("<h2>{protocol}: predicates</h2>")));
             assert!(b
@@ -481,7 +486,7 @@ fn the_main_jobs_report_reads_in_a_real_browser_with_js_on_and_off() {
     let r: Report =
         serde_json::from_slice(&std::fs::read(dir.join("caching-proxy-b.json")).expect("report"))
             .expect("report");
-    check_dom(&b.dom, &[r]);
+    assert!(check_dom(&b.dom, &[r]) > 0, "(B) fails sub-probes");
     assert!(!b.dom.contains("discrimination matrix"));
 }
 
@@ -675,4 +680,53 @@ fn a_tampered_report_renders_as_does_not_verify() {
     );
     let o = run(&["report", "render", s(dir), "--format", "html"]);
     assert_eq!(o.status.code(), Some(4), "a directory is bad input");
+}
+
+#[test]
+fn the_scan_and_check_from_sandbox_pages_read_in_the_browser() {
+    let (dir, _) = main_job();
+    let work = tmpdir("html-report-scan");
+    let scan = common::scan::report("canary <script>document.title='pwned'</script>");
+    let check: Report =
+        serde_json::from_slice(&std::fs::read(dir.join("reference-a.json")).expect("report"))
+            .expect("report");
+    let both = egress_suite::combined::Combined::new(check.clone(), scan.clone());
+    let scan_json = work.join("scan.json");
+    let both_json = work.join("report.json");
+    std::fs::write(&scan_json, egress_sandbox::render::json(&scan)).expect("write");
+    std::fs::write(&both_json, both.json()).expect("write");
+    for (saved, page) in [(&scan_json, "scan.html"), (&both_json, "report.html")] {
+        let o = run(&[
+            "report",
+            "render",
+            s(saved),
+            "--format",
+            "html",
+            "--out",
+            s(&work.join(page)),
+        ]);
+        ok(&o, "report render");
+    }
+    let failing = "<article class=\"probe s-fail\" id=\"scan-R.canary\">";
+    let b = browse(&work.join("report.html"), true, None);
+    assert_eq!(check_dom(&b.dom, &[check]), 0, "(A) passes");
+    assert!(b.dom.contains(failing), "the scan's FAIL");
+    assert!(b.dom.contains("<h2>sandbox scan: mirror"));
+    assert_eq!(
+        b.dom.matches("<script>").count(),
+        1,
+        "only the page's own script"
+    );
+    no_policy_violation(&b);
+    assert!(b.requests.is_empty(), "{:?}", b.requests);
+    let b = browse(&work.join("scan.html"), false, None);
+    assert!(b.dom.contains(failing), "the scan's FAIL, JS off");
+    for r in &scan.records {
+        assert!(
+            b.dom.contains(&format!("id=\"scan-{}\"", r.id)),
+            "{} is on the page",
+            r.id
+        );
+    }
+    assert!(b.requests.is_empty(), "{:?}", b.requests);
 }

@@ -210,3 +210,64 @@ fn the_validator_refuses_a_log_the_schema_does_not_allow() {
     assert!(!valid, "{said}");
     assert!(said.contains("message") || said.contains("level"), "{said}");
 }
+
+#[test]
+fn the_scan_and_check_from_sandbox_logs_validate() {
+    let dir = tmpdir("sarif-scan");
+    // A check report of the reference (A), from the main job's JSON.
+    let o = run(&["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let all = serde_json::from_slice::<Value>(&o.stdout).expect("JSON");
+    let check: Report =
+        serde_json::from_value(all["reports"][0].clone()).expect("the first report");
+    let scan = common::scan::report("canary");
+    let both = egress_suite::combined::Combined::new(check.clone(), scan.clone());
+    let scan_json = dir.join("scan.json");
+    let both_json = dir.join("report.json");
+    std::fs::write(&scan_json, egress_sandbox::render::json(&scan)).expect("write");
+    std::fs::write(&both_json, both.json()).expect("write");
+    let mut logs = Vec::new();
+    for saved in [&scan_json, &both_json] {
+        let out = saved.with_extension("sarif");
+        let o = run(&[
+            "report",
+            "render",
+            s(saved),
+            "--format",
+            "sarif",
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        logs.push(out);
+    }
+    let (valid, said) = validate(&logs);
+    assert!(valid, "{said}");
+    let scan_log = read_json(&logs[0]);
+    let both_log = read_json(&logs[1]);
+    assert_eq!(both_log["runs"].as_array().expect("runs").len(), 2);
+    check_run(&both_log["runs"][0], &check);
+    for run in [&scan_log["runs"][0], &both_log["runs"][1]] {
+        let results = run["results"].as_array().expect("results");
+        let problems = scan
+            .records
+            .iter()
+            .filter(|r| matches!(r.status, Status::Fail | Status::Inconclusive))
+            .count();
+        assert_eq!(results.len(), problems);
+        let canary = results
+            .iter()
+            .find(|r| r["ruleId"] == "R.canary")
+            .expect("R.canary's FAIL");
+        assert_eq!(canary["level"], "error");
+        assert_eq!(
+            canary["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            scan.plan.mirror.as_str()
+        );
+    }
+}
