@@ -47,15 +47,27 @@ fn say(file: &Path, agree: String, diffs: Vec<(String, String, String)>) -> u8 {
     exit::FAIL
 }
 
-/// Each disagreement as (id, "recorded (why)", "derived (why)").
-fn rows(diffs: Vec<egress_suite::Disagreement>) -> Vec<(String, String, String)> {
+/// Each disagreement as (id, "recorded (why)", "derived (why)"); a
+/// sub-probe's derived verdict names the digest of the transcript it was
+/// derived from (`egress_suite::digests`), so that a reader can tell
+/// whether the evidence is the one a page or SARIF log cited.
+fn rows(
+    report: &egress_suite::Report,
+    diffs: Vec<egress_suite::Disagreement>,
+) -> Vec<(String, String, String)> {
     diffs
         .into_iter()
         .map(|d| {
+            let from = report.probe(&d.id).map_or(String::new(), |rec| {
+                format!(
+                    " from transcript sha256 {}",
+                    egress_suite::digests::transcript(rec).to_hex()
+                )
+            });
             (
                 d.id.to_string(),
                 format!("{} ({})", d.recorded.0, d.recorded.1),
-                format!("{} ({})", d.derived.0, d.derived.1),
+                format!("{} ({}){from}", d.derived.0, d.derived.1),
             )
         })
         .collect()
@@ -100,7 +112,7 @@ pub fn findings(saved: &Saved) -> (String, Vec<(String, String, String)>) {
                 report.predicates.len(),
                 report.outcome
             ),
-            rows(egress_suite::verify(report)),
+            rows(report, egress_suite::verify(report)),
         ),
     }
 }

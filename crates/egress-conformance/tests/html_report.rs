@@ -629,7 +629,16 @@ fn a_tampered_report_renders_as_does_not_verify() {
         std::fs::read_to_string(&page).expect("page"),
         std::fs::read_to_string(dir.join("reference-a.html")).expect("page")
     );
-    // Flip one verdict.
+    let original: Report =
+        serde_json::from_slice(&std::fs::read(dir.join("reference-a.json")).expect("report"))
+            .expect("report");
+    let connect_digest =
+        egress_suite::digests::transcript(original.probe("P3.connect").expect("P3.connect"))
+            .to_hex();
+    assert!(std::fs::read_to_string(&page)
+        .expect("page")
+        .contains(&connect_digest));
+    // Change one verdict's reason.
     let mut r: Value =
         serde_json::from_slice(&std::fs::read(dir.join("reference-a.json")).expect("report"))
             .expect("json");
@@ -656,6 +665,9 @@ fn a_tampered_report_renders_as_does_not_verify() {
         assert_eq!(o.status.code(), Some(1), "{format}: the verify exit code");
         let body = std::fs::read_to_string(&out).expect("rendered anyway");
         assert!(body.contains("P3.connect"), "{format} names what disagreed");
+        // With the digest of the evidence it re-derived from: the one the
+        // untampered page cites, as the evidence did not change.
+        assert!(body.contains(&connect_digest), "{format}: {body}");
         assert!(body.contains("looks fine to me"), "{format}");
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("does not verify"),
