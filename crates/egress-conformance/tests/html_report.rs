@@ -2,7 +2,8 @@
 //! scripts/infra/chromium.txt, unpacked by scripts/setup-infra) opens the
 //! main job's report with JS on and with JS off; from the DOM it dumps,
 //! every predicate cell and every FAIL and INCONCLUSIVE sub-probe of every
-//! report is there; its net log shows no request besides the file itself
+//! report is there; with JS off, ticking the filter hides what passed (read
+//! over the DevTools pipe); its net log shows no request besides the file itself
 //! (and a control page shows that the same check sees one); hostile text
 //! in a recorded exchange stays text; a tampered report renders as a
 //! "does not verify" page. The screenshot in docs/img/html-report.png is
@@ -54,6 +55,16 @@ struct Browsed {
     /// Network activity in the net log: each event that opened a request,
     /// a connection or a host lookup, with its URL when it names one.
     requests: Vec<String>,
+    /// JS off, on a page with the filter: the CSS `display` of the first
+    /// PASS and the first FAIL sub-probe once the filter is ticked.
+    filtered: Option<Filtered>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Filtered {
+    pass_before: String,
+    pass: String,
+    fail: String,
 }
 
 /// Opens `page` in headless Chromium with a private profile and a net log,
@@ -143,12 +154,12 @@ fn browse(page: &Path, js: bool, screenshot: Option<&Path>) -> Browsed {
         std::thread::sleep(Duration::from_millis(50));
     };
     let stderr = err_reader.join().expect("stderr reader");
-    let dom = match devtools {
+    let (dom, filtered) = match devtools {
         Some(reader) => reader
             .join()
             .expect("devtools reader")
             .unwrap_or_else(|e| panic!("DevTools on {url}: {e}; stderr: {stderr}")),
-        None => out_reader.join().expect("stdout reader"),
+        None => (out_reader.join().expect("stdout reader"), None),
     };
     assert!(status.success(), "chromium failed on {url}: {stderr}");
     let requests = network_activity(&net_log, &url);
@@ -157,6 +168,7 @@ fn browse(page: &Path, js: bool, screenshot: Option<&Path>) -> Browsed {
         dom,
         stderr,
         requests,
+        filtered,
     }
 }
 
@@ -228,7 +240,11 @@ impl DevTools {
 /// One DevTools conversation over the pipe: attach to the page, load
 /// `url`, wait for its load event, read the document's outer HTML, close
 /// the browser (which then writes the net log).
-fn dom_over_devtools(to: &Path, from: &Path, url: &str) -> Result<String, String> {
+fn dom_over_devtools(
+    to: &Path,
+    from: &Path,
+    url: &str,
+) -> Result<(String, Option<Filtered>), String> {
     // The same order as the shell opens them: no deadlock.
     let tx = std::fs::OpenOptions::new()
         .write(true)
@@ -284,9 +300,60 @@ fn dom_over_devtools(to: &Path, from: &Path, url: &str) -> Result<String, String
         .as_str()
         .ok_or("no outerHTML")?
         .to_string();
+    let filtered = if dom.contains("id=\"only-problems\"") && dom.contains("probe s-fail") {
+        Some(filter_without_js(&mut dt, &sid, node)?)
+    } else {
+        None
+    };
     // The browser exits on Browser.close, perhaps before it answers.
     let _ = dt.call("Browser.close", none, None);
-    Ok(dom)
+    Ok((dom, filtered))
+}
+
+/// Ticks the FAIL/INCONCLUSIVE filter as a click would (no script runs),
+/// and reads the computed `display` of the first PASS and FAIL sub-probe.
+fn filter_without_js(dt: &mut DevTools, sid: &str, root: u64) -> Result<Filtered, String> {
+    dt.call("DOM.enable", serde_json::json!({}), Some(sid))?;
+    dt.call("CSS.enable", serde_json::json!({}), Some(sid))?;
+    let find = |dt: &mut DevTools, selector: &str| -> Result<u64, String> {
+        let r = dt.call(
+            "DOM.querySelector",
+            serde_json::json!({ "nodeId": root, "selector": selector }),
+            Some(sid),
+        )?;
+        match r["nodeId"].as_u64() {
+            Some(n) if n != 0 => Ok(n),
+            _ => Err(format!("no {selector}")),
+        }
+    };
+    let display = |dt: &mut DevTools, node: u64| -> Result<String, String> {
+        let r = dt.call(
+            "CSS.getComputedStyleForNode",
+            serde_json::json!({ "nodeId": node }),
+            Some(sid),
+        )?;
+        r["computedStyle"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["name"] == "display"))
+            .and_then(|p| p["value"].as_str())
+            .map(str::to_string)
+            .ok_or_else(|| "no display".to_string())
+    };
+    let checkbox = find(dt, "#only-problems")?;
+    let pass = find(dt, "article.probe.s-pass")?;
+    let fail = find(dt, "article.probe.s-fail")?;
+    let pass_before = display(dt, pass)?;
+    // A checkbox whose state no one changed follows its `checked` attribute.
+    dt.call(
+        "DOM.setAttributeValue",
+        serde_json::json!({ "nodeId": checkbox, "name": "checked", "value": "" }),
+        Some(sid),
+    )?;
+    Ok(Filtered {
+        pass_before,
+        pass: display(dt, pass)?,
+        fail: display(dt, fail)?,
+    })
 }
 
 /// Every event of the net log that shows the browser reaching for the
@@ -465,6 +532,19 @@ fn the_main_jobs_report_reads_in_a_real_browser_with_js_on_and_off() {
             assert!(b
                 .dom
                 .contains(&format!("<h3>{protocol}: discrimination matrix</h3>")));
+        }
+        if !js {
+            // The filter works without a script: ticked, it hides what
+            // passed and keeps what failed.
+            let f = b.filtered.as_ref().expect("the filter was tried");
+            assert_eq!(
+                f,
+                &Filtered {
+                    pass_before: "block".into(),
+                    pass: "none".into(),
+                    fail: "block".into(),
+                }
+            );
         }
         // The script ran with JS on (its hash is in the policy) and not
         // with JS off.
