@@ -62,7 +62,8 @@ for(;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true;}}}\
 addEventListener('hashchange',openTarget);openTarget();";
 
 /// `s` as HTML text or attribute value: markup characters as references,
-/// control characters (other than newline and tab) as U+FFFD.
+/// control characters (other than newline, carriage return and tab) as
+/// U+FFFD.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -72,7 +73,7 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            '\n' | '\t' => out.push(c),
+            '\n' | '\t' | '\r' => out.push(c),
             c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
         }
@@ -443,27 +444,17 @@ fn exchange(id: &str, n: usize, e: &Exchange) -> String {
         e.elapsed_ms,
         digests::exchange(e).to_hex()
     );
-    let request = e.request.as_bytes();
-    let head_end = request
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(request.len(), |p| p + 4);
-    let (head, cut) = shown(request.get(..head_end).unwrap_or(request), HEAD_SHOWN);
-    let _ = writeln!(out, "<p>request head</p>\n<pre>{}</pre>", esc(&head));
-    if cut > 0 {
-        let _ = writeln!(out, "<p class=\"cut\">{cut} more head bytes cut</p>");
-    }
-    let body_len = request.len() - head_end.min(request.len());
-    if body_len > 0 {
-        let (body, cut) = shown(request.get(head_end..).unwrap_or_default(), BODY_SHOWN);
-        let _ = writeln!(
-            out,
-            "<p>request body ({body_len} bytes)</p>\n<pre>{}</pre>",
-            esc(&body)
-        );
-        if cut > 0 {
-            let _ = writeln!(out, "<p class=\"cut\">{cut} bytes cut</p>");
+    match &e.h2 {
+        // The preface and frames are binary: the conversation's summary
+        // below says what each stream asked and got.
+        Some(_) => {
+            let _ = writeln!(
+                out,
+                "<p>request: {} bytes of HTTP/2 preface and frames (in the report's JSON)</p>",
+                e.request.as_bytes().len()
+            );
         }
+        None => request(&mut out, e.request.as_bytes()),
     }
     if let Some(r) = &e.response {
         out.push_str(&response(r));
@@ -494,6 +485,31 @@ fn exchange(id: &str, n: usize, e: &Exchange) -> String {
     }
     out.push_str("</details>\n");
     out
+}
+
+/// A request's head and body as text, each cut at its limit.
+fn request(out: &mut String, request: &[u8]) {
+    let head_end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(request.len(), |p| p + 4);
+    let (head, cut) = shown(request.get(..head_end).unwrap_or(request), HEAD_SHOWN);
+    let _ = writeln!(out, "<p>request head</p>\n<pre>{}</pre>", esc(&head));
+    if cut > 0 {
+        let _ = writeln!(out, "<p class=\"cut\">{cut} more head bytes cut</p>");
+    }
+    let body_len = request.len() - head_end.min(request.len());
+    if body_len > 0 {
+        let (body, cut) = shown(request.get(head_end..).unwrap_or_default(), BODY_SHOWN);
+        let _ = writeln!(
+            out,
+            "<p>request body ({body_len} bytes)</p>\n<pre>{}</pre>",
+            esc(&body)
+        );
+        if cut > 0 {
+            let _ = writeln!(out, "<p class=\"cut\">{cut} bytes cut</p>");
+        }
+    }
 }
 
 fn response(r: &ResponseRecord) -> String {
@@ -652,6 +668,39 @@ mod tests {
         assert!(html.contains(&format!("<style>{STYLE}</style>")));
         assert!(html.contains(&format!("<script>{SCRIPT}</script>")));
         assert!(!html.contains("http://") && !html.contains("https://") && !html.contains(" src="));
+    }
+
+    #[test]
+    fn an_exchange_shows_heads_and_says_how_much_body_was_cut() {
+        use egress_model::evidence::BodyEnd;
+        let body = vec![b'a'; 4096];
+        let e = Exchange {
+            label: "page <b>".into(),
+            peer: "127.0.0.1:1".into(),
+            request: b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n".to_vec().into(),
+            response: Some(ResponseRecord {
+                status_line: "HTTP/1.1 200 OK".into(),
+                status: Some(200),
+                headers: vec![("X-Note".into(), "</pre><script>".into())],
+                body_len: 5000,
+                body_sha256: Sha256Digest::of(b"whole"),
+                body_prefix: body.into(),
+                body_end: BodyEnd::CapReached,
+            }),
+            error: None,
+            elapsed_ms: 3,
+            after: None,
+            h2: None,
+        };
+        let html = exchange("r0-P1.x-x0", 0, &e);
+        assert!(html.contains("<pre>GET /x HTTP/1.1\r\nHost: h\r\n\r\n</pre>"));
+        assert!(html.contains("X-Note: &lt;/pre&gt;&lt;script&gt;"));
+        assert!(html.contains("page &lt;b&gt;"));
+        assert!(html
+            .contains("2952 bytes cut (showing 2048 of 5000; the report records the first 4096)"));
+        assert!(html.contains(&digests::exchange(&e).to_hex()));
+        assert!(html.contains(&"a".repeat(BODY_SHOWN)));
+        assert!(!html.contains(&"a".repeat(BODY_SHOWN + 1)));
     }
 
     #[test]
