@@ -490,6 +490,30 @@ fn check_dom(dom: &str, reports: &[Report]) -> usize {
             }
         }
     }
+    // Every link stays on the page and leads somewhere; nothing loads.
+    // (Text is serialised with `<` as `&lt;`: each `<` opens a tag.)
+    let mut links = 0;
+    for tag in dom.split('<').skip(1) {
+        let tag = tag.split('>').next().unwrap_or_default();
+        let name = tag.split([' ', '/']).next().unwrap_or_default();
+        assert!(
+            !["img", "link", "iframe", "object", "embed", "source", "base", "form"].contains(&name),
+            "an element that loads or sends: <{tag}>"
+        );
+        assert!(!tag.contains(" src="), "<{tag}> loads something");
+        if let Some(href) = tag.strip_prefix("a href=\"") {
+            let target = href.split('"').next().unwrap_or_default();
+            let anchor = target
+                .strip_prefix('#')
+                .unwrap_or_else(|| panic!("a link off the page: {target}"));
+            assert!(
+                dom.contains(&format!("id=\"{anchor}\"")),
+                "the link {target} leads nowhere"
+            );
+            links += 1;
+        }
+    }
+    assert!(links > 0);
     // The suite's sub-probes (the sandbox scan's are `scan-…`).
     let shown = dom
         .matches("<article class=\"probe s-fail\" id=\"r")
