@@ -704,7 +704,12 @@ fn read_cached(file: &File, buf: &mut [u8]) -> io::Result<Cached> {
     use rustix::io::{preadv2, Errno, ReadWriteFlags};
     // u64::MAX: from the file's own position, which it advances, as
     // `read_chunk` reads.
-    match preadv2(file, &mut [io::IoSliceMut::new(buf)], u64::MAX, ReadWriteFlags::NOWAIT) {
+    match preadv2(
+        file,
+        &mut [io::IoSliceMut::new(buf)],
+        u64::MAX,
+        ReadWriteFlags::NOWAIT,
+    ) {
         Ok(n) => Ok(Cached::Read(n)),
         Err(Errno::AGAIN) => Ok(Cached::NotNow),
         Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Ok(Cached::Unsupported),
