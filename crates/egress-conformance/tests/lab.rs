@@ -405,6 +405,8 @@ fn check_passes_with_canary(
         &origin,
         "--canary-secret",
         s(secret),
+        // Every sub-probe's line: the SKIPPED ones are read below.
+        "--verbose",
         "--out",
         s(out),
     ];

@@ -172,13 +172,17 @@ pub(crate) fn skipped_for_plain_http(p: &egress_model::ProbeRecord) -> bool {
 /// Likewise `P5.chain` on a snapshot that is no layer (it names no parent),
 /// or on a target with no manifest: no chain is claimed, so SKIPPED, saying
 /// so, never PASS.
+/// And `P5.run-wide-snapshot` against a target whose answers name no
+/// snapshot (every mirror but egress-mirror): nothing to compare, SKIPPED.
 pub(crate) fn skipped_without_times(p: &egress_model::ProbeRecord) -> bool {
     let cutoff = p.id == "P5.cutoff"
         && (p.reason.contains("records neither a cutoff") || p.reason.starts_with("no manifest"));
     let chain = p.id == "P5.chain"
         && (p.reason.starts_with("the snapshot is not a layer")
             || p.reason.starts_with("no manifest"));
-    p.status == Status::Skipped && (cutoff || chain)
+    let unnamed = p.id == "P5.run-wide-snapshot"
+        && p.reason.starts_with("no answer names the snapshot it came from");
+    p.status == Status::Skipped && (cutoff || chain || unnamed)
 }
 
 /// The `MANIFEST` and `SNAPSHOT.json` of `snapshot` made to claim that it
