@@ -181,7 +181,8 @@ pub(crate) fn skipped_without_times(p: &egress_model::ProbeRecord) -> bool {
         && (p.reason.starts_with("the snapshot is not a layer")
             || p.reason.starts_with("no manifest"));
     let unnamed = p.id == "P5.run-wide-snapshot"
-        && p.reason.starts_with("no answer names the snapshot it came from");
+        && p.reason
+            .starts_with("no answer names the snapshot it came from");
     p.status == Status::Skipped && (cutoff || chain || unnamed)
 }
 
