@@ -24,7 +24,7 @@ pub fn emit(
     out: Option<&Path>,
 ) -> Result<u8, Failure> {
     if let Some(dir) = out {
-        write_files(dir, &both.files())?;
+        write_files(dir, &egress_suite::files::combined_files(both))?;
     }
     egress_cli::out!(
         "{}",

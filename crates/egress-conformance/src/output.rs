@@ -31,5 +31,5 @@ pub fn write_reports(
     dir: &Path,
     reports: &[(&str, &egress_suite::Report)],
 ) -> Result<(), crate::Failure> {
-    write_files(dir, &egress_suite::render::report_files(reports))
+    write_files(dir, &egress_suite::files::report_files(reports))
 }

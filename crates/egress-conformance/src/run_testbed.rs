@@ -30,7 +30,7 @@ pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Fail
     let pairs: Vec<(&str, &Report)> = stems.iter().map(String::as_str).zip(&out.reports).collect();
     output::write_reports(dir, &pairs)?;
     for (name, _) in &out.not_run {
-        for ext in egress_suite::render::REPORT_EXTENSIONS {
+        for ext in egress_suite::files::REPORT_EXTENSIONS {
             let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", output::slug(name))));
         }
     }

@@ -51,8 +51,9 @@ mod write;
 
 pub use cidr::{BadCidr, Cidr};
 pub use conn::{Service, Transport};
+pub use proxy::ProxyConfig;
 pub use sealed::SealedFile;
-pub use server::{Acceptor, Config, ProxyConfig, Server, ServerHandle};
+pub use server::{Acceptor, Config, Server, ServerHandle};
 pub use shared::{ServerStats, Stats};
 pub use tls::{tls_acceptor, ALPN_H2, ALPN_HTTP1};
 

@@ -9,6 +9,24 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+/// Which peers may begin a connection with a PROXY protocol header (v1 or
+/// v2), and whether they must. From a trusted peer, the header's client
+/// address is the connection's: the per-client limit, [`crate::Request::peer`]
+/// and so every log key on it. A header from any other peer is never read
+/// as one (the HTTP parser refuses it as a request).
+#[derive(Clone, Debug, Default)]
+pub struct ProxyConfig {
+    pub trusted: Vec<crate::Cidr>,
+    /// A trusted peer's connection without a header is refused (closed).
+    pub require_header: bool,
+}
+
+impl ProxyConfig {
+    pub(crate) fn trusts(&self, ip: std::net::IpAddr) -> bool {
+        self.trusted.iter().any(|c| c.contains(ip))
+    }
+}
+
 /// Version 2's signature, the first 12 bytes of its header.
 pub const V2_SIGNATURE: [u8; 12] = *b"\r\n\r\n\0\r\nQUIT\n";
 /// Version 1's first bytes.

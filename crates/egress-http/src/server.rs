@@ -18,6 +18,7 @@ use tokio::sync::watch;
 #[cfg(target_os = "linux")]
 use crate::conn::AtOnce;
 use crate::conn::{refuse_busy, Answered, Service};
+use crate::proxy::ProxyConfig;
 use crate::shared::{lock, Counts, RateLog, Shared};
 use crate::{Handler, Limits};
 
@@ -76,24 +77,6 @@ impl std::fmt::Debug for Config {
             .field("handler_never_blocks", &self.handler_never_blocks)
             .field("acceptor", &self.acceptor.is_some())
             .finish_non_exhaustive()
-    }
-}
-
-/// Which peers may begin a connection with a PROXY protocol header (v1 or
-/// v2), and whether they must. From a trusted peer, the header's client
-/// address is the connection's: the per-client limit, [`crate::Request::peer`]
-/// and so every log key on it. A header from any other peer is never read
-/// as one (the HTTP parser refuses it as a request).
-#[derive(Clone, Debug, Default)]
-pub struct ProxyConfig {
-    pub trusted: Vec<crate::Cidr>,
-    /// A trusted peer's connection without a header is refused (closed).
-    pub require_header: bool,
-}
-
-impl ProxyConfig {
-    fn trusts(&self, ip: IpAddr) -> bool {
-        self.trusted.iter().any(|c| c.contains(ip))
     }
 }
 

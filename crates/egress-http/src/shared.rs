@@ -46,7 +46,7 @@ pub(crate) struct Shared {
     pub(crate) per_client_hint: String,
     pub(crate) total_hint: String,
     pub(crate) tally: Tally,
-    pub(crate) proxy: crate::server::ProxyConfig,
+    pub(crate) proxy: crate::proxy::ProxyConfig,
     pub(crate) proxy_log: RateLog,
 }
 

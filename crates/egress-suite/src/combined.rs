@@ -95,19 +95,6 @@ impl Combined {
         )
     }
 
-    /// Its files, `report.json`, `report.txt`, `report.junit.xml`,
-    /// `report.html` and `report.sarif`: (file name, contents), in writing
-    /// order.
-    pub fn files(&self) -> [(&'static str, String); 5] {
-        [
-            ("report.json", self.json()),
-            ("report.txt", self.text()),
-            ("report.junit.xml", self.junit()),
-            ("report.html", crate::html::combined(self)),
-            ("report.sarif", crate::sarif::combined(self)),
-        ]
-    }
-
     /// Verdicts the evidence does not support, as (id, recorded, derived).
     pub fn verify(&self) -> Vec<(String, String, String)> {
         let mut out: Vec<(String, String, String)> = crate::verify(&self.check)

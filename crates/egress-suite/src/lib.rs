@@ -22,6 +22,7 @@ pub mod deployed;
 pub mod digests;
 pub mod driver;
 pub mod facts;
+pub mod files;
 pub mod html;
 pub mod judge;
 pub mod kit;

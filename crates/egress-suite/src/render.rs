@@ -292,28 +292,3 @@ pub fn slug(name: &str) -> String {
     let parts: Vec<&str> = s.split('-').filter(|p| !p.is_empty()).collect();
     parts.join("-")
 }
-
-/// The extensions of the files [`report_files`] writes for each report.
-pub const REPORT_EXTENSIONS: [&str; 5] = ["json", "txt", "junit.xml", "html", "sarif"];
-
-/// The files of each report, `<stem>.json`, `<stem>.txt`,
-/// `<stem>.junit.xml`, `<stem>.html` and `<stem>.sarif`, and, for more
-/// than one report, the matrix as `matrix.md` and `matrix.txt` and all of
-/// them in `index.html`: (file name, contents), in writing order.
-pub fn report_files(reports: &[(&str, &Report)]) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    for (stem, r) in reports {
-        files.push((format!("{stem}.json"), json(r)));
-        files.push((format!("{stem}.txt"), text(r)));
-        files.push((format!("{stem}.junit.xml"), junit(r)));
-        files.push((format!("{stem}.html"), crate::html::reports(&[r])));
-        files.push((format!("{stem}.sarif"), crate::sarif::reports(&[r])));
-    }
-    if reports.len() > 1 {
-        let refs: Vec<&Report> = reports.iter().map(|(_, r)| *r).collect();
-        files.push(("matrix.md".into(), matrix_markdown(&refs)));
-        files.push(("matrix.txt".into(), matrix_text(&refs)));
-        files.push(("index.html".into(), crate::html::reports(&refs)));
-    }
-    files
-}
