@@ -236,8 +236,12 @@ pub fn run_apt_reference() -> Result<Report, BuiltinError> {
         )
     })?;
     let mirror = egress_mirror::Mirror::new(Arc::new(snapshot)).attest(demo_attestor(id)?);
-    let server = egress_http::Server::bind("127.0.0.1:0", mirror, egress_http::Limits::default())
-        .map_err(BuiltinError::start("the apt reference mirror"))?;
+    let server = egress_http::Server::bind(
+        "127.0.0.1:0",
+        mirror,
+        crate::builtin::reference_server_limits(),
+    )
+    .map_err(BuiltinError::start("the apt reference mirror"))?;
     let url = Url::parse(&format!("{}{archive}", server.base_url()))?;
     let report = run_apt_against(APT_NAME_A, &url, &canary, lab_keyring(), Some(id));
     server.stop();

@@ -131,7 +131,7 @@ pub fn serve_npm_reference(
     let server = egress_http::Server::bind(
         "127.0.0.1:0",
         mirror.clone(),
-        egress_http::Limits::default(),
+        crate::builtin::reference_server_limits(),
     )
     .map_err(BuiltinError::start("the npm reference mirror"))?;
     let registry = format!("{}/", server.base_url());

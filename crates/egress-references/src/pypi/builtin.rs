@@ -160,8 +160,12 @@ pub fn run_reference() -> Result<Report, BuiltinError> {
     snapshot.check()?;
     let mirror =
         egress_mirror::Mirror::new(Arc::clone(&snapshot)).attest(demo_attestor(snapshot.id())?);
-    let server = egress_mirror::serve_mirror(mirror, "127.0.0.1:0")
-        .map_err(BuiltinError::start("the reference mirror"))?;
+    let server = egress_mirror::serve_mirror_with(
+        mirror,
+        "127.0.0.1:0",
+        crate::builtin::reference_server_limits(),
+    )
+    .map_err(BuiltinError::start("the reference mirror"))?;
     run_against(NAME_A, &index_of(&server.base_url())?, &canary)
 }
 
