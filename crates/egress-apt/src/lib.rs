@@ -30,8 +30,8 @@ pub use packages::{parse_packages, render_packages, PackageEntry};
 pub use path::{by_hash_path, IndexPath, PathError, PoolPath, MAX_PATH};
 pub use release::{parse_rfc2822, render_release, rfc2822_utc, IndexEntry, Release, ReleaseFields};
 pub use sources::{
-    is_one_line_style, parse_deb822_sources, parse_sources_list, SignedBy, SourceEntry,
-    SourcesError,
+    is_one_line_style, parse_deb822_sources, parse_sources_list, source_uris, SignedBy,
+    SourceEntry, SourcesError,
 };
 
 /// Why a deb822 document, a `Release` or a `Packages` file cannot be used.

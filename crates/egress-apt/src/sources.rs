@@ -134,12 +134,8 @@ pub fn parse_deb822_sources(text: &str) -> Result<Vec<SourceEntry>, SourcesError
         let line = p.line();
         let bad = |why: String| SourcesError { line, why };
         let words = |name: &str| p.get(name).map(list).unwrap_or_default();
-        if let Some(enabled) = p.get("Enabled") {
-            match enabled.to_ascii_lowercase().as_str() {
-                "no" | "false" | "without" | "off" | "disable" => continue,
-                "yes" | "true" | "with" | "on" | "enable" => {}
-                other => return Err(bad(format!("Enabled: {:?} is not yes or no", quote(other)))),
-            }
+        if !enabled(&p)? {
+            continue;
         }
         let types = words("Types");
         if types.is_empty() {
@@ -183,6 +179,55 @@ pub fn parse_deb822_sources(text: &str) -> Result<Vec<SourceEntry>, SourcesError
                     words("Architectures"),
                 )?);
             }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a deb822 paragraph is enabled (`Enabled`, yes unless it says no).
+fn enabled(p: &crate::Paragraph) -> Result<bool, SourcesError> {
+    match p.get("Enabled").map(str::to_ascii_lowercase).as_deref() {
+        None | Some("yes" | "true" | "with" | "on" | "enable") => Ok(true),
+        Some("no" | "false" | "without" | "off" | "disable") => Ok(false),
+        Some(other) => Err(SourcesError {
+            line: p.line(),
+            why: format!("Enabled: {:?} is not yes or no", quote(other)),
+        }),
+    }
+}
+
+/// Every URI apt would fetch from, with its 1-based line: the `deb` and
+/// `deb-src` entries of a one-line list (`deb822` false) or of the enabled
+/// paragraphs of a `.sources` file, read leniently (a line or paragraph
+/// that is not a source is skipped, not refused): what a sandbox is told
+/// to reach, whatever a build would make of it.
+pub fn source_uris(text: &str, deb822: bool) -> Result<Vec<(usize, String)>, SourcesError> {
+    let mut out = Vec::new();
+    if deb822 {
+        for p in parse_paragraphs_with_comments(text)? {
+            let types = p.get("Types").map(list).unwrap_or_default();
+            if !enabled(&p)? || !types.iter().any(|t| t == "deb" || t == "deb-src") {
+                continue;
+            }
+            let uris = p.get("URIs").map(list).unwrap_or_default();
+            out.extend(uris.into_iter().map(|u| (p.line(), u)));
+        }
+        return Ok(out);
+    }
+    for (index, raw) in text.lines().enumerate() {
+        let content = raw.split('#').next().unwrap_or_default().trim();
+        let type_end = content.find([' ', '\t', '[']).unwrap_or(content.len());
+        let (kind, rest) = content.split_at_checked(type_end).unwrap_or((content, ""));
+        if kind != "deb" && kind != "deb-src" {
+            continue;
+        }
+        let rest = rest.trim_start();
+        let words = match rest.strip_prefix('[') {
+            Some(r) => r.split_once(']').map_or("", |(_, w)| w),
+            None => rest,
+        };
+        if let Some(uri) = words.split_whitespace().next() {
+            out.push((index + 1, uri.to_string()));
         }
     }
     Ok(out)
@@ -286,6 +331,29 @@ mod tests {
                 "/usr/share/keyrings/debian-archive-keyring.gpg".into()
             ]))
         );
+    }
+
+    #[test]
+    fn every_uri_apt_fetches_from() {
+        let text = "Types: deb\n# http://snapshot.debian.org/archive/debian/20250520T000000Z\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\nTypes: deb-src\nURIs: http://src.example/debian https://two.example/d\nSuites: bookworm\n\nEnabled: no\nTypes: deb\nURIs: http://off.example/debian\nSuites: x\n";
+        assert_eq!(
+            source_uris(text, true).unwrap(),
+            [
+                (1, "http://deb.debian.org/debian".to_string()),
+                (7, "http://src.example/debian".to_string()),
+                (7, "https://two.example/d".to_string()),
+            ]
+        );
+        let list = "# deb http://commented.example/ x main\ndeb [arch=amd64 signed-by=/k.gpg] http://a.example/debian bookworm main # http://tail.example/\ndeb-src http://b.example/debian ./\ndeb cdrom:[Debian]/ bookworm main\nnonsense\n";
+        assert_eq!(
+            source_uris(list, false).unwrap(),
+            [
+                (2, "http://a.example/debian".to_string()),
+                (3, "http://b.example/debian".to_string()),
+                (4, "cdrom:[Debian]/".to_string()),
+            ]
+        );
+        assert!(source_uris("Enabled: maybe\nTypes: deb\n", true).is_err());
     }
 
     #[test]

@@ -9,12 +9,17 @@
 //! with a cleared environment, so it never meets the machine's own
 //! network, resolvers or configuration.
 //!
-//! Sealed: PASS. Each failing variant opens one path and the scan must
-//! FAIL naming it: a default route to the canary, a resolver that answers
-//! (and the canary's DNS log shows the unique name arrived), HTTPS_PROXY
-//! set to the canary, a pip.conf extra-index-url past the mirror, an IPv6
-//! route, a mirror that accepts CONNECT, a uv.lock whose file URLs point
-//! at files.pythonhosted.org. Each report re-derives with `report verify`.
+//! Every sandbox carries Debian's stock apt sources (deb.debian.org).
+//! Sealed: PASS, exit 0, the stock sources a notice with the failed name
+//! lookup; an unreachable proxy and an unreadable pip.conf are notices too.
+//! Each failing variant opens one path and the scan must FAIL naming it: a
+//! default route to the canary (and an apt source on it), a resolver that
+//! answers (and the canary's DNS log shows the unique name arrived), a
+//! proxy on the lab that answers (in HTTPS_PROXY and apt.conf), a pip.conf
+//! extra-index-url that answers, an IPv6 route, a mirror that accepts
+//! CONNECT, a uv.lock whose file URLs point at files.pythonhosted.org.
+//! Each report re-derives with `report verify`, and its text lists the
+//! notices after the findings.
 //!
 //! Needs root and `ip netns` (iproute2); without them each test prints why
 //! and returns.
@@ -39,6 +44,27 @@ const CANARY_IP: &str = "203.0.113.1";
 const CANARY: &str = "203.0.113.1:8700";
 const ZONE: &str = "canary.example";
 const MIRROR_URL: &str = "http://198.51.100.1:8080/simple/";
+/// Where the CONNECT-accepting front (a proxy that serves the mirror's
+/// pages, so claims to be the mirror) listens, when a test starts it.
+const FRONT: &str = "198.51.100.1:8081";
+const STOCK_SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
+/// Debian 12's stock `debian.sources`, as every debian:bookworm (and
+/// python:3.x-slim) image carries it.
+const STOCK_DEBIAN_SOURCES: &str = "\
+Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+# http://snapshot.debian.org/archive/debian-security/20250520T000000Z
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+";
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -183,9 +209,16 @@ impl Topology {
             )
             .unwrap();
         }
+        // apt's configuration as a stock Debian image has it: the public
+        // archive in debian.sources (which a sealed sandbox cannot reach).
         if Path::new("/etc/apt").is_dir() {
             std::fs::create_dir_all(etc.join("apt/sources.list.d")).unwrap();
             std::fs::create_dir_all(etc.join("apt/apt.conf.d")).unwrap();
+            std::fs::write(
+                etc.join("apt/sources.list.d/debian.sources"),
+                STOCK_DEBIAN_SOURCES,
+            )
+            .unwrap();
         }
         std::fs::create_dir_all(t.dir.join("home")).unwrap();
         std::fs::create_dir_all(t.dir.join("work")).unwrap();
@@ -266,17 +299,36 @@ impl Topology {
                 "--nocapture",
             ],
         );
-        cmd.env("EGRESS_FIXTURE_LISTEN", format!("{MIRROR_IP}:8081"))
+        cmd.env("EGRESS_FIXTURE_LISTEN", FRONT)
             .env("EGRESS_FIXTURE_BACKEND", format!("http://{MIRROR_IP}:8080"));
         self.procs.push(Proc::spawn(cmd, "tunnelling front ready"));
+    }
+
+    /// Whether the sandbox sees apt's configuration (the machine has an
+    /// /etc/apt for `ip netns exec` to bind ours over).
+    fn has_apt(&self) -> bool {
+        self.etc().join("apt").is_dir()
     }
 
     /// `sandbox-scan` inside the sandbox namespace, with a cleared
     /// environment plus `env`; its report, after `report verify` agreed.
     fn scan(&self, mirror: &str, env: &[(&str, &str)], lockfiles: Option<&Path>) -> ScanReport {
+        self.scan_through(&[], mirror, env, lockfiles)
+    }
+
+    /// `scan`, the scan started through `wrap` (a program and its
+    /// arguments, e.g. setpriv dropping capabilities) inside the namespace.
+    fn scan_through(
+        &self,
+        wrap: &[&str],
+        mirror: &str,
+        env: &[(&str, &str)],
+        lockfiles: Option<&Path>,
+    ) -> ScanReport {
         let out = self.dir.join("out");
         let mut cmd = Command::new(&self.ip);
         cmd.args(["netns", "exec", &self.sandbox])
+            .args(wrap)
             .arg(env!("CARGO_BIN_EXE_egress-conformance"))
             .args(["sandbox-scan", "--mirror", mirror, "--canary", CANARY])
             .args(["--canary-zone", ZONE, "--format", "json", "--out", s(&out)]);
@@ -310,6 +362,16 @@ impl Topology {
             "report verify: {}",
             String::from_utf8_lossy(&v.stdout)
         );
+        // The text lists the notices after the findings, one line each.
+        let text = std::fs::read_to_string(out.join("scan.txt")).unwrap();
+        let notice_lines = text.lines().filter(|l| l.starts_with("  notice: ")).count();
+        assert_eq!(notice_lines, report.notices.len(), "{text}");
+        if let (Some(first), Some(last_check)) = (
+            text.find("  notice: "),
+            report.records.last().map(|r| text.find(&r.id).unwrap()),
+        ) {
+            assert!(first > last_check, "{text}");
+        }
         report
     }
 }
@@ -372,6 +434,24 @@ fn only_these_fail(r: &ScanReport, failing: &[&str]) {
     }
 }
 
+/// The notice of check `id` configured as `configured`, at `place`.
+fn notice<'a>(
+    r: &'a ScanReport,
+    id: &str,
+    place: &str,
+    configured: &str,
+) -> &'a egress_sandbox::Notice {
+    r.notices
+        .iter()
+        .find(|n| n.check == id && n.place == place && n.configured == configured)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {id} notice for {configured} at {place}: {:#?}",
+                r.notices
+            )
+        })
+}
+
 fn lab(tag: &str, dns: &str) -> (Topology, usize) {
     let mut t = Topology::new(tag);
     t.start_mirror();
@@ -420,6 +500,133 @@ fn sealed_sandbox_passes() {
         !t.procs[canary].lines().iter().any(|l| l.contains(&name)),
         "the unique name reached the canary"
     );
+    // The stock apt sources name the public archive, which the sealed
+    // sandbox cannot reach: a notice with the attempt that failed, not a
+    // FAIL; the exit stays 0.
+    assert_eq!(r.exit_code(), 0);
+    if t.has_apt() {
+        assert_eq!(status(&r, "S.apt"), Status::Pass);
+        for (line, uri) in [
+            (1, "http://deb.debian.org/debian"),
+            (8, "http://deb.debian.org/debian-security"),
+        ] {
+            let n = notice(&r, "S.apt", &format!("{STOCK_SOURCES} line {line}"), uri);
+            assert_eq!(n.kind, egress_sandbox::NoticeKind::Unreachable);
+            // The sandbox's resolver (203.0.113.1, no route to it) was
+            // asked, from inside the namespace, and could not be reached.
+            assert!(
+                n.attempt.starts_with("name resolution failed")
+                    && n.attempt
+                        .contains("DNS A deb.debian.org via 203.0.113.1:53"),
+                "{}",
+                n.attempt
+            );
+        }
+        // A comment's URL is no source.
+        assert!(!r.notices.iter().any(|n| n.configured.contains("snapshot")));
+    }
+}
+
+#[test]
+fn a_proxy_the_sandbox_cannot_reach_is_a_notice() {
+    require_netns!();
+    let (t, _) = lab("proxy", &format!("{CANARY_IP}:53"));
+    let proxy = format!("http://{CANARY}");
+    let r = t.scan(MIRROR_URL, &[("HTTPS_PROXY", &proxy)], None);
+    only_these_fail(&r, &[]);
+    assert_eq!(r.outcome, Status::Pass);
+    let n = notice(&r, "S.proxy-env", "HTTPS_PROXY", &proxy);
+    assert!(
+        n.attempt
+            .contains(&format!("TCP {CANARY} (203.0.113.1): unreachable")),
+        "{}",
+        n.attempt
+    );
+}
+
+#[test]
+fn a_proxy_on_the_lab_that_answers_fails_whatever_it_claims() {
+    require_netns!();
+    let (mut t, _) = lab("labproxy", &format!("{CANARY_IP}:53"));
+    // It serves the mirror's own pages (it claims to be the mirror), on
+    // the mirror's address; the mirror is 198.51.100.1:8080, as --mirror
+    // says.
+    t.start_tunnelling_front();
+    let proxy = format!("http://{FRONT}");
+    let mut failing = vec!["S.proxy-env"];
+    if t.has_apt() {
+        std::fs::write(
+            t.etc().join("apt/apt.conf.d/01proxy"),
+            format!("Acquire::http::Proxy \"{proxy}/\";\n"),
+        )
+        .unwrap();
+        failing.push("S.apt");
+    }
+    let r = t.scan(MIRROR_URL, &[("HTTPS_PROXY", &proxy)], None);
+    fails_naming(
+        &r,
+        "S.proxy-env",
+        &format!("HTTPS_PROXY={proxy}: a proxy that answers at {FRONT}"),
+    );
+    if t.has_apt() {
+        fails_naming(
+            &r,
+            "S.apt",
+            &format!(
+                "/etc/apt/apt.conf.d/01proxy line 1: {proxy}/: a proxy that answers at {FRONT}"
+            ),
+        );
+        // The stock sources stay notices beside the findings.
+        notice(
+            &r,
+            "S.apt",
+            &format!("{STOCK_SOURCES} line 1"),
+            "http://deb.debian.org/debian",
+        );
+    }
+    only_these_fail(&r, &failing);
+}
+
+#[test]
+fn an_unreadable_config_file_is_a_notice() {
+    require_netns!();
+    let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .iter()
+        .find(|p| Path::new(p).is_file())
+    else {
+        eprintln!("SKIPPED: no setpriv (util-linux) to drop the DAC override capabilities");
+        return;
+    };
+    let (t, _) = lab("unread", &format!("{CANARY_IP}:53"));
+    let conf = t.dir.join("home/.config/pip");
+    std::fs::create_dir_all(&conf).unwrap();
+    let pip_conf = conf.join("pip.conf");
+    std::fs::write(&pip_conf, "[global]\nindex-url = https://pypi.org/simple\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pip_conf, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Root reads any file; without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH
+    // it meets the file's mode as any user would.
+    let r = t.scan_through(
+        &[
+            setpriv,
+            "--bounding-set",
+            "-dac_override,-dac_read_search",
+            "--",
+        ],
+        MIRROR_URL,
+        &[],
+        None,
+    );
+    only_these_fail(&r, &[]);
+    assert_eq!(r.outcome, Status::Pass);
+    let place = pip_conf.display().to_string();
+    let n = r
+        .notices
+        .iter()
+        .find(|n| n.check == "S.pip" && n.place == place)
+        .unwrap_or_else(|| panic!("{:#?}", r.notices));
+    assert_eq!(n.kind, egress_sandbox::NoticeKind::Unread);
+    assert!(n.attempt.contains("Permission denied"), "{}", n.attempt);
 }
 
 #[test]
@@ -427,9 +634,26 @@ fn a_default_route_to_the_canary_fails() {
     require_netns!();
     let (t, _) = lab("route", &format!("{CANARY_IP}:53"));
     t.ns(&t.sandbox, &["route", "add", "default", "via", MIRROR_IP]);
+    // An apt source on the canary: unreachable when sealed, a door that
+    // answers once routed.
+    let source = format!("http://{CANARY}/debian");
+    if t.has_apt() {
+        std::fs::write(
+            t.etc().join("apt/sources.list.d/canary.list"),
+            format!("deb {source} bookworm main\n"),
+        )
+        .unwrap();
+    }
     let r = t.scan(MIRROR_URL, &[], None);
     fails_naming(&r, "S.routes", &format!("IPv4 default via {MIRROR_IP}"));
     fails_naming(&r, "R.canary", CANARY);
+    if t.has_apt() {
+        fails_naming(
+            &r,
+            "S.apt",
+            &format!("/etc/apt/sources.list.d/canary.list line 1: {source}: a door that answers at {CANARY}"),
+        );
+    }
 }
 
 #[test]
@@ -459,29 +683,34 @@ fn a_resolver_that_answers_fails_and_the_canary_sees_the_name() {
 }
 
 #[test]
-fn https_proxy_set_to_the_canary_fails() {
-    require_netns!();
-    let (t, _) = lab("proxy", &format!("{CANARY_IP}:53"));
-    let proxy = format!("http://{CANARY}");
-    let r = t.scan(MIRROR_URL, &[("HTTPS_PROXY", &proxy)], None);
-    fails_naming(&r, "S.proxy-env", &format!("HTTPS_PROXY={proxy}"));
-    only_these_fail(&r, &["S.proxy-env"]);
-}
-
-#[test]
 fn a_pip_conf_extra_index_url_past_the_mirror_fails() {
     require_netns!();
-    let (t, _) = lab("pip", &format!("{CANARY_IP}:53"));
+    let (mut t, _) = lab("pip", &format!("{CANARY_IP}:53"));
+    t.start_tunnelling_front();
     let conf = t.dir.join("home/.config/pip");
     std::fs::create_dir_all(&conf).unwrap();
+    let extra = format!("http://{FRONT}/simple/");
     std::fs::write(
         conf.join("pip.conf"),
-        format!("[global]\nindex-url = {MIRROR_URL}\nextra-index-url = https://pypi.org/simple\n"),
+        format!("[global]\nindex-url = {MIRROR_URL}\nextra-index-url = {extra}\n    https://pypi.org/simple\n"),
     )
     .unwrap();
     let r = t.scan(MIRROR_URL, &[], None);
-    fails_naming(&r, "S.pip", "https://pypi.org/simple");
+    // An extra index that answers is a door past the mirror; the public
+    // index, which the sandbox cannot reach, is a notice.
+    fails_naming(
+        &r,
+        "S.pip",
+        &format!("{extra}: a door that answers at {FRONT}"),
+    );
     only_these_fail(&r, &["S.pip"]);
+    let place = format!("{} line 4", conf.join("pip.conf").display());
+    let n = notice(&r, "S.pip", &place, "https://pypi.org/simple");
+    assert!(
+        n.attempt.starts_with("name resolution failed"),
+        "{}",
+        n.attempt
+    );
 }
 
 #[test]
@@ -595,7 +824,7 @@ impl Topology {
 #[test]
 fn check_from_sandbox_gives_one_report_of_both() {
     require_netns!();
-    let (t, _) = lab("combined", &format!("{CANARY_IP}:53"));
+    let (mut t, _) = lab("combined", &format!("{CANARY_IP}:53"));
     let doc = t.check_from_sandbox(&[]);
     assert_eq!(doc["schema"], "egress-conformance/from-sandbox/v1");
     assert_eq!(doc["scan"]["outcome"], "PASS", "{:#}", doc["scan"]);
@@ -603,8 +832,19 @@ fn check_from_sandbox_gives_one_report_of_both() {
     // The combined outcome is the worse of the two.
     let check = doc["check"]["outcome"].as_str().unwrap();
     assert_eq!(doc["outcome"], check);
+    // The stock apt sources are notices, in the scan's part.
+    if t.has_apt() {
+        let notices = doc["scan"]["notices"].as_array().unwrap();
+        assert!(
+            notices
+                .iter()
+                .any(|n| n["check"] == "S.apt" && n["configured"] == "http://deb.debian.org/debian"),
+            "{notices:#?}"
+        );
+    }
     // A path out makes the whole report FAIL, whatever the check says.
-    let proxy = format!("http://{CANARY}");
+    t.start_tunnelling_front();
+    let proxy = format!("http://{FRONT}");
     let doc = t.check_from_sandbox(&[("HTTPS_PROXY", &proxy)]);
     assert_eq!(doc["scan"]["outcome"], "FAIL");
     assert_eq!(doc["outcome"], "FAIL");

@@ -10,7 +10,10 @@ use crate::judge::{self, Judged};
 pub enum Kind {
     /// The positive control: the mirror answers.
     Control,
-    /// What the sandbox is told (files, variables); needs no network.
+    /// What the sandbox is told (files, variables). A client
+    /// configuration's doors are tried as well (`doors`): one that answers
+    /// fails the check, one found unreachable is a notice, which counts
+    /// only when the control passed.
     Told,
     /// What the sandbox can do: an attempt whose "unreachable" counts only
     /// when the control passed.
@@ -56,49 +59,49 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "S.proxy-env",
-        title: "proxy variables name only the mirror",
+        title: "proxy variables lead only to the mirror",
         kind: Kind::Told,
         collect: collect::proxy_env,
         judge: judge::proxy_env,
     },
     Check {
         id: "S.pip",
-        title: "pip.conf and PIP_* name only the mirror",
+        title: "pip.conf and PIP_* lead only to the mirror",
         kind: Kind::Told,
         collect: collect::pip,
         judge: judge::client_config,
     },
     Check {
         id: "S.uv",
-        title: "uv.toml and UV_* name only the mirror",
+        title: "uv.toml and UV_* lead only to the mirror",
         kind: Kind::Told,
         collect: collect::uv,
         judge: judge::client_config,
     },
     Check {
         id: "S.npm",
-        title: ".npmrc and npm_config_* name only the mirror",
+        title: ".npmrc and npm_config_* lead only to the mirror",
         kind: Kind::Told,
         collect: collect::npm,
         judge: judge::client_config,
     },
     Check {
         id: "S.cargo",
-        title: "cargo's config and CARGO_* name only the mirror",
+        title: "cargo's config and CARGO_* lead only to the mirror",
         kind: Kind::Told,
         collect: collect::cargo,
         judge: judge::client_config,
     },
     Check {
         id: "S.go",
-        title: "GOPROXY and go's env name only the mirror",
+        title: "GOPROXY and go's env lead only to the mirror",
         kind: Kind::Told,
         collect: collect::go,
         judge: judge::client_config,
     },
     Check {
         id: "S.apt",
-        title: "apt's sources and proxies name only the mirror",
+        title: "apt's sources and proxies lead only to the mirror",
         kind: Kind::Told,
         collect: collect::apt,
         judge: judge::client_config,

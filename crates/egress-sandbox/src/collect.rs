@@ -3,6 +3,7 @@
 //! decide from it alone.
 
 use crate::dns;
+use crate::doors;
 use crate::evidence::{DnsAttempt, Evidence, ScanPlan, TcpAttempt, TcpOutcome};
 use crate::names::{redact, redact_var};
 use crate::net;
@@ -227,7 +228,9 @@ pub fn resolvers(_ctx: &Context) -> Vec<Evidence> {
 }
 
 pub fn proxy_env(ctx: &Context) -> Vec<Evidence> {
-    vec![ctx.env_evidence(crate::judge::is_proxy_var)]
+    let out = vec![ctx.env_evidence(doors::is_proxy_var)];
+    let named = doors::proxies(&ctx.plan, &out);
+    with_attempts(ctx, out, &named)
 }
 
 pub fn pip(ctx: &Context) -> Vec<Evidence> {
@@ -244,7 +247,7 @@ pub fn pip(ctx: &Context) -> Vec<Evidence> {
     }
     let mut out = vec![ctx.env_evidence(|n| n.starts_with("PIP_"))];
     out.extend(files(paths));
-    out
+    client_attempts(ctx, out)
 }
 
 pub fn uv(ctx: &Context) -> Vec<Evidence> {
@@ -258,7 +261,7 @@ pub fn uv(ctx: &Context) -> Vec<Evidence> {
     paths.push(ctx.cwd.join("uv.toml"));
     let mut out = vec![ctx.env_evidence(|n| n.starts_with("UV_"))];
     out.extend(files(paths));
-    out
+    client_attempts(ctx, out)
 }
 
 /// npm's prefix: `npm_config_prefix`, else the directory above the `bin`
@@ -294,7 +297,7 @@ pub fn npm(ctx: &Context) -> Vec<Evidence> {
     paths.extend(global);
     let mut out = vec![ctx.env_evidence(|n| n.to_ascii_lowercase().starts_with("npm_config_"))];
     out.extend(files(paths));
-    out
+    client_attempts(ctx, out)
 }
 
 pub fn cargo(ctx: &Context) -> Vec<Evidence> {
@@ -309,7 +312,7 @@ pub fn cargo(ctx: &Context) -> Vec<Evidence> {
     }
     let mut out = vec![ctx.env_evidence(|n| n.starts_with("CARGO_"))];
     out.extend(files(paths));
-    out
+    client_attempts(ctx, out)
 }
 
 pub fn go(ctx: &Context) -> Vec<Evidence> {
@@ -328,10 +331,10 @@ pub fn go(ctx: &Context) -> Vec<Evidence> {
         .or_else(|| ctx.config_home().map(|d| d.join("go/env")));
     let mut out = vec![ctx.env_evidence(|n| VARS.contains(&n))];
     out.extend(files(env_file.into_iter().collect()));
-    out
+    client_attempts(ctx, out)
 }
 
-pub fn apt(_ctx: &Context) -> Vec<Evidence> {
+pub fn apt(ctx: &Context) -> Vec<Evidence> {
     let mut out = Vec::new();
     let mut paths = vec![
         PathBuf::from("/etc/apt/sources.list"),
@@ -351,6 +354,76 @@ pub fn apt(_ctx: &Context) -> Vec<Evidence> {
         );
     }
     out.extend(files(paths));
+    client_attempts(ctx, out)
+}
+
+/// The client configuration read, and the attempts on every door it names.
+fn client_attempts(ctx: &Context, out: Vec<Evidence>) -> Vec<Evidence> {
+    let named = doors::client_doors(&ctx.plan, &out);
+    with_attempts(ctx, out, &named)
+}
+
+/// Most hosts, and most connections, one check tries for its doors.
+const MAX_DOOR_HOSTS: usize = 64;
+const MAX_DOOR_SOCKETS: usize = 256;
+
+/// `out` and the attempts on each door in `named` that is not the
+/// mirror's, as a client of this sandbox would make them: its name looked
+/// up in /etc/hosts, else through the resolvers of /etc/resolv.conf (A and
+/// AAAA, with the scan's own DNS client); then a TCP connection to each
+/// address and port, and an HTTP request where one connects. Both files
+/// are recorded, so that the judge resolves from the same text.
+fn with_attempts(ctx: &Context, mut out: Vec<Evidence>, named: &[doors::Door]) -> Vec<Evidence> {
+    // Each host once, with every port it is named with.
+    let mut hosts: Vec<(&str, Vec<u16>)> = Vec::new();
+    for d in named.iter().filter(|d| !d.mirror) {
+        let doors::Target::Host { host, ports } = &d.target else {
+            continue;
+        };
+        let full = hosts.len() >= MAX_DOOR_HOSTS;
+        match hosts.iter_mut().find(|(h, _)| h == host) {
+            Some((_, all)) => {
+                for p in ports {
+                    if !all.contains(p) {
+                        all.push(*p);
+                    }
+                }
+            }
+            None if !full => hosts.push((host.as_str(), ports.clone())),
+            None => {}
+        }
+    }
+    if hosts.is_empty() {
+        return out;
+    }
+    let mut resolving = vec![
+        read_file(Path::new(doors::HOSTS_FILE), false),
+        read_file(Path::new(doors::RESOLV_CONF), true),
+    ];
+    let queries: Vec<(dns::Name, u16)> = hosts
+        .iter()
+        .filter(|(h, _)| doors::resolve(h, &resolving).addrs.is_empty())
+        .filter_map(|(h, _)| dns::Name::new(h).ok())
+        .flat_map(|n| [(n.clone(), dns::TYPE_A), (n, dns::TYPE_AAAA)])
+        .collect();
+    resolving.extend(dns_all(ctx, &queries));
+    let mut targets: Vec<(String, SocketAddr)> = Vec::new();
+    for (host, ports) in &hosts {
+        for addr in doors::resolve(host, &resolving).addrs {
+            for &port in ports {
+                let sock = SocketAddr::new(addr, port);
+                let known = targets.iter().any(|(_, s)| *s == sock);
+                if !known
+                    && !ctx.plan.is_mirror_socket(&sock.to_string())
+                    && targets.len() < MAX_DOOR_SOCKETS
+                {
+                    targets.push((host.to_string(), sock));
+                }
+            }
+        }
+    }
+    out.extend(resolving);
+    out.extend(tcp_and_http(ctx, &targets));
     out
 }
 

@@ -141,6 +141,49 @@ pub struct ScanRecord {
     pub evidence: Vec<Evidence>,
 }
 
+/// Why a notice is not a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoticeKind {
+    /// The configuration names a host the sandbox could not reach: its
+    /// name did not resolve, or no connection to it completed. It counts
+    /// only when the positive control (`C.mirror`) passed.
+    Unreachable,
+    /// The configuration names no one host to try (go's `direct`).
+    NoHost,
+    /// A configuration file or directory the scan could not read.
+    Unread,
+}
+
+/// What a client is told that leads nowhere from this sandbox: reported
+/// beside the findings, never as one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    /// The check that found it, e.g. `S.apt`.
+    pub check: String,
+    pub kind: NoticeKind,
+    /// What is configured: a URL, a proxy, a host, as written.
+    pub configured: String,
+    /// Where: a variable's name, or `FILE line N`, or a file's path.
+    pub place: String,
+    /// The attempt that failed, or the error that stopped the read.
+    pub attempt: String,
+}
+
+impl Notice {
+    /// One line for people.
+    pub fn line(&self) -> String {
+        if self.configured.is_empty() {
+            format!("{} {}: {}", self.check, self.place, self.attempt)
+        } else {
+            format!(
+                "{} {}: {}: {}",
+                self.check, self.place, self.configured, self.attempt
+            )
+        }
+    }
+}
+
 /// A whole scan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanReport {
@@ -149,6 +192,10 @@ pub struct ScanReport {
     pub started_unix: u64,
     pub plan: ScanPlan,
     pub records: Vec<ScanRecord>,
+    /// Beside the findings (each record's `paths`): what is configured but
+    /// leads nowhere, each with the attempt that shows it.
+    #[serde(default)]
+    pub notices: Vec<Notice>,
     pub outcome: Status,
 }
 
@@ -208,6 +255,19 @@ impl Evidence {
 }
 
 impl DnsAttempt {
+    /// The reply read back when it answers the query (same id, a
+    /// response): the question's name and type, and the reply.
+    pub fn answer(&self) -> Option<(String, u16, crate::dns::Message)> {
+        let q = crate::dns::parse(self.query.as_bytes()).ok()?;
+        let question = q.questions.first()?;
+        let reply = crate::dns::parse(self.reply.as_ref()?.as_bytes()).ok()?;
+        (reply.is_response() && reply.id == q.id).then_some((
+            question.name.clone(),
+            question.qtype,
+            reply,
+        ))
+    }
+
     /// `DNS A pypi.org via 192.0.2.53:53 -> NOERROR, 1 address (…)`.
     pub fn summary(&self) -> String {
         let q = crate::dns::parse(self.query.as_bytes()).ok();
@@ -240,4 +300,66 @@ impl DnsAttempt {
             (None, None) => format!("{head} -> no reply"),
         }
     }
+}
+
+/// The files read whole in `ev`: (path, text).
+pub(crate) fn files(ev: &[Evidence]) -> Vec<(&str, String)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Evidence::File {
+                path,
+                bytes: Some(b),
+                ..
+            } => Some((path.as_str(), b.lossy())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text of the file read at `name`.
+pub(crate) fn file(ev: &[Evidence], name: &str) -> Option<String> {
+    files(ev)
+        .into_iter()
+        .find(|(p, _)| *p == name)
+        .map(|(_, t)| t)
+}
+
+/// The variables recorded in `ev`: (name, value).
+pub(crate) fn vars(ev: &[Evidence]) -> Vec<(&str, &str)> {
+    ev.iter()
+        .flat_map(|e| match e {
+            Evidence::Env { vars } => vars
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+pub(crate) fn tcps(ev: &[Evidence]) -> Vec<&TcpAttempt> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Evidence::Tcp(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn exchanges(ev: &[Evidence]) -> Vec<&Exchange> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Evidence::Http(x) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn dnss(ev: &[Evidence]) -> Vec<&DnsAttempt> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Evidence::Dns(d) => Some(d),
+            _ => None,
+        })
+        .collect()
 }

@@ -3,8 +3,12 @@
 //! `report verify` call the same functions.
 
 use crate::dns;
-use crate::evidence::{DnsAttempt, Evidence, ScanPlan, TcpAttempt, TcpOutcome};
-use crate::names::{authority_of_host, authority_of_url, is_mirror, urls_in_line, urls_in_text};
+use crate::doors;
+use crate::evidence::{
+    dnss, exchanges, file, files, tcps, vars, Evidence, Notice, NoticeKind, ScanPlan, TcpAttempt,
+    TcpOutcome,
+};
+use crate::names::{authority_of_host, authority_of_url, is_mirror};
 use crate::net;
 use egress_model::{Exchange, Status};
 
@@ -14,6 +18,9 @@ pub struct Judged {
     pub status: Status,
     pub reason: String,
     pub paths: Vec<String>,
+    /// What is configured but leads nowhere (check ids filled in by
+    /// `judge_all`).
+    pub notices: Vec<Notice>,
 }
 
 impl Judged {
@@ -22,6 +29,7 @@ impl Judged {
             status: Status::Pass,
             reason: reason.into(),
             paths: Vec::new(),
+            notices: Vec::new(),
         }
     }
     /// An observation that names no path by itself: reported as SKIPPED,
@@ -38,6 +46,7 @@ impl Judged {
             status,
             reason: reason.into(),
             paths: Vec::new(),
+            notices: Vec::new(),
         }
     }
     /// FAIL naming `paths` when there are any, else PASS with `otherwise`.
@@ -54,67 +63,9 @@ impl Judged {
             status: Status::Fail,
             reason: format!("{what}: {first}{more}"),
             paths,
+            notices: Vec::new(),
         }
     }
-}
-
-fn files(ev: &[Evidence]) -> Vec<(&str, String)> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Evidence::File {
-                path,
-                bytes: Some(b),
-                ..
-            } => Some((path.as_str(), b.lossy())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn file(ev: &[Evidence], name: &str) -> Option<String> {
-    files(ev)
-        .into_iter()
-        .find(|(p, _)| *p == name)
-        .map(|(_, t)| t)
-}
-
-fn vars(ev: &[Evidence]) -> Vec<(&str, &str)> {
-    ev.iter()
-        .flat_map(|e| match e {
-            Evidence::Env { vars } => vars
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
-                .collect::<Vec<_>>(),
-            _ => Vec::new(),
-        })
-        .collect()
-}
-
-fn tcps(ev: &[Evidence]) -> Vec<&TcpAttempt> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Evidence::Tcp(t) => Some(t),
-            _ => None,
-        })
-        .collect()
-}
-
-fn exchanges(ev: &[Evidence]) -> Vec<&Exchange> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Evidence::Http(x) => Some(x),
-            _ => None,
-        })
-        .collect()
-}
-
-fn dnss(ev: &[Evidence]) -> Vec<&DnsAttempt> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Evidence::Dns(d) => Some(d),
-            _ => None,
-        })
-        .collect()
 }
 
 /// `C.mirror`: the mirror answers its URL with a 2xx.
@@ -242,172 +193,239 @@ pub fn resolvers(_plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     }
 }
 
-const PROXY_VARS: [&str; 4] = ["http_proxy", "https_proxy", "all_proxy", "ftp_proxy"];
-
 /// Whether `name` is a proxy variable (either case).
 pub fn is_proxy_var(name: &str) -> bool {
-    let l = name.to_ascii_lowercase();
-    PROXY_VARS.contains(&l.as_str()) || l == "no_proxy"
+    doors::is_proxy_var(name)
 }
 
-/// `S.proxy-env`: a proxy variable that names anything but the mirror.
+/// `S.proxy-env`: a proxy variable whose proxy answers, on any address but
+/// the mirror's own, is a door past the mirror whatever it claims to be.
 pub fn proxy_env(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
-    let mut paths = Vec::new();
-    let mut set = Vec::new();
-    for (name, value) in vars(ev) {
-        set.push(name.to_string());
-        if !PROXY_VARS.contains(&name.to_ascii_lowercase().as_str()) || value.trim().is_empty() {
-            continue;
-        }
-        let a = if value.contains("://") {
-            authority_of_url(value.trim())
-        } else {
-            authority_of_host(value.trim())
-        };
-        match a {
-            Some(a) if is_mirror(plan, &a) => {}
-            Some(a) => paths.push(format!("{name}={value} sends clients through {}", a.host)),
-            None => paths.push(format!(
-                "{name}={value} (unreadable; clients may still use it)"
-            )),
-        }
-    }
-    Judged::paths_or(
-        paths,
-        "a proxy variable names something other than the mirror",
-        if set.is_empty() {
-            "no proxy variable is set".into()
-        } else {
-            format!(
-                "the proxy variables set ({}) name only the mirror",
-                set.join(", ")
-            )
-        },
+    let set: Vec<&str> = vars(ev).into_iter().map(|(n, _)| n).collect();
+    let none = if set.is_empty() {
+        "no proxy variable is set".to_string()
+    } else {
+        format!("proxy variables set: {}", set.join(", "))
+    };
+    judge_doors(
+        plan,
+        &doors::proxies(plan, ev),
+        ev,
+        "=",
+        "a proxy variable names a proxy that answers",
+        none,
     )
 }
 
-/// The hosts a configuration line names beyond its URLs: pip's
-/// `trusted-host`, npm's `//host/:key`, go's `direct`.
-fn special_hosts(key: &str, value: &str) -> Vec<Result<String, String>> {
-    let k = key.trim().to_ascii_lowercase();
-    let mut out = Vec::new();
-    if k.ends_with("trusted-host")
-        || k.ends_with("trusted_host")
-        || k.ends_with("insecure_host")
-        || k.ends_with("insecure-host")
-    {
-        out.extend(
-            value
-                .split([' ', ',', '\t'])
-                .filter(|h| !h.is_empty() && !h.contains("://"))
-                .map(|h| Ok(h.to_string())),
-        );
-    }
-    if let Some(rest) = key.trim().strip_prefix("//") {
-        let host = rest.split('/').next().unwrap_or(rest);
-        out.push(Ok(host.to_string()));
-    }
-    if k == "goproxy"
-        && value
-            .split([',', '|'])
-            .any(|p| p.trim().trim_matches('"') == "direct")
-    {
-        out.push(Err(format!(
-            "GOPROXY {value} includes `direct`: go fetches modules from their origin hosts"
-        )));
-    }
-    out
-}
-
-/// apt.conf files (`/etc/apt/apt.conf`, `apt.conf.d/*`) comment with `//`,
-/// which elsewhere (.npmrc) starts a `//host/` key: blank those lines (line
-/// numbers stay) so a comment is never read as a host.
-fn without_apt_comments(path: &str, text: &str) -> String {
-    if !path.contains("/apt.conf") {
-        return text.to_string();
-    }
-    text.lines()
-        .map(|l| {
-            if l.trim_start().starts_with("//") {
-                ""
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// `S.pip`, `S.uv`, `S.npm`, `S.cargo`, `S.go`, `S.apt`: a client's
-/// variables and files that name anything but the mirror.
+/// variables and files that send it to a door that answers and is not the
+/// mirror. A door that leads nowhere from the sandbox is a notice.
 pub fn client_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
-    let mut paths = Vec::new();
-    let mut named = 0usize;
-    let mut check = |place: String, url: &str, paths: &mut Vec<String>| {
-        named += 1;
-        match authority_of_url(url) {
-            Some(a) if is_mirror(plan, &a) => {}
-            Some(_) | None => paths.push(format!("{place}: {url}")),
-        }
-    };
-    for (name, value) in vars(ev) {
-        for u in urls_in_line(value) {
-            check(name.to_string(), &u, &mut paths);
-        }
-        for h in special_hosts(name, value) {
-            match h {
-                Ok(host) => match authority_of_host(&host) {
-                    Some(a) if is_mirror(plan, &a) => {}
-                    _ => paths.push(format!("{name}: host {host}")),
-                },
-                Err(why) => paths.push(format!("{name}: {why}")),
-            }
-        }
-    }
-    let mut read = Vec::new();
-    for (path, text) in files(ev) {
-        read.push(path.to_string());
-        let text = without_apt_comments(path, &text);
-        for (line, u) in urls_in_text(&text) {
-            check(format!("{path} line {line}"), &u, &mut paths);
-        }
-        for (i, line) in text.lines().enumerate() {
-            let t = line.trim();
-            if t.starts_with('#') || t.starts_with(';') {
-                continue;
-            }
-            let (k, v) = t
-                .split_once(['=', ':'])
-                .map_or((t, ""), |(k, v)| (k, v.trim()));
-            // npm's `//host/:_authToken=...`: the key holds `:` itself.
-            let k = if t.starts_with("//") {
-                t.split(['=', ' ']).next().unwrap_or(t)
-            } else {
-                k
-            };
-            for h in special_hosts(k, v) {
-                match h {
-                    Ok(host) => match authority_of_host(&host) {
-                        Some(a) if is_mirror(plan, &a) => {}
-                        _ => paths.push(format!("{path} line {}: host {host}", i + 1)),
-                    },
-                    Err(why) => paths.push(format!("{path} line {}: {why}", i + 1)),
-                }
-            }
-        }
-    }
-    Judged::paths_or(
-        paths,
-        "client configuration names something other than the mirror",
+    let read: Vec<&str> = doors::config_files(ev)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let mut j = judge_doors(
+        plan,
+        &doors::client_doors(plan, ev),
+        ev,
+        ": ",
+        "client configuration sends clients to a door that answers and is not the mirror",
         format!(
-            "{named} URL(s) named, all the mirror's; files read: {}",
+            "files read: {}",
             if read.is_empty() {
                 "none present".to_string()
             } else {
                 read.join(", ")
             }
         ),
-    )
+    );
+    j.notices.extend(unread(ev));
+    j
+}
+
+/// A configuration file or directory that exists but could not be read.
+fn unread(ev: &[Evidence]) -> Vec<Notice> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Evidence::File {
+                path,
+                bytes: None,
+                error: Some(err),
+            }
+            | Evidence::Dir {
+                path,
+                error: Some(err),
+                ..
+            } if err != "absent" && path != doors::HOSTS_FILE && path != doors::RESOLV_CONF => {
+                Some(notice(
+                    NoticeKind::Unread,
+                    String::new(),
+                    path.clone(),
+                    format!("cannot read: {err}"),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn notice(kind: NoticeKind, configured: String, place: String, attempt: String) -> Notice {
+    Notice {
+        check: String::new(),
+        kind,
+        configured,
+        place,
+        attempt,
+    }
+}
+
+/// Judges each door that is not the mirror's from the attempts recorded
+/// for it (`collect::try_doors`): one that accepted a TCP connection is a
+/// path out (FAIL); one whose name did not resolve or whose every
+/// connection failed is a notice with that attempt; one not tried, or a
+/// value the scan cannot read, is INCONCLUSIVE.
+fn judge_doors(
+    plan: &ScanPlan,
+    named: &[doors::Door],
+    ev: &[Evidence],
+    sep: &str,
+    what: &str,
+    otherwise: String,
+) -> Judged {
+    let asked = ev
+        .iter()
+        .any(|e| matches!(e, Evidence::File { path, .. } if path == doors::RESOLV_CONF));
+    let tries = tcps(ev);
+    let xs = exchanges(ev);
+    let mut paths = Vec::new();
+    let mut notices = Vec::new();
+    let mut unsure = Vec::new();
+    let mut mirror = 0usize;
+    for d in named {
+        let shown = format!("{}{sep}{}", d.place, d.configured);
+        if d.mirror {
+            mirror += 1;
+            continue;
+        }
+        let (host, ports) = match &d.target {
+            doors::Target::Host { host, ports } => (host, ports),
+            doors::Target::Unknown {
+                why,
+                inconclusive: true,
+            } => {
+                unsure.push(format!("{shown}: {why}"));
+                continue;
+            }
+            doors::Target::Unknown { why, .. } => {
+                notices.push(notice(
+                    NoticeKind::NoHost,
+                    d.configured.clone(),
+                    d.place.clone(),
+                    why.clone(),
+                ));
+                continue;
+            }
+        };
+        let r = doors::resolve(host, ev);
+        if r.addrs.is_empty() {
+            if asked && r.tried {
+                notices.push(notice(
+                    NoticeKind::Unreachable,
+                    d.configured.clone(),
+                    d.place.clone(),
+                    format!("name resolution failed: {}", r.how),
+                ));
+            } else {
+                unsure.push(format!("{shown}: not tried"));
+            }
+            continue;
+        }
+        let sockets: Vec<String> = r
+            .addrs
+            .iter()
+            .flat_map(|a| {
+                ports
+                    .iter()
+                    .map(|p| std::net::SocketAddr::new(*a, *p).to_string())
+            })
+            .filter(|s| !plan.is_mirror_socket(s))
+            .collect();
+        if sockets.is_empty() {
+            mirror += 1;
+            continue;
+        }
+        let found: Vec<Option<&&TcpAttempt>> = sockets
+            .iter()
+            .map(|s| tries.iter().find(|t| &t.addr == s))
+            .collect();
+        if let Some(t) = found
+            .iter()
+            .flatten()
+            .find(|t| t.outcome == TcpOutcome::Connected)
+        {
+            let http = xs
+                .iter()
+                .find(|x| x.peer == t.addr)
+                .map(|x| match x.status() {
+                    Some(s) => format!(", HTTP answered {s}"),
+                    None => ", no HTTP answer".to_string(),
+                })
+                .unwrap_or_default();
+            let kind = if d.proxy { "a proxy" } else { "a door" };
+            paths.push(format!(
+                "{shown}: {kind} that answers at {} ({host}: {}){http}",
+                t.addr, r.how
+            ));
+        } else if found.iter().any(Option::is_none) {
+            unsure.push(format!("{shown}: not tried"));
+        } else {
+            let attempts: Vec<String> = found
+                .iter()
+                .flatten()
+                .take(4)
+                .map(|t| Evidence::Tcp((**t).clone()).summary())
+                .collect();
+            notices.push(notice(
+                NoticeKind::Unreachable,
+                d.configured.clone(),
+                d.place.clone(),
+                format!(
+                    "{}no connection completed: {}",
+                    if host.parse::<std::net::IpAddr>().is_ok() {
+                        String::new()
+                    } else {
+                        format!(
+                            "{host} is {} ({}); ",
+                            r.addrs
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            r.how
+                        )
+                    },
+                    attempts.join("; ")
+                ),
+            ));
+        }
+    }
+    let mut j = if !paths.is_empty() {
+        Judged::paths_or(paths, what, String::new())
+    } else if !unsure.is_empty() {
+        Judged::status(
+            Status::Inconclusive,
+            format!("cannot tell: {}", unsure.join("; ")),
+        )
+    } else {
+        Judged::pass(format!(
+            "{} door(s) named: {mirror} the mirror's, {} leading nowhere from here (notices); {otherwise}",
+            named.len(),
+            notices.len()
+        ))
+    };
+    j.notices = notices;
+    j
 }
 
 /// `S.lockfiles`: lockfile URLs that name another host.
@@ -531,19 +549,6 @@ pub fn metadata(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     )
 }
 
-/// A DNS attempt as read back: (question name, type, reply) when the reply
-/// answers the query (same id, a response).
-fn answered(d: &DnsAttempt) -> Option<(String, u16, dns::Message)> {
-    let q = dns::parse(d.query.as_bytes()).ok()?;
-    let question = q.questions.first()?;
-    let reply = dns::parse(d.reply.as_ref()?.as_bytes()).ok()?;
-    (reply.is_response() && reply.id == q.id).then_some((
-        question.name.clone(),
-        question.qtype,
-        reply,
-    ))
-}
-
 fn dns_outcomes(ev: &[Evidence]) -> String {
     let ds = dnss(ev);
     let replied = ds.iter().filter(|d| d.reply.is_some()).count();
@@ -558,7 +563,7 @@ pub fn dns_public(_plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     let paths: Vec<String> = dnss(ev)
         .iter()
         .filter_map(|d| {
-            let (name, qtype, reply) = answered(d)?;
+            let (name, qtype, reply) = d.answer()?;
             let addrs = reply.addresses();
             (reply.rcode() == 0 && !reply.answers.is_empty()).then(|| {
                 format!(
@@ -602,7 +607,7 @@ pub fn dns_canary(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     let paths: Vec<String> = dnss(ev)
         .iter()
         .filter_map(|d| {
-            let (name, _, reply) = answered(d)?;
+            let (name, _, reply) = d.answer()?;
             (name == unique && reply.rcode() == 0).then(|| {
                 format!(
                     "resolver {} carried {unique} out to the canary's zone (answered NOERROR{}); the canary's DNS log shows it",

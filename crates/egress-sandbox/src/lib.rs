@@ -1,7 +1,10 @@
 //! The sandbox-side scan (`egress-conformance sandbox-scan`): run inside a
 //! sandbox, it reports every path out with its evidence and judges them
 //! as the suite judges a mirror. PASS only when the mirror is the one
-//! thing reachable; every other path is a FAIL that names it.
+//! thing reachable; every other path is a FAIL that names it. What a
+//! client is told that leads nowhere from the sandbox (a configured host
+//! whose name does not resolve, or that no connection reaches) is a
+//! notice, reported beside the findings with the attempt that failed.
 //!
 //! One binary, no set-up: it reads /proc, /sys and configuration files
 //! itself, and makes its own connections, HTTP requests ([`egress_transcript`])
@@ -9,6 +12,8 @@
 //!
 //! - [`checks::CHECKS`]: the checks in order, each a collector and a judge;
 //! - [`collect`]: the only code that reads the sandbox or the network;
+//! - [`doors`]: the doors a client configuration names and what the
+//!   sandbox's resolver says of their hosts, read by collectors and judges;
 //! - [`judge`]: pure functions of a plan and recorded evidence, so that
 //!   [`verify`] derives every verdict again from a saved report;
 //! - [`render`]: text, JSON and JUnit.
@@ -24,6 +29,7 @@
 pub mod checks;
 pub mod collect;
 pub mod dns;
+pub mod doors;
 pub mod evidence;
 pub mod judge;
 pub mod names;
@@ -31,7 +37,7 @@ pub mod net;
 pub mod render;
 
 pub use collect::{Context, Timeouts};
-pub use evidence::{Evidence, ScanPlan, ScanRecord, ScanReport, SCAN_SCHEMA};
+pub use evidence::{Evidence, Notice, NoticeKind, ScanPlan, ScanRecord, ScanReport, SCAN_SCHEMA};
 
 use checks::{Kind, CHECKS};
 use egress_model::{Status, Url};
@@ -182,22 +188,34 @@ pub fn run(ctx: &Context) -> ScanReport {
             evidence,
         })
         .collect();
-    let outcome = judge_all(&ctx.plan, &mut records);
+    let judged = judge_all(&ctx.plan, &mut records);
     ScanReport {
         schema: SCAN_SCHEMA.to_string(),
         tool: format!("egress-conformance {}", env!("CARGO_PKG_VERSION")),
         started_unix,
         plan: ctx.plan.clone(),
         records,
-        outcome,
+        notices: judged.notices,
+        outcome: judged.outcome,
     }
 }
 
+/// What [`judge_all`] derives beyond each record's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub outcome: Status,
+    /// Every check's notices, in check order.
+    pub notices: Vec<Notice>,
+}
+
 /// Judges every record from its evidence, applies the positive control
-/// (an attempt that found nothing counts only when the mirror answered),
-/// and returns the outcome: FAIL if any check fails, else INCONCLUSIVE if
-/// any is, else PASS.
-pub fn judge_all(plan: &ScanPlan, records: &mut [ScanRecord]) -> Status {
+/// (an attempt that found nothing, and a configured host found
+/// unreachable, count only when the mirror answered), and returns the
+/// notices and the outcome: FAIL if any check fails, else INCONCLUSIVE if
+/// any is, else PASS. Notices never change the outcome.
+pub fn judge_all(plan: &ScanPlan, records: &mut [ScanRecord]) -> Judgement {
+    let mut notices = Vec::new();
+    let mut unreachable = Vec::new();
     for r in records.iter_mut() {
         let j = match checks::check(&r.id) {
             Some(c) => (c.judge)(plan, &r.evidence),
@@ -205,11 +223,19 @@ pub fn judge_all(plan: &ScanPlan, records: &mut [ScanRecord]) -> Status {
                 status: Status::Inconclusive,
                 reason: "not a check this version knows".into(),
                 paths: Vec::new(),
+                notices: Vec::new(),
             },
         };
         r.status = j.status;
         r.reason = j.reason;
         r.paths = j.paths;
+        if j.notices.iter().any(|n| n.kind == NoticeKind::Unreachable) {
+            unreachable.push(r.id.clone());
+        }
+        notices.extend(j.notices.into_iter().map(|n| Notice {
+            check: r.id.clone(),
+            ..n
+        }));
     }
     let control_ok = records
         .iter()
@@ -217,7 +243,7 @@ pub fn judge_all(plan: &ScanPlan, records: &mut [ScanRecord]) -> Status {
     if !control_ok {
         for r in records.iter_mut() {
             let attempt = checks::check(&r.id).is_some_and(|c| c.kind == Kind::Attempt);
-            if attempt && r.status == Status::Pass {
+            if (attempt || unreachable.contains(&r.id)) && r.status == Status::Pass {
                 r.status = Status::Inconclusive;
                 r.reason = format!(
                     "{}; but the mirror did not answer (C.mirror), so finding nothing proves nothing",
@@ -227,13 +253,14 @@ pub fn judge_all(plan: &ScanPlan, records: &mut [ScanRecord]) -> Status {
         }
     }
     let has = |s: Status| records.iter().any(|r| r.status == s);
-    if has(Status::Fail) {
+    let outcome = if has(Status::Fail) {
         Status::Fail
     } else if has(Status::Inconclusive) || !control_ok {
         Status::Inconclusive
     } else {
         Status::Pass
-    }
+    };
+    Judgement { outcome, notices }
 }
 
 /// A recorded verdict the evidence does not support.
@@ -248,7 +275,8 @@ pub struct Disagreement {
 /// those that differ from what it records (checks, outcome, missing checks).
 pub fn verify(report: &ScanReport) -> Vec<Disagreement> {
     let mut records = report.records.clone();
-    let outcome = judge_all(&report.plan, &mut records);
+    let judged = judge_all(&report.plan, &mut records);
+    let outcome = judged.outcome;
     let mut out = Vec::new();
     for (old, new) in report.records.iter().zip(&records) {
         if old.status != new.status || old.reason != new.reason || old.paths != new.paths {
@@ -267,6 +295,14 @@ pub fn verify(report: &ScanReport) -> Vec<Disagreement> {
                 derived: (Status::Inconclusive, "check absent".into()),
             });
         }
+    }
+    if judged.notices != report.notices {
+        let lines = |n: &[Notice]| n.iter().map(Notice::line).collect::<Vec<_>>().join("; ");
+        out.push(Disagreement {
+            id: "notices".into(),
+            recorded: (Status::Pass, lines(&report.notices)),
+            derived: (Status::Pass, lines(&judged.notices)),
+        });
     }
     if outcome != report.outcome {
         out.push(Disagreement {
@@ -363,9 +399,9 @@ mod tests {
     fn the_mirror_alone_passes_a_canary_reached_fails() {
         let p = plan();
         let mut r = records(200, TcpOutcome::Unreachable);
-        assert_eq!(judge_all(&p, &mut r), Status::Pass, "{r:#?}");
+        assert_eq!(judge_all(&p, &mut r).outcome, Status::Pass, "{r:#?}");
         let mut r = records(200, TcpOutcome::Connected);
-        assert_eq!(judge_all(&p, &mut r), Status::Fail);
+        assert_eq!(judge_all(&p, &mut r).outcome, Status::Fail);
         let canary = r.iter().find(|r| r.id == "R.canary").unwrap();
         assert_eq!(
             canary.paths,
@@ -379,27 +415,28 @@ mod tests {
         // cannot make "unreachable" count.
         let p = plan();
         let mut r = records(404, TcpOutcome::Unreachable);
-        assert_eq!(judge_all(&p, &mut r), Status::Inconclusive);
+        assert_eq!(judge_all(&p, &mut r).outcome, Status::Inconclusive);
         let canary = r.iter().find(|r| r.id == "R.canary").unwrap();
         assert_eq!(canary.status, Status::Inconclusive);
         assert!(canary.reason.contains("C.mirror"), "{}", canary.reason);
         // A path found open is a FAIL even so.
         let mut r = records(404, TcpOutcome::Connected);
-        assert_eq!(judge_all(&p, &mut r), Status::Fail);
+        assert_eq!(judge_all(&p, &mut r).outcome, Status::Fail);
     }
 
     #[test]
     fn verify_names_a_verdict_the_evidence_does_not_support() {
         let p = plan();
         let mut records = records(200, TcpOutcome::Connected);
-        let outcome = judge_all(&p, &mut records);
+        let judged = judge_all(&p, &mut records);
         let mut report = ScanReport {
             schema: SCAN_SCHEMA.into(),
             tool: "t".into(),
             started_unix: 0,
             plan: p,
             records,
-            outcome,
+            notices: judged.notices,
+            outcome: judged.outcome,
         };
         assert!(verify(&report).is_empty());
         let json = render::json(&report);
@@ -420,20 +457,51 @@ mod tests {
         assert!(verify(&report).iter().any(|d| d.id == "R.canary"));
     }
 
-    #[test]
-    fn client_configs_and_lockfiles() {
-        let p = plan();
-        let file = |path: &str, text: &str| Evidence::File {
+    fn file(path: &str, text: &str) -> Evidence {
+        Evidence::File {
             path: path.into(),
             bytes: Some(WireBytes(text.as_bytes().to_vec())),
             error: None,
-        };
-        let env = |vars: &[(&str, &str)]| Evidence::Env {
+        }
+    }
+
+    fn env(vars: &[(&str, &str)]) -> Evidence {
+        Evidence::Env {
             vars: vars
                 .iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
-        };
+        }
+    }
+
+    /// What a sealed sandbox's resolver files say: no entry, no nameserver.
+    fn sealed_resolver() -> Vec<Evidence> {
+        vec![
+            file(doors::HOSTS_FILE, "127.0.0.1 localhost\n"),
+            file(doors::RESOLV_CONF, "# no nameserver\n"),
+        ]
+    }
+
+    fn tcp_to(host: &str, addr: &str, outcome: TcpOutcome) -> Evidence {
+        Evidence::Tcp(TcpAttempt {
+            label: host.into(),
+            addr: addr.into(),
+            outcome,
+            detail: if outcome == TcpOutcome::Refused {
+                "Connection refused (os error 111)".into()
+            } else {
+                String::new()
+            },
+            elapsed_ms: 1,
+        })
+    }
+
+    const STOCK: &str = "Types: deb\n# http://snapshot.debian.org/archive/debian/20250520T000000Z\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+    const STOCK_PATH: &str = "/etc/apt/sources.list.d/debian.sources";
+
+    #[test]
+    fn configs_naming_only_the_mirror_pass_without_notices() {
+        let p = plan();
         let ok = judge::client_config(
             &p,
             &[
@@ -442,23 +510,214 @@ mod tests {
             ],
         );
         assert_eq!(ok.status, Status::Pass, "{}", ok.reason);
+        assert!(ok.notices.is_empty());
         // apt.conf's `//` comments are not npm's `//host/` keys.
         let apt_conf = "// see http://example.com/\nAPT\n{\n  NeverAutoRemove { \"^pg$\"; };\n};\n";
         let quiet = judge::client_config(&p, &[file("/etc/apt/apt.conf.d/01x", apt_conf)]);
         assert_eq!(quiet.status, Status::Pass, "{:?}", quiet.paths);
-        for (ev, needle) in [
-            (file("/etc/apt/apt.conf.d/01proxy", "// a proxy\nAcquire::http::Proxy \"http://203.0.113.9:3128/\";\n"), "/etc/apt/apt.conf.d/01proxy line 2: http://203.0.113.9:3128/"),
-            (env(&[("UV_INDEX", "pub=https://pypi.org/simple")]), "UV_INDEX: https://pypi.org/simple"),
-            (env(&[("GOPROXY", "https://198.51.100.1:8080,direct")]), "direct"),
-            (env(&[("PIP_TRUSTED_HOST", "pypi.org")]), "host pypi.org"),
-            (file("/root/.npmrc", "//registry.npmjs.org/:_authToken=<redacted>\n"), "/root/.npmrc line 1: host registry.npmjs.org"),
-            (file("/etc/apt/sources.list.d/debian.sources", "Types: deb\nURIs: http://deb.debian.org/debian\n"), "deb.debian.org"),
-            (file("/root/.cargo/config.toml", "[source.crates-io]\nreplace-with = \"m\"\n[source.m]\nregistry = \"sparse+https://index.crates.io/\"\n"), "index.crates.io"),
-        ] {
-            let j = judge::client_config(&p, &[ev]);
-            assert_eq!(j.status, Status::Fail, "{needle}");
-            assert!(j.paths.iter().any(|x| x.contains(needle)), "{needle}: {:?}", j.paths);
+        assert!(quiet.notices.is_empty());
+    }
+
+    #[test]
+    fn stock_apt_sources_in_a_sealed_sandbox_are_a_notice() {
+        let p = plan();
+        let mut ev = vec![file(STOCK_PATH, STOCK)];
+        // Not tried at all (a report from before the attempts): unknown.
+        let j = judge::client_config(&p, &ev);
+        assert_eq!(j.status, Status::Inconclusive, "{}", j.reason);
+        ev.extend(sealed_resolver());
+        let j = judge::client_config(&p, &ev);
+        assert_eq!(j.status, Status::Pass, "{}", j.reason);
+        assert!(j.paths.is_empty());
+        let [n] = j.notices.as_slice() else {
+            panic!("{:?}", j.notices)
+        };
+        assert_eq!(n.kind, NoticeKind::Unreachable);
+        assert_eq!(n.configured, "http://deb.debian.org/debian");
+        assert_eq!(n.place, format!("{STOCK_PATH} line 1"));
+        assert!(
+            n.attempt.starts_with("name resolution failed")
+                && n.attempt.contains("names no nameserver"),
+            "{}",
+            n.attempt
+        );
+        // The snapshot URL in a comment is no source.
+        assert!(!j.notices.iter().any(|n| n.configured.contains("snapshot")));
+    }
+
+    #[test]
+    fn a_door_that_answers_fails_one_that_refuses_is_a_notice() {
+        let p = plan();
+        let conf = file(
+            "/etc/apt/apt.conf.d/01proxy",
+            "// a proxy\nAcquire::http::Proxy \"http://203.0.113.9:3128/\";\n",
+        );
+        let mut ev = vec![conf.clone()];
+        ev.extend(sealed_resolver());
+        ev.push(tcp_to(
+            "203.0.113.9",
+            "203.0.113.9:3128",
+            TcpOutcome::Connected,
+        ));
+        ev.push(Evidence::Http(exchange(400, b"")));
+        let j = judge::client_config(&p, &ev);
+        assert_eq!(j.status, Status::Fail);
+        assert!(
+            j.paths[0].contains("/etc/apt/apt.conf.d/01proxy line 2: http://203.0.113.9:3128/: a proxy that answers at 203.0.113.9:3128"),
+            "{:?}",
+            j.paths
+        );
+        let mut ev = vec![conf];
+        ev.extend(sealed_resolver());
+        ev.push(tcp_to(
+            "203.0.113.9",
+            "203.0.113.9:3128",
+            TcpOutcome::Refused,
+        ));
+        let j = judge::client_config(&p, &ev);
+        assert_eq!(j.status, Status::Pass, "{}", j.reason);
+        assert!(j.notices[0].attempt.contains("refused"), "{:?}", j.notices);
+        // A name the sandbox's resolver answers, at an address that
+        // accepts: FAIL.
+        let name = dns::Name::new("deb.debian.org").unwrap();
+        let q = dns::encode_query(9, &name, dns::TYPE_A);
+        let reply = dns::encode_reply(
+            &dns::parse(&q).unwrap(),
+            &["198.51.100.80".parse().unwrap()],
+            60,
+        );
+        let mut ev = vec![
+            file(STOCK_PATH, STOCK),
+            file(doors::RESOLV_CONF, "nameserver 198.51.100.53\n"),
+        ];
+        ev.push(Evidence::Dns(crate::evidence::DnsAttempt {
+            server: "198.51.100.53:53".into(),
+            query: WireBytes(q),
+            reply: Some(WireBytes(reply)),
+            error: None,
+            elapsed_ms: 1,
+        }));
+        ev.push(tcp_to(
+            "deb.debian.org",
+            "198.51.100.80:80",
+            TcpOutcome::Connected,
+        ));
+        let j = judge::client_config(&p, &ev);
+        assert_eq!(j.status, Status::Fail);
+        assert!(
+            j.paths[0].contains("198.51.100.80:80 (deb.debian.org: DNS)"),
+            "{:?}",
+            j.paths
+        );
+    }
+
+    #[test]
+    fn a_proxy_that_answers_fails_whatever_it_claims() {
+        let p = plan();
+        // On the mirror's own host but not its socket: a door past it.
+        let mut ev = vec![env(&[("HTTPS_PROXY", "http://198.51.100.1:3128")])];
+        ev.extend(sealed_resolver());
+        ev.push(tcp_to(
+            "198.51.100.1",
+            "198.51.100.1:3128",
+            TcpOutcome::Connected,
+        ));
+        ev.push(Evidence::Http(exchange(200, b"page")));
+        let j = judge::proxy_env(&p, &ev);
+        assert_eq!(j.status, Status::Fail);
+        assert!(
+            j.paths[0].starts_with("HTTPS_PROXY=http://198.51.100.1:3128: a proxy that answers"),
+            "{:?}",
+            j.paths
+        );
+        // The mirror's socket itself, as --mirror names it: not tried.
+        let j = judge::proxy_env(&p, &[env(&[("http_proxy", "198.51.100.1:8080")])]);
+        assert_eq!(j.status, Status::Pass, "{}", j.reason);
+        // A value the scan cannot read: it cannot tell.
+        let j = judge::proxy_env(&p, &[env(&[("ALL_PROXY", "http://:3128")])]);
+        assert_eq!(j.status, Status::Inconclusive, "{}", j.reason);
+    }
+
+    #[test]
+    fn unread_files_and_go_direct_are_notices() {
+        let p = plan();
+        let denied = Evidence::File {
+            path: "/etc/pip.conf".into(),
+            bytes: None,
+            error: Some("Permission denied (os error 13)".into()),
+        };
+        let absent = Evidence::File {
+            path: "/root/.pip/pip.conf".into(),
+            bytes: None,
+            error: Some("absent".into()),
+        };
+        let j = judge::client_config(&p, &[denied, absent]);
+        assert_eq!(j.status, Status::Pass);
+        let [n] = j.notices.as_slice() else {
+            panic!("{:?}", j.notices)
+        };
+        assert_eq!(
+            (n.kind, n.place.as_str()),
+            (NoticeKind::Unread, "/etc/pip.conf")
+        );
+        assert_eq!(n.attempt, "cannot read: Permission denied (os error 13)");
+        let j = judge::client_config(
+            &p,
+            &[env(&[("GOPROXY", "http://198.51.100.1:8080,direct")])],
+        );
+        assert_eq!(j.status, Status::Pass);
+        assert_eq!(j.notices[0].kind, NoticeKind::NoHost);
+    }
+
+    #[test]
+    fn an_unreachable_host_counts_only_when_the_mirror_answered() {
+        let p = plan();
+        for (control, want) in [(200, Status::Pass), (503, Status::Inconclusive)] {
+            let mut r = records(control, TcpOutcome::Unreachable);
+            let apt = r.iter_mut().find(|r| r.id == "S.apt").unwrap();
+            apt.evidence = vec![file(STOCK_PATH, STOCK)];
+            apt.evidence.extend(sealed_resolver());
+            let j = judge_all(&p, &mut r);
+            let apt = r.iter().find(|r| r.id == "S.apt").unwrap();
+            assert_eq!(apt.status, want, "{}", apt.reason);
+            assert_eq!(j.notices.len(), 1);
+            assert_eq!(j.notices[0].check, "S.apt");
+            if want == Status::Pass {
+                assert_eq!(j.outcome, Status::Pass, "a notice never fails a scan");
+                let report = ScanReport {
+                    schema: SCAN_SCHEMA.into(),
+                    tool: "t".into(),
+                    started_unix: 0,
+                    plan: p.clone(),
+                    records: r.clone(),
+                    notices: j.notices.clone(),
+                    outcome: j.outcome,
+                };
+                assert!(verify(&report).is_empty());
+                let text = render::text(&report);
+                let line = text.lines().find(|l| l.starts_with("  notice: ")).unwrap();
+                assert!(
+                    line.contains("S.apt") && line.contains("deb.debian.org"),
+                    "{line}"
+                );
+                assert!(text.find("notice:").unwrap() > text.find("S.apt").unwrap());
+                let junit = render::junit(&report);
+                assert!(junit.contains("<property name=\"notice\""), "{junit}");
+                assert_eq!(junit.matches("<failure").count(), 0);
+                let json: serde_json::Value = serde_json::from_str(&render::json(&report)).unwrap();
+                assert_eq!(json["notices"][0]["check"], "S.apt");
+                assert_eq!(json["notices"][0]["kind"], "unreachable");
+                // A dropped notice does not verify.
+                let mut tampered = report.clone();
+                tampered.notices.clear();
+                assert_eq!(verify(&tampered)[0].id, "notices");
+            }
         }
+    }
+
+    #[test]
+    fn lockfiles() {
+        let p = plan();
         let mut lp = p.clone();
         lp.lockfiles = Some("/locks".into());
         let lock = r#"{"lockfileVersion": 3, "packages": {"node_modules/a": {"resolved": "https://registry.npmjs.org/a/-/a-1.0.0.tgz"}}}"#;

@@ -192,6 +192,19 @@ pub fn nameservers(text: &str) -> Vec<IpAddr> {
         .collect()
 }
 
+/// The addresses `/etc/hosts` gives `name` (case-insensitive, any alias).
+pub fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
+    let name = name.trim_end_matches('.');
+    text.lines()
+        .filter_map(|line| {
+            let mut w = line.split('#').next()?.split_whitespace();
+            let ip: IpAddr = w.next()?.split('%').next()?.parse().ok()?;
+            w.any(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name))
+                .then_some(ip)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +280,13 @@ ff000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000
                 "fe80::1".parse().unwrap()
             ]
         );
+        let hosts = "127.0.0.1 localhost\n# 192.0.2.9 deb.debian.org\n198.51.100.1 mirror.lab Mirror\n::1 localhost ip6-localhost\nbogus mirror\n";
+        assert_eq!(
+            hosts_lookup(hosts, "MIRROR."),
+            vec!["198.51.100.1".parse::<IpAddr>().unwrap()]
+        );
+        assert_eq!(hosts_lookup(hosts, "localhost").len(), 2);
+        assert!(hosts_lookup(hosts, "deb.debian.org").is_empty());
         // Garbage is skipped, never a panic.
         assert!(routes_v4("x\n\u{0}\n").is_empty());
         assert!(routes_v6("zz 99 zz").is_empty());

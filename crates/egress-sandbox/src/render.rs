@@ -1,5 +1,7 @@
 //! A scan's report as text (verdicts, the paths they name, evidence
-//! lines), JSON (everything, re-verifiable) and JUnit XML.
+//! lines, then the notices, one line each), JSON (everything,
+//! re-verifiable; `notices` beside the records) and JUnit XML (notices as
+//! properties and output of their check's test case, never failures).
 
 use crate::checks;
 use crate::evidence::ScanReport;
@@ -45,6 +47,16 @@ pub fn text(report: &ScanReport) -> String {
             let _ = writeln!(out, "  {:<13} {:<18} evidence: {}", "", "", e.summary());
         }
     }
+    if !report.notices.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nnotices ({}: configured, but leading nowhere from this sandbox; not failures):",
+            report.notices.len()
+        );
+        for n in &report.notices {
+            let _ = writeln!(out, "  notice: {}", n.line());
+        }
+    }
     let _ = writeln!(
         out,
         "\noutcome: {} (exit {})",
@@ -85,6 +97,23 @@ pub fn junit(report: &ScanReport) -> String {
             "    <testcase classname=\"egress.sandbox.{class}\" name=\"{}\">",
             xml_escape(&r.id)
         );
+        let notices: Vec<String> = report
+            .notices
+            .iter()
+            .filter(|n| n.check == r.id)
+            .map(|n| n.line())
+            .collect();
+        if !notices.is_empty() {
+            let _ = writeln!(out, "      <properties>");
+            for n in &notices {
+                let _ = writeln!(
+                    out,
+                    "        <property name=\"notice\" value=\"{}\"/>",
+                    xml_escape(n)
+                );
+            }
+            let _ = writeln!(out, "      </properties>");
+        }
         let msg = xml_escape(&r.reason);
         match r.status {
             Status::Pass => {}
@@ -105,6 +134,7 @@ pub fn junit(report: &ScanReport) -> String {
             .paths
             .iter()
             .map(|p| format!("path: {p}"))
+            .chain(notices.iter().map(|n| format!("notice: {n}")))
             .chain(
                 r.evidence
                     .iter()

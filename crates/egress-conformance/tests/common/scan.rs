@@ -39,14 +39,15 @@ pub(crate) fn report(label: &str) -> ScanReport {
             },
         })
         .collect();
-    let outcome = egress_sandbox::judge_all(&plan, &mut records);
+    let judged = egress_sandbox::judge_all(&plan, &mut records);
     let report = ScanReport {
         schema: SCAN_SCHEMA.into(),
         tool: "egress-conformance test".into(),
         started_unix: 0,
         plan,
         records,
-        outcome,
+        notices: judged.notices,
+        outcome: judged.outcome,
     };
     assert!(
         egress_sandbox::verify(&report).is_empty(),
