@@ -640,6 +640,16 @@ fn scan_section(report: &ScanReport) -> String {
         }
         out.push_str("</article>\n");
     }
+    if !report.notices.is_empty() {
+        let _ = writeln!(
+            out,
+            "<div id=\"scan-notices\"><h3>notices: configured, but leading nowhere from this sandbox (not failures)</h3>\n<ul>"
+        );
+        for n in &report.notices {
+            let _ = writeln!(out, "<li><code>{}</code></li>", esc(&n.line()));
+        }
+        out.push_str("</ul></div>\n");
+    }
     out.push_str("</section>\n");
     out
 }
@@ -647,6 +657,46 @@ fn scan_section(report: &ScanReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_page_lists_its_notices_after_the_checks() {
+        let plan = egress_sandbox::plan(&egress_sandbox::ScanOptions {
+            mirror: "http://192.0.2.10:8080/simple/".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut records: Vec<egress_sandbox::ScanRecord> = egress_sandbox::checks::CHECKS
+            .iter()
+            .map(|c| egress_sandbox::ScanRecord {
+                id: c.id.into(),
+                status: Status::Skipped,
+                reason: String::new(),
+                paths: vec![],
+                evidence: vec![],
+            })
+            .collect();
+        let judged = egress_sandbox::judge_all(&plan, &mut records);
+        let report = ScanReport {
+            schema: egress_sandbox::SCAN_SCHEMA.into(),
+            tool: "t".into(),
+            started_unix: 0,
+            plan,
+            records,
+            notices: vec![egress_sandbox::Notice {
+                check: "S.apt".into(),
+                kind: egress_sandbox::NoticeKind::Unreachable,
+                configured: "http://deb.debian.org/<script>".into(),
+                place: "/etc/apt/sources.list.d/debian.sources line 1".into(),
+                attempt: "name resolution failed".into(),
+            }],
+            outcome: judged.outcome,
+        };
+        let page = scan(&report);
+        let at = page.find("<div id=\"scan-notices\">").unwrap();
+        assert!(at > page.find("id=\"scan-R.mirror-absolute\"").unwrap());
+        assert!(page.contains("S.apt /etc/apt/sources.list.d/debian.sources line 1: http://deb.debian.org/&lt;script&gt;: name resolution failed"));
+        assert!(!page.contains("<script>\""));
+    }
 
     #[test]
     fn escapes_markup_quotes_and_controls() {
