@@ -8,7 +8,7 @@
 //!
 //! The generic steps (the build itself, fetching with retries and
 //! resumption, progress, writing) know no protocol; each protocol is a
-//! folder ([`pypi`], [`npm`], [`apt`]) with its share of the build, registered in
+//! folder ([`pypi`], [`npm`], [`apt`], [`cargo`]) with its share of the build, registered in
 //! [`build`] below.
 
 // Reads indexes, registries and downloads: no indexing or string slicing
@@ -18,6 +18,7 @@
 
 pub mod apt;
 mod build;
+pub mod cargo;
 mod error;
 mod fetch;
 mod flatten;
@@ -43,6 +44,7 @@ pub struct BuildOptions {
     pub pypi: pypi::Inputs,
     pub npm: npm::Inputs,
     pub apt: apt::Inputs,
+    pub cargo: cargo::Inputs,
 }
 
 /// Fetches every file the locks pin, verifies each against its hash, and
@@ -57,6 +59,7 @@ pub fn build(options: BuildOptions, report: impl FnMut(&str)) -> Result<(), Buil
         Box::new(pypi::Pypi::new(options.pypi)),
         Box::new(npm::Npm::new(options.npm)),
         Box::new(apt::Apt::new(options.apt)),
+        Box::new(cargo::Cargo::new(options.cargo)),
     ];
     build::run(&options.common, parts, report)
 }

@@ -110,6 +110,8 @@ pub struct BuildArgs {
     #[arg(long, value_name = "DIR")]
     pub apt_debs: Vec<PathBuf>,
     #[command(flatten)]
+    pub cargo: egress_build::cargo::Inputs,
+    #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
     pub layer: LayerArgs,
@@ -281,6 +283,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
             apt_arch: args.apt_arch,
             apt_debs: args.apt_debs,
         },
+        cargo: args.cargo,
     };
     egress_build::build(options, |line| egress_cli::outln!("{line}")).map_err(build_failure)?;
     Ok(exit::PASS)

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{client, clients, mirror_bin, ok, run, s, tmpdir, MirrorProcess};
+use common::{client, clients, free_port, mirror_bin, ok, run, s, tmpdir, MirrorProcess};
 use egress_testca::TestCa;
 
 /// Runs `egress-conformance`, which must exit 0.
@@ -33,13 +33,6 @@ fn pip_install() -> Command {
     let mut c = client(&clients().join("bin/pip"));
     c.args(["install", "--isolated", "--no-cache-dir"]);
     c
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
 }
 
 /// Builds a signed snapshot of `requirements` from a fresh canary, then

@@ -22,7 +22,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{ok, run, s, tmpdir, MirrorProcess};
+use common::{free_port, ok, run, s, tmpdir, MirrorProcess};
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -31,13 +31,6 @@ fn err(o: &Output) -> String {
 /// The last line of stderr: the one-line error.
 fn error_line(o: &Output) -> String {
     err(o).lines().last().unwrap_or_default().to_string()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
 }
 
 /// scripts/test installs npm; its absence fails the test.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::{client, clients, ok, resign_without_chain, run, s, tmpdir, MirrorProcess};
+use common::{client, clients, free_port, ok, resign_without_chain, run, s, tmpdir, MirrorProcess};
 
 fn text(o: &Output) -> String {
     format!(
@@ -32,13 +32,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
 }
 
 /// `snapshot build` of the two universes (and `extra` flags) into `out`.

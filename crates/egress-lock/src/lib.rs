@@ -5,6 +5,8 @@
 //! - pip's hashed requirements, as `pip-compile --generate-hashes` and
 //!   `uv pip compile --generate-hashes` write them ([`parse_requirements`]);
 //! - `uv.lock`, version 1 ([`parse_uv_lock`]);
+//! - cargo's `Cargo.lock`, versions 2 to 4 ([`parse_cargo_lock`]), pinned by
+//!   the sha256 `checksum` of each `.crate`;
 //! - npm's `package-lock.json`, versions 2 and 3 ([`parse_package_lock`]),
 //!   pinned by sha512 integrity;
 //! - what `apt-get install --print-uris -qq` prints ([`parse_print_uris`]):
@@ -30,6 +32,7 @@
 )]
 
 mod apt_uris;
+mod cargolock;
 mod npmlock;
 mod requirements;
 mod rewrite;
@@ -41,6 +44,10 @@ use std::fmt;
 
 pub use apt_uris::{
     parse_print_uris, pool_path_of, split_at_pool, AptHash, AptUri, PRINT_URIS_INPUT,
+};
+pub use cargolock::{
+    is_crate_version, parse_cargo_lock, CargoLock, CratePin, CrateSkipped, CrateSource,
+    CRATES_IO_GIT, CRATES_IO_SPARSE,
 };
 pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;

@@ -15,6 +15,7 @@
 
 pub mod accept;
 pub mod base64;
+pub mod crate_name;
 pub mod digest;
 pub mod evidence;
 pub mod filename;
@@ -33,6 +34,7 @@ pub mod version;
 pub mod wire;
 
 pub use accept::{Accept, MediaRange};
+pub use crate_name::{CrateName, InvalidCrateName};
 pub use digest::Sha256Digest;
 pub use evidence::{
     Afterwards, BodyEnd, Exchange, ListenEnd, Observation, PredicateVerdict, ProbeRecord,

@@ -33,6 +33,7 @@
 
 pub mod apt;
 pub mod builtin;
+pub mod cargo;
 pub mod control;
 pub mod dns;
 pub mod haproxy;

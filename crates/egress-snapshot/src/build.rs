@@ -50,8 +50,9 @@ pub struct SnapshotBuilder {
     pub(crate) npm_registry: Option<String>,
     /// The upstream registry's keys document, served at `/-/npm/v1/keys`.
     pub(crate) npm_keys: Option<Sha256Digest>,
-    /// apt files by served path: content type and blob.
-    pub(crate) apt: BTreeMap<String, (String, Sha256Digest)>,
+    /// Files a protocol rendered whole (apt, cargo) by served path:
+    /// content type and blob.
+    pub(crate) rendered: BTreeMap<String, (String, Sha256Digest)>,
     /// What the build selected by, recorded in `SNAPSHOT.json`.
     pub(crate) selection: Option<Selection>,
     /// For a layer: its parent and tombstones (see [`crate::chain`]).
@@ -65,9 +66,10 @@ pub struct SnapshotBuilder {
     /// For a layer: the base's document, to check the add-only rule on
     /// the result.
     pub(crate) base_doc: Option<Box<SnapshotDoc>>,
-    /// For a layer: the base served apt files (which a layer carries as
-    /// they are, and cannot add to).
-    pub(crate) inherited_apt: bool,
+    /// For a layer: the base served rendered files (an apt repository, a
+    /// cargo registry), which a layer carries as they are and cannot add
+    /// to.
+    pub(crate) inherited_rendered: bool,
 }
 
 impl SnapshotBuilder {
@@ -83,13 +85,13 @@ impl SnapshotBuilder {
             npm: BTreeMap::new(),
             npm_registry: None,
             npm_keys: None,
-            apt: BTreeMap::new(),
+            rendered: BTreeMap::new(),
             selection: None,
             layer: None,
             inherited: HashMap::new(),
             chain: BTreeMap::new(),
             base_doc: None,
-            inherited_apt: false,
+            inherited_rendered: false,
         }
     }
 
@@ -150,23 +152,52 @@ impl SnapshotBuilder {
                 crate::apt::APT_PREFIX
             )));
         }
-        let digest = Sha256Digest::of(&bytes);
-        if self.layer.is_some() && !self.apt.is_empty() && self.inherited_apt {
-            return Err(SnapshotError::Base(
-                "the base serves an apt repository, and a layer cannot add to it (its signed indexes would change under the same paths); build a new base with every apt input".into(),
-            ));
+        self.add_rendered(path, content_type, bytes)
+            .map_err(SnapshotError::Apt)
+    }
+
+    /// Serves `bytes` at `path` as `content_type`: a cargo file (the
+    /// registry's `config.json`, an index file, a `.crate`; see
+    /// [`crate::cargo`]), rendered or verified by the caller. The path must
+    /// pass [`crate::cargo::is_cargo_path`]; the same bytes at a path twice
+    /// are harmless, other bytes are an error.
+    pub fn add_cargo_file(
+        &mut self,
+        path: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(), SnapshotError> {
+        if !crate::cargo::is_cargo_path(path) {
+            return Err(SnapshotError::Cargo(format!(
+                "{path:?} is not a path this mirror can serve below {}",
+                crate::cargo::CARGO_PREFIX
+            )));
         }
-        match self.apt.get(path) {
+        self.add_rendered(path, content_type, bytes)
+            .map_err(SnapshotError::Cargo)
+    }
+
+    /// A file whose bytes a protocol rendered (apt, cargo): its indexes are
+    /// signed or listed whole, so a layer cannot add to a base's.
+    fn add_rendered(
+        &mut self,
+        path: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(), String> {
+        let digest = Sha256Digest::of(&bytes);
+        if self.layer.is_some() && self.inherited_rendered {
+            return Err(
+                "the base serves an apt repository or a cargo registry, and a layer cannot add to them (their indexes would change under the same paths); build a new base with every input".into(),
+            );
+        }
+        match self.rendered.get(path) {
             Some((ct, d)) if *d == digest && ct == content_type => return Ok(()),
-            Some(_) => {
-                return Err(SnapshotError::Apt(format!(
-                    "{path}: added twice with different bytes"
-                )))
-            }
+            Some(_) => return Err(format!("{path}: added twice with different bytes")),
             None => {}
         }
         let digest = self.blobs.insert(bytes);
-        self.apt
+        self.rendered
             .insert(path.to_string(), (content_type.to_string(), digest));
         Ok(())
     }
@@ -587,7 +618,7 @@ impl SnapshotBuilder {
         self.projects = BTreeMap::new();
         self.filenames = BTreeSet::new();
         self.npm = BTreeMap::new();
-        self.apt = BTreeMap::new();
+        self.rendered = BTreeMap::new();
         self.chain = BTreeMap::new();
         self.inherited = HashMap::new();
     }
@@ -620,7 +651,7 @@ impl SnapshotBuilder {
                 bytes += name.len() + d.filename.len() + 4;
             }
         }
-        for path in self.apt.keys().chain(self.chain.keys()) {
+        for path in self.rendered.keys().chain(self.chain.keys()) {
             rows += 1;
             bytes += path.len();
         }
@@ -712,7 +743,7 @@ impl SnapshotBuilder {
         if let Some(keys) = self.npm_keys {
             serve(npm::NPM_KEYS_PATH.to_string(), NPM_JSON, keys);
         }
-        for (path, (content_type, digest)) in &self.apt {
+        for (path, (content_type, digest)) in &self.rendered {
             serve(path.clone(), content_type, *digest);
         }
         for (path, digest) in &self.chain {

@@ -35,6 +35,8 @@ pub enum SnapshotError {
     Npm(String),
     /// An apt file cannot be served as given.
     Apt(String),
+    /// A cargo file cannot be served as given.
+    Cargo(String),
     /// A filesystem operation failed.
     Io {
         action: &'static str,
@@ -136,6 +138,7 @@ impl fmt::Display for SnapshotError {
             ),
             Self::Npm(m) => write!(f, "npm: {m}"),
             Self::Apt(m) => write!(f, "apt: {m}"),
+            Self::Cargo(m) => write!(f, "cargo: {m}"),
             Self::IndexPath(p) => write!(
                 f,
                 "index path {p:?} must start and end with '/' and hold only letters, digits, '-', '_' and '.' between them (e.g. \"/simple/\")"

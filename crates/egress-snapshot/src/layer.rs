@@ -47,7 +47,7 @@ impl SnapshotBuilder {
     /// travels with the layer.
     pub fn base(&mut self, base: &StoredSnapshot) -> Result<BaseSummary, SnapshotError> {
         let bad = |why: String| SnapshotError::Base(why);
-        if !self.projects.is_empty() || !self.npm.is_empty() || !self.apt.is_empty() {
+        if !self.projects.is_empty() || !self.npm.is_empty() || !self.rendered.is_empty() {
             return Err(bad("give the base before anything is added".into()));
         }
         if base.signature().is_none() {
@@ -87,11 +87,13 @@ impl SnapshotBuilder {
             } else if path == npm::NPM_KEYS_PATH {
                 self.link(base, digest)?;
                 self.npm_keys = Some(*digest);
-            } else if apt::is_apt_path(path) {
+            } else if apt::is_apt_path(path) || crate::cargo::is_cargo_path(path) {
                 self.link(base, digest)?;
-                self.apt.insert(path.clone(), (ct.clone(), *digest));
-                self.inherited_apt = true;
-                summary.apt_files += 1;
+                self.rendered.insert(path.clone(), (ct.clone(), *digest));
+                self.inherited_rendered = true;
+                if apt::is_apt_path(path) {
+                    summary.apt_files += 1;
+                }
             } else if ct == NPM_JSON && !path.contains("%2f") && !path.contains("/-/") {
                 let corgi = by_path
                     .get(&(path.as_str(), NPM_ABBREVIATED))

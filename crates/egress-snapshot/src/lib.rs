@@ -15,6 +15,7 @@
 pub mod apt;
 mod blobs;
 mod build;
+pub mod cargo;
 pub mod chain;
 mod consistency;
 mod dir;

@@ -28,6 +28,15 @@ pub(crate) fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// A loopback port free a moment ago, for a server whose URL must be
+/// known before it starts (a snapshot that names the mirror).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
 pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }

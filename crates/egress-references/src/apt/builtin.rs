@@ -134,6 +134,7 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
                 ..Default::default()
             },
             npm: Default::default(),
+            cargo: Default::default(),
             apt: egress_build::apt::Inputs {
                 apt_uris: Some(uris),
                 apt_sources: vec![format!(
