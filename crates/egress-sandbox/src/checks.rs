@@ -87,10 +87,10 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "S.cargo",
-        title: "cargo's config and CARGO_* lead only to the mirror",
+        title: "cargo's config and CARGO_* lead only to the mirror, and hold no registry token",
         kind: Kind::Told,
         collect: collect::cargo,
-        judge: judge::client_config,
+        judge: judge::cargo_config,
     },
     Check {
         id: "S.go",

@@ -300,15 +300,23 @@ pub fn npm(ctx: &Context) -> Vec<Evidence> {
     client_attempts(ctx, out)
 }
 
+/// cargo's configuration where cargo reads it: `.cargo/config.toml` (and
+/// the older `config`) in the working directory and every directory above
+/// it, then in `$CARGO_HOME`; its credential files; `CARGO_*`.
 pub fn cargo(ctx: &Context) -> Vec<Evidence> {
     let home = ctx
         .var("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| ctx.home_join(".cargo"));
     let mut paths = Vec::new();
-    for dir in home.into_iter().chain([ctx.cwd.join(".cargo")]) {
-        paths.push(dir.join("config.toml"));
-        paths.push(dir.join("config"));
+    for dir in ctx.cwd.ancestors() {
+        paths.push(dir.join(".cargo/config.toml"));
+        paths.push(dir.join(".cargo/config"));
+    }
+    if let Some(dir) = home {
+        for name in ["config.toml", "config", "credentials.toml", "credentials"] {
+            paths.push(dir.join(name));
+        }
     }
     let mut out = vec![ctx.env_evidence(|n| n.starts_with("CARGO_"))];
     out.extend(files(paths));

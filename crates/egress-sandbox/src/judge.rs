@@ -244,6 +244,53 @@ pub fn client_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
     j
 }
 
+/// `S.cargo`: [`client_config`], and a registry token anywhere cargo
+/// would find one (a credentials file, `token` in a config, a
+/// `CARGO_REGISTRY_TOKEN` or `CARGO_REGISTRIES_<NAME>_TOKEN` variable) is
+/// a finding of its own: a credential for a registry's write routes
+/// inside the sandbox, whatever door it is for. Its value is never
+/// recorded (the evidence holds `<redacted>`).
+pub fn cargo_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
+    let mut j = client_config(plan, ev);
+    let tokens = cargo_tokens(ev);
+    if tokens.is_empty() {
+        return j;
+    }
+    let first = tokens.first().cloned().unwrap_or_default();
+    let found = format!("a registry token in the sandbox: {first}");
+    j.reason = match j.status {
+        Status::Fail => format!("{}; {found}", j.reason),
+        _ => found,
+    };
+    j.status = Status::Fail;
+    j.paths.extend(tokens);
+    j
+}
+
+/// Where cargo would find a registry token, from the recorded (redacted)
+/// variables and files.
+fn cargo_tokens(ev: &[Evidence]) -> Vec<String> {
+    let mut out: Vec<String> = vars(ev)
+        .into_iter()
+        .filter(|(n, v)| {
+            let n = n.to_ascii_uppercase();
+            !v.is_empty()
+                && (n == "CARGO_REGISTRY_TOKEN"
+                    || (n.starts_with("CARGO_REGISTRIES_") && n.ends_with("_TOKEN")))
+        })
+        .map(|(n, _)| format!("${n}"))
+        .collect();
+    for (path, text) in doors::config_files(ev) {
+        for (i, line) in text.lines().enumerate() {
+            let key = line.split_once('=').map(|(k, _)| k.trim());
+            if key.is_some_and(|k| k == "token" || k.ends_with(".token")) {
+                out.push(format!("{path} line {}", i + 1));
+            }
+        }
+    }
+    out
+}
+
 /// A configuration file or directory that exists but could not be read.
 fn unread(ev: &[Evidence]) -> Vec<Notice> {
     ev.iter()

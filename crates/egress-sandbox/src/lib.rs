@@ -396,6 +396,38 @@ mod tests {
     }
 
     #[test]
+    fn a_cargo_registry_token_in_the_sandbox_is_a_finding() {
+        // Read as the scan reads it: files redacted, values never kept.
+        let dir = std::env::temp_dir().join(format!("egress-cargo-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let creds = dir.join("credentials.toml");
+        std::fs::write(&creds, "[registry]\ntoken = \"cio-s3cr3t\"\n").unwrap();
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            "[registries.lab]\nindex = \"sparse+http://198.51.100.1:8080/cargo/index/\"\n",
+        )
+        .unwrap();
+        let file = crate::collect::read_file(&creds, true);
+        let Evidence::File { bytes: Some(b), .. } = &file else {
+            panic!("{file:?}")
+        };
+        assert!(!b.lossy().contains("s3cr3t"), "{}", b.lossy());
+        let p = plan();
+        let clean = vec![crate::collect::read_file(&config, true)];
+        assert_eq!(judge::cargo_config(&p, &clean).status, Status::Pass);
+        let j = judge::cargo_config(&p, &[clean[0].clone(), file]);
+        assert_eq!(j.status, Status::Fail, "{j:?}");
+        assert_eq!(j.paths, [format!("{} line 2", creds.display())]);
+        let env = Evidence::Env {
+            vars: vec![("CARGO_REGISTRIES_LAB_TOKEN".into(), "<redacted>".into())],
+        };
+        let j = judge::cargo_config(&p, &[env]);
+        assert_eq!(j.paths, ["$CARGO_REGISTRIES_LAB_TOKEN"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_mirror_alone_passes_a_canary_reached_fails() {
         let p = plan();
         let mut r = records(200, TcpOutcome::Unreachable);
