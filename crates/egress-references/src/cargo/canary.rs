@@ -89,6 +89,7 @@ pub fn read_index_cache(bytes: &[u8]) -> io::Result<Vec<(String, Vec<u8>)>> {
         }
         let line = parts
             .next()
+            .filter(|l| !l.is_empty())
             .ok_or_else(|| bad("a version without its line"))?;
         let version = String::from_utf8(version.to_vec()).map_err(|_| bad("version not UTF-8"))?;
         out.push((version, line.to_vec()));
