@@ -43,6 +43,7 @@ mod h2;
 mod lobby;
 mod parse;
 pub mod proxy;
+mod runtimes;
 mod sealed;
 mod server;
 mod shared;

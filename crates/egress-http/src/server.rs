@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use crate::conn::AtOnce;
 use crate::conn::{refuse_busy, Answered, Service};
 use crate::proxy::ProxyConfig;
+use crate::runtimes::{Runtimes, Spread};
 use crate::shared::{lock, Counts, RateLog, Shared};
 use crate::{Handler, Limits};
 
@@ -119,19 +120,7 @@ impl Server {
             ));
         }
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            // Fairness under thousands of busy connections: a worker takes
-            // from the shared queue before its own. With tokio's default a
-            // task that overflowed into the shared queue waited while the
-            // workers' own queues cycled: with 10,000 keep-alive
-            // connections p50 was 0.6x nginx's and p99 3x (docs/benchmarks.md,
-            // "Keep-alive fairness").
-            .global_queue_interval(1)
-            .thread_name("egress-http")
-            .enable_io()
-            .enable_time()
-            .build()?;
+        let runtimes = Runtimes::start(workers, "egress-http")?;
         let listener = listen(addr)?;
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -154,11 +143,11 @@ impl Server {
             proxy: config.proxy,
             proxy_log: RateLog::default(),
         });
-        let lobby = start_lobby(&runtime, &shared, config.acceptor.as_ref())?;
+        let lobby = start_lobby(runtimes.spread(), &shared, config.acceptor.as_ref())?;
         let accepting = AcceptThread::start(
             listener,
             Accepting {
-                handle: runtime.handle().clone(),
+                runtimes: runtimes.spread(),
                 shared: Arc::clone(&shared),
                 acceptor: config.acceptor,
                 lobby: lobby.clone(),
@@ -167,7 +156,7 @@ impl Server {
         Ok(ServerHandle {
             addr,
             shared,
-            runtime: Some(runtime),
+            runtimes: Some(runtimes),
             stop: stop_tx,
             accepting,
             lobby,
@@ -216,7 +205,7 @@ fn listen(addr: impl ToSocketAddrs) -> io::Result<std::net::TcpListener> {
 pub struct ServerHandle {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    runtime: Option<tokio::runtime::Runtime>,
+    runtimes: Option<Runtimes>,
     stop: watch::Sender<bool>,
     accepting: AcceptThread,
     lobby: Option<Arc<ConnLobby>>,
@@ -253,7 +242,7 @@ impl ServerHandle {
     }
 
     fn shutdown(&mut self) {
-        let Some(runtime) = self.runtime.take() else {
+        let Some(mut runtimes) = self.runtimes.take() else {
             return;
         };
         let _ = self.stop.send(true);
@@ -276,7 +265,7 @@ impl ServerHandle {
         }
         // Safe in any context, async included; blocking tasks still running
         // (a handler that sleeps) finish on their own.
-        runtime.shutdown_background();
+        runtimes.stop();
     }
 }
 
@@ -306,13 +295,12 @@ type ConnLobby = ();
 /// closed it).
 #[cfg(target_os = "linux")]
 fn start_lobby(
-    runtime: &tokio::runtime::Runtime,
+    runtimes: Arc<Spread>,
     shared: &Arc<Shared>,
     acceptor: Option<&Acceptor>,
 ) -> io::Result<Option<Arc<ConnLobby>>> {
     let limits = &shared.limits;
     let idle = limits.idle_timeout.min(limits.read_timeout);
-    let handle = runtime.handle().clone();
     let served = Arc::clone(shared);
     let acceptor = acceptor.cloned();
     let lobby = crate::lobby::Lobby::start(idle, move |stream, (peer, admitted)| {
@@ -324,7 +312,7 @@ fn start_lobby(
             return;
         };
         spawn_serving(
-            &handle,
+            runtimes.pick(),
             stream,
             peer,
             admitted,
@@ -338,7 +326,7 @@ fn start_lobby(
 
 #[cfg(not(target_os = "linux"))]
 fn start_lobby(
-    _runtime: &tokio::runtime::Runtime,
+    _runtimes: Arc<Spread>,
     _shared: &Arc<Shared>,
     _acceptor: Option<&Acceptor>,
 ) -> io::Result<Option<Arc<ConnLobby>>> {
@@ -604,8 +592,8 @@ fn is_resource_error(e: &io::Error) -> bool {
 
 /// What the accept thread hands accepted connections to.
 struct Accepting {
-    /// The serving runtime.
-    handle: tokio::runtime::Handle,
+    /// The serving runtimes.
+    runtimes: Arc<Spread>,
     shared: Arc<Shared>,
     acceptor: Option<Acceptor>,
     lobby: Option<Arc<ConnLobby>>,
@@ -718,7 +706,7 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
         match admit(shared, None) {
             Ok(admitted) => {
                 let (shared, acceptor) = (Arc::clone(shared), to.acceptor.clone());
-                to.handle.spawn(async move {
+                to.runtimes.pick().spawn(async move {
                     let _ = stream.set_nodelay(true);
                     if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
                         behind_proxy(stream, peer, admitted, shared, acceptor).await;
@@ -754,7 +742,7 @@ fn dispatch(stream: std::net::TcpStream, peer: SocketAddr, to: &Accepting) {
             #[cfg(not(target_os = "linux"))]
             let answered = None;
             spawn_serving(
-                &to.handle,
+                to.runtimes.pick(),
                 stream,
                 peer,
                 admitted,
@@ -777,7 +765,7 @@ fn refuse_connection(stream: std::net::TcpStream, refused: Refused, ip: IpAddr, 
         return;
     }
     let shared = Arc::clone(shared);
-    to.handle.spawn(async move {
+    to.runtimes.pick().spawn(async move {
         if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
             refuse_busy(stream, &shared.limits).await;
         }
