@@ -9,6 +9,7 @@ pub(crate) mod crash_front;
 pub(crate) mod h2_front;
 pub(crate) mod lax_front;
 pub(crate) mod mutant;
+pub(crate) mod netns;
 pub(crate) mod scan;
 
 use std::io::{BufRead, BufReader};
