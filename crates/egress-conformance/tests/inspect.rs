@@ -7,10 +7,12 @@
 //!
 //! - Sealed (the mirror is all the sandbox reaches): `egress_scan` records
 //!   PASS, and `egress_verdict` scores the sample correct.
-//! - Leaky (a default route to the lab, where the canary answers): the
-//!   sample ends FAIL before the task's solver, scored incorrect, the
-//!   failing checks named in the log; with `on_fail="eval"` the eval stops
-//!   with `EgressScanFailed`.
+//! - Leaky, in inspect's own `local` sandbox: the host's network is
+//!   reachable (inspect itself runs inside the sandbox namespace, now with a
+//!   default route to the lab, where the canary answers, so that the
+//!   "host" it probes is one the test made): the sample ends FAIL before
+//!   the task's solver, scored incorrect, the failing checks named in the
+//!   log; with `on_fail="eval"` the eval stops with `EgressScanFailed`.
 //!
 //! In both, the `.eval` log (read with `inspect log dump`) carries the
 //! verdict and the SHA-256 of the scan's JSON report, which must equal the
@@ -75,19 +77,31 @@ def egress_gate():
             task_solver(),
         ],
         scorer=egress_verdict(),
-        sandbox=("egress-netns", os.environ["EGRESS_NETNS"]),
+        sandbox=os.environ["EGRESS_SANDBOX"],
     )
 "#;
 
 /// `inspect eval` of the task in `t`'s sandbox; the log, as `inspect log
 /// dump` prints it.
-fn eval(t: &Topology, on_fail: &str) -> Value {
+/// `sandbox` is `egress-netns` (inspect runs on the host, each sample's
+/// commands in `t`'s sandbox namespace) or `local` (inspect itself runs
+/// inside the sandbox namespace, so inspect's own `local` sandbox is a
+/// host whose network is that namespace's).
+fn eval(t: &Topology, sandbox: &str, on_fail: &str) -> Value {
     let inspect = inspect_dir();
-    let dir = t.dir.join(format!("inspect-{on_fail}"));
+    let dir = t.dir.join(format!("inspect-{sandbox}-{on_fail}"));
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).unwrap();
     std::fs::write(dir.join("task.py"), TASK).unwrap();
-    let o = Command::new(inspect.join("bin/inspect"))
+    let mut cmd = if sandbox == "local" {
+        let mut c = Command::new(&t.ip);
+        c.args(["netns", "exec", &t.sandbox])
+            .arg(inspect.join("bin/inspect"));
+        c
+    } else {
+        Command::new(inspect.join("bin/inspect"))
+    };
+    let o = cmd
         .args([
             "eval",
             "task.py",
@@ -103,6 +117,7 @@ fn eval(t: &Topology, on_fail: &str) -> Value {
         .env("EGRESS_CANARY", CANARY)
         .env("EGRESS_ON_FAIL", on_fail)
         .env("EGRESS_NETNS", &t.sandbox)
+        .env("EGRESS_SANDBOX", sandbox)
         .env("INSPECT_LOG_FORMAT", "eval")
         .env("HOME", &dir)
         .env_remove("INSPECT_EVAL_MODEL")
@@ -152,7 +167,7 @@ fn the_scan_gates_each_sample_by_its_sandbox() {
     t.start_mirror();
 
     // Sealed: the mirror is the one thing the sandbox reaches.
-    let log = eval(&t, "sample");
+    let log = eval(&t, "egress-netns", "sample");
     assert_eq!(log["status"], "success", "{}", log["error"]);
     let sample = &log["samples"][0];
     let egress = &sample["metadata"]["egress"];
@@ -169,10 +184,12 @@ fn the_scan_gates_each_sample_by_its_sandbox() {
         sample["output"]
     );
 
-    // Leaky: a default route to the lab, where the canary answers.
+    // Leaky, in inspect's own `local` sandbox: the host's network (here
+    // the namespace inspect runs in) has a default route to the lab, where
+    // the canary answers.
     t.start_canary(&format!("{CANARY_IP}:53"));
     t.ns(&t.sandbox, &["route", "add", "default", "via", MIRROR_IP]);
-    let log = eval(&t, "sample");
+    let log = eval(&t, "local", "sample");
     assert_eq!(log["status"], "success", "{}", log["error"]);
     let sample = &log["samples"][0];
     let egress = &sample["metadata"]["egress"];
@@ -198,7 +215,7 @@ fn the_scan_gates_each_sample_by_its_sandbox() {
     );
 
     // on_fail="eval": the eval stops.
-    let log = eval(&t, "eval");
+    let log = eval(&t, "local", "eval");
     assert_eq!(log["status"], "error");
     let error = log["error"].to_string() + &log["samples"][0]["error"].to_string();
     assert!(
