@@ -196,6 +196,22 @@ pub(crate) fn document(
     }
 }
 
+/// One client per origin of `urls` (a lock or a universe may name more
+/// than one registry), each bounded by `limits`.
+pub(crate) fn clients_by_origin<'a>(
+    urls: impl IntoIterator<Item = &'a Url>,
+    limits: Limits,
+    cacert: Option<&Path>,
+) -> Result<std::collections::HashMap<String, Client>, egress_transcript::ClientError> {
+    let mut clients = std::collections::HashMap::new();
+    for url in urls {
+        if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(url.origin()) {
+            slot.insert(Client::new(url.clone(), limits, cacert)?);
+        }
+    }
+    Ok(clients)
+}
+
 /// The digest a download must match before it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Expect {

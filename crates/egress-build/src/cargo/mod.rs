@@ -374,16 +374,11 @@ fn download(
     net: &Net,
     jobs: &[(&egress_lock::CratePin, FileJob)],
 ) -> Result<Vec<Fetched>, BuildError> {
-    let mut clients: BTreeMap<String, Client> = BTreeMap::new();
-    for (_, job) in jobs {
-        if let std::collections::btree_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
-            slot.insert(Client::new(
-                job.url.clone(),
-                Limits::download(),
-                net.cacert,
-            )?);
-        }
-    }
+    let clients = fetch::clients_by_origin(
+        jobs.iter().map(|(_, j)| &j.url),
+        Limits::download(),
+        net.cacert,
+    )?;
     if !jobs.is_empty() {
         eprintln!("fetching {} crates", jobs.len());
     }

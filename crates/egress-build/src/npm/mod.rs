@@ -522,14 +522,11 @@ pub(crate) fn fetch_npm(
         };
         planned.push((pin, job));
     }
-    // One client per origin: a lock may name more than one registry.
-    let mut clients: HashMap<String, Client> = HashMap::new();
-    for (_, job) in &planned {
-        if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
-            let c = Client::new(job.url.clone(), Limits::download(), cacert)?;
-            slot.insert(c);
-        }
-    }
+    let clients = fetch::clients_by_origin(
+        planned.iter().map(|(_, j)| &j.url),
+        Limits::download(),
+        cacert,
+    )?;
     if !planned.is_empty() {
         eprintln!(
             "fetching {} npm tarballs pinned by {}",

@@ -36,7 +36,7 @@ use egress_select::npm::{Platform, Range, Semver};
 use egress_snapshot::{pool, NpmMaintainer, NpmVersionMeta};
 use egress_transcript::{Client, Limits};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -595,16 +595,8 @@ pub(crate) fn download(
             size: None,
         })
         .collect();
-    let mut clients: HashMap<String, Client> = HashMap::new();
-    for job in &jobs {
-        if let std::collections::hash_map::Entry::Vacant(slot) = clients.entry(job.url.origin()) {
-            slot.insert(Client::new(
-                job.url.clone(),
-                Limits::download(),
-                net.cacert,
-            )?);
-        }
-    }
+    let clients =
+        fetch::clients_by_origin(jobs.iter().map(|j| &j.url), Limits::download(), net.cacert)?;
     if !jobs.is_empty() {
         eprintln!("fetching {} npm tarballs of the universe", jobs.len());
     }
