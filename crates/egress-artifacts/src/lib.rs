@@ -16,6 +16,7 @@
     allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
 )]
 
+pub mod cargo;
 pub mod deb;
 pub mod npm;
 mod sdist;
@@ -24,6 +25,7 @@ mod wheel;
 use egress_model::{ProjectName, Sha256Digest, Version};
 use std::fmt;
 
+pub use cargo::{build_crate, CrateSpec};
 pub use deb::{
     build_deb, deb_control_paragraph, read_deb_control, DebError, DebSpec, MAINTAINER_SCRIPTS,
 };

@@ -40,6 +40,7 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         Protocol::Pypi => "snapshot build ... --dist",
         Protocol::Npm => "snapshot build ... --npm-registry-url URL --npm-dist",
         Protocol::Apt => "snapshot build --apt-uris FILE ... --apt-debs",
+        Protocol::Cargo => "snapshot build --cargo-lock Cargo.lock",
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),

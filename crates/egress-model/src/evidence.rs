@@ -180,6 +180,10 @@ pub struct UpstreamRequest {
     pub target: String,
     /// `true` when the request hit the tripwire route (an artifact's build code ran).
     pub tripwire: bool,
+    /// `true` when it carried an `Authorization` header (a registry token
+    /// passed on); the value itself is never logged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub authorization: bool,
 }
 
 /// Something the suite observed besides an exchange with the target.

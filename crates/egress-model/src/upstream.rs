@@ -82,6 +82,14 @@ pub trait Upstream: Send + Sync {
             message: "this upstream has no dist-tags".to_string(),
         })
     }
+    /// Yanks `version` of `project` (a cargo index line's `yanked` set);
+    /// returns what changed. Upstreams without yanking refuse.
+    fn yank(&self, project: &str, version: &str) -> Result<Observation, UpstreamError> {
+        let _ = (project, version);
+        Err(UpstreamError::Unsupported {
+            message: "this upstream cannot yank".to_string(),
+        })
+    }
 }
 
 /// Template expressions planted in package text, each with the text it turns

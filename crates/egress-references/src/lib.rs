@@ -60,7 +60,7 @@ pub use universe::{Universe, UNIVERSE_CUTOFF};
 
 /// Every protocol's built-in pair, in the order they are reported: the one
 /// place a protocol is registered.
-pub const BUILTIN: [builtin::Protocol; 3] = [
+pub const BUILTIN: [builtin::Protocol; 4] = [
     builtin::Protocol {
         title: "PyPI",
         run: pypi::builtin::run_both,
@@ -72,5 +72,9 @@ pub const BUILTIN: [builtin::Protocol; 3] = [
     builtin::Protocol {
         title: "apt",
         run: apt::builtin::run_apt_both,
+    },
+    builtin::Protocol {
+        title: "cargo",
+        run: cargo::builtin::run_cargo_both,
     },
 ];

@@ -25,6 +25,7 @@ impl RequestLog {
             method: req.method.clone(),
             target: req.target.clone(),
             tripwire,
+            authorization: req.header("authorization").is_some(),
         });
         tripwire
     }

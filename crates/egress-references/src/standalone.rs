@@ -26,6 +26,12 @@ impl Standalone {
             Protocol::Pypi => Self::Pypi(Canary::serve(options)?),
             Protocol::Npm => Self::Npm(NpmCanary::serve(options)?),
             Protocol::Apt => Self::Apt(AptCanary::serve(options)?),
+            Protocol::Cargo => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "there is no standalone cargo canary yet: use --protocol pypi, npm or apt",
+                ))
+            }
         })
     }
 

@@ -14,6 +14,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod apt;
+pub mod cargo;
 pub mod classify;
 pub mod collect;
 pub mod combined;

@@ -83,6 +83,7 @@ protocols! {
     Pypi: crate::pypi::Pypi = "pypi";
     Npm: crate::npm::Npm = "npm";
     Apt: crate::apt::Apt = "apt";
+    Cargo: crate::cargo::Cargo = "cargo";
 }
 
 impl Packages {
@@ -97,6 +98,7 @@ impl Packages {
             Packages::Pypi(p) => p.take_canary(up, default_absent),
             Packages::Npm(p) => return p.take_canary(up, default_absent),
             Packages::Apt(p) => p.take_canary(up, default_absent),
+            Packages::Cargo(p) => p.take_canary(up, default_absent),
         }
         Ok(())
     }

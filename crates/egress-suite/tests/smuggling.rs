@@ -361,6 +361,7 @@ fn what_follows_a_refusal_fails_the_case() {
                 method: egress_model::Method::Get,
                 target: "/simple/ec-present/?ec=ecm0123456789abcdef".into(),
                 tripwire: false,
+                authorization: false,
             }],
         }],
         ..rec.clone()

@@ -196,7 +196,7 @@ impl Part for Cargo {
         let mut names: Vec<&CrateName> = lock.pins.iter().map(|p| &p.name).collect();
         names.sort();
         names.dedup();
-        if !names.is_empty() {
+        if !names.is_empty() && !crate::progress::is_quiet() {
             eprintln!("reading {} crates' index files from {index}", names.len());
         }
         let files = pool::map(&names, net.jobs, |name| {
@@ -379,7 +379,7 @@ fn download(
         Limits::download(),
         net.cacert,
     )?;
-    if !jobs.is_empty() {
+    if !jobs.is_empty() && !crate::progress::is_quiet() {
         eprintln!("fetching {} crates", jobs.len());
     }
     let progress = Progress::new(jobs.len(), 0);

@@ -24,6 +24,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         Protocol::Pypi => index_url(&args.url)?,
         Protocol::Npm => registry_url(&args.url)?,
         Protocol::Apt => archive_url(&args.url)?,
+        Protocol::Cargo => args::base_url(&args.url, "/cargo/index/")?,
     };
     // The scan's flags are checked before anything is sent.
     let scan_plan = if args.from_sandbox {
@@ -101,6 +102,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
             };
             apt::deployed::plan(given, source, &index, &client)
         }
+        Protocol::Cargo => egress_suite::cargo::deployed::plan(given, &index),
     }
     .map_err(|e| match e {
         PlanError::Usage(m) => Failure::usage(m),

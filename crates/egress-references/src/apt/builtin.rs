@@ -87,6 +87,23 @@ fn print_uris(canary: &AptCanary) -> Result<String, BuiltinError> {
 /// A private directory for one build, removed when dropped.
 pub struct Scratch(PathBuf);
 
+impl Scratch {
+    /// A fresh private directory for `what`'s build.
+    pub fn new(what: &str) -> Result<Scratch, BuiltinError> {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("egress-builtin-{what}-{}-{t}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(BuiltinError::start("a built-in snapshot build"))?;
+        Ok(Scratch(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

@@ -260,6 +260,7 @@ mod tests {
                     method: Method::Get,
                     target: t.to_string(),
                     tripwire: false,
+                    authorization: false,
                 })
                 .collect(),
         }
