@@ -75,6 +75,7 @@ fn build_snapshot(canary: &CargoCanary, dir: &Path, mirror: &str) -> Result<Path
                 cargo_lock: Some(lock),
                 cargo_index_url: Some(canary.index_url()),
                 cargo_registry_url: Some(mirror.to_string()),
+                ..Default::default()
             },
         },
         |_| {},
@@ -104,17 +105,33 @@ pub fn start_cargo_canary() -> Result<CargoCanary, BuiltinError> {
     CargoCanary::start_fixtures().map_err(BuiltinError::start("the cargo canary upstream"))
 }
 
+/// The reference's snapshot of the fixture crates, its `config.json`
+/// naming `mirror` (`http://host:port`), built with the demonstration key,
+/// and the directory it lives in (keep it while the snapshot is served).
+pub fn demo_cargo_snapshot(
+    canary: &CargoCanary,
+    mirror: &str,
+) -> Result<(egress_snapshot::Snapshot, Scratch), BuiltinError> {
+    let dir = Scratch::new("cargo")?;
+    let snapshot =
+        egress_snapshot::Snapshot::load_dir(&build_snapshot(canary, dir.path(), mirror)?)?;
+    Ok((snapshot, dir))
+}
+
+/// A free loopback address: `config.json` names the mirror, so its port is
+/// chosen before the build.
+pub fn free_loopback() -> Result<std::net::SocketAddr, BuiltinError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(BuiltinError::start("the cargo reference mirror"))
+}
+
 pub fn run_cargo_reference() -> Result<Report, BuiltinError> {
     let what = "the cargo reference mirror";
     let canary = start_cargo_canary()?;
-    // config.json names the mirror, so its port is chosen before the build.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(BuiltinError::start(what))?;
+    let addr = free_loopback()?;
     let mirror_url = format!("http://{addr}");
-    let dir = Scratch::new("cargo")?;
-    let snapshot =
-        egress_snapshot::Snapshot::load_dir(&build_snapshot(&canary, dir.path(), &mirror_url)?)?;
+    let (snapshot, _dir) = demo_cargo_snapshot(&canary, &mirror_url)?;
     let id = snapshot.id();
     let mirror = egress_mirror::Mirror::new(Arc::new(snapshot)).attest(demo_attestor(id)?);
     let server = egress_http::Server::bind(addr, mirror, crate::builtin::reference_server_limits())
