@@ -20,6 +20,12 @@ fn status(r: &Report, id: &str) -> Status {
         .status
 }
 
+/// `report verify` re-derives every verdict from the evidence.
+fn assert_reverifies(r: &Report) {
+    let diffs = egress_suite::verify(r);
+    assert!(diffs.is_empty(), "verify disagrees: {diffs:?}");
+}
+
 fn dump(r: &Report) -> String {
     r.probes
         .iter()
@@ -31,6 +37,7 @@ fn dump(r: &Report) -> String {
 #[test]
 fn reference_a_passes_every_cargo_sub_probe() {
     let r = run_cargo_reference().expect("the cargo reference run");
+    assert_reverifies(&r);
     let text = dump(&r);
     for x in &r.probes {
         assert!(
@@ -63,6 +70,7 @@ fn reference_a_passes_every_cargo_sub_probe() {
 #[test]
 fn caching_proxy_b_fails_each_predicate_where_attributed() {
     let r = run_cargo_proxy().expect("the cargo proxy run");
+    assert_reverifies(&r);
     let text = dump(&r);
     for id in ["C.config", "C.index", "C.crate"] {
         assert_eq!(status(&r, id), Status::Pass, "{id}\n{text}");
