@@ -10,10 +10,13 @@
 //! the locked versions' lines, in the upstream's order, and its
 //! `config.json` names the mirror itself.
 
+mod universe;
+
 use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
 use crate::error::BuildError;
 use crate::fetch::{self, Document, Expect, FetchError, FileJob};
 use crate::progress::Progress;
+use crate::select::Dropped;
 use egress_lock::{CargoLock, CrateSource};
 use egress_model::{CrateName, Sha256Digest, Url};
 use egress_snapshot::cargo::{self as served, IndexLine};
@@ -22,6 +25,7 @@ use egress_transcript::{Client, Limits};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// crates.io's sparse index.
@@ -36,6 +40,13 @@ pub struct Inputs {
     /// names sparse+<mirror>/cargo/index/).
     #[arg(long, value_name = "FILE")]
     pub cargo_lock: Option<PathBuf>,
+    /// A cargo universe: one crate name per line, with an optional
+    /// requirement (`serde 1.0` or `tokio@^1.40`); `#` starts a comment.
+    /// The --exclude-newer cutoff reads the index's pubtime; --closure
+    /// follows normal and build dependencies and the optional ones the
+    /// enabled features turn on.
+    #[arg(long, value_name = "FILE", help_heading = "Universe")]
+    pub cargo_universe: Option<PathBuf>,
     /// The sparse index the locked crates are read from [default:
     /// https://index.crates.io/].
     #[arg(long, value_name = "URL")]
@@ -51,6 +62,8 @@ pub(crate) struct Cargo {
     index: Option<Url>,
     mirror: String,
     lock: Option<CargoLock>,
+    universe: Vec<universe::Line>,
+    dropped: Dropped,
     /// Each locked crate's kept index lines, in the upstream's order.
     lines: BTreeMap<CrateName, Vec<IndexLine>>,
     crates: Vec<Fetched>,
@@ -71,6 +84,8 @@ impl Cargo {
             index: None,
             mirror: String::new(),
             lock: None,
+            universe: Vec::new(),
+            dropped: Dropped::default(),
             lines: BTreeMap::new(),
             crates: Vec::new(),
         }
@@ -95,17 +110,17 @@ fn dir_url(flag: &str, raw: &str) -> Result<Url, BuildError> {
 
 impl Part for Cargo {
     fn input_flags(&self) -> &'static [&'static str] {
-        &["--cargo-lock"]
+        &["--cargo-lock", "--cargo-universe"]
     }
 
     fn has_inputs(&self) -> bool {
-        self.inputs.cargo_lock.is_some()
+        self.inputs.cargo_lock.is_some() || self.inputs.cargo_universe.is_some()
     }
 
     fn check(&mut self, _builder: &mut SnapshotBuilder) -> Result<(), BuildError> {
         let only = |flag: &str| {
             Err(BuildError::Usage(format!(
-                "{flag} is only used with --cargo-lock"
+                "{flag} is only used with --cargo-lock or --cargo-universe"
             )))
         };
         if !self.has_inputs() {
@@ -126,7 +141,7 @@ impl Part for Cargo {
         self.index = Some(dir_url("--cargo-index-url", index)?);
         let Some(mirror) = &self.inputs.cargo_registry_url else {
             return Err(BuildError::Usage(
-                "--cargo-lock needs --cargo-registry-url URL, the mirror's base URL as cargo will reach it (the served config.json's dl names it)".into(),
+                "--cargo-lock and --cargo-universe need --cargo-registry-url URL, the mirror's base URL as cargo will reach it (the served config.json's dl names it)".into(),
             ));
         };
         let mirror = dir_url("--cargo-registry-url", mirror)?;
@@ -141,107 +156,79 @@ impl Part for Cargo {
             add_source(sources, "Cargo.lock", path, digest);
             self.lock = Some(lock);
         }
+        if let Some(path) = &self.inputs.cargo_universe {
+            let (text, digest) = read_input("--cargo-universe", path)?;
+            self.universe = universe::read_lines(path, &text)?;
+            add_source(sources, "cargo-universe", path, digest);
+        }
         Ok(())
     }
 
     fn fetch(&mut self, net: &Net) -> Result<(), BuildError> {
-        let (Some(lock), Some(index)) = (&self.lock, &self.index) else {
+        let Some(index) = &self.index else {
             return Ok(());
         };
-        if let Some(cutoff) = &net.rules.exclude_newer {
-            return Err(BuildError::NoUploadTimes(format!(
-                "{}: --exclude-newer {} is for universes; a Cargo.lock pins its versions already: build it without --exclude-newer",
-                lock.file, cutoff.text
-            )));
-        }
-        if let Some(s) = lock.skipped.first() {
-            let why = match &s.source {
-                CrateSource::Git(_) => "a git source, whose bytes no checksum binds",
-                CrateSource::Registry(_) | CrateSource::CratesIo => {
-                    "a registry package without a checksum"
-                }
-                _ => "a source this build cannot fetch",
-            };
-            let line = format!(
-                "{}:{}: {} {} is {why}: not in the snapshot ({} such packages)",
-                lock.file,
-                s.line,
-                s.name,
-                s.version,
-                lock.skipped.len()
-            );
-            if net.rules.strict {
-                return Err(BuildError::Refused(format!("{line}; --strict refuses it")));
-            }
-            eprintln!("{line}");
-        }
-        if let Some(p) = lock.pins.iter().find(|p| p.source != CrateSource::CratesIo) {
-            return Err(BuildError::Conflict(format!(
-                "{}:{}: {} {} comes from {:?}, not crates.io: only crates.io's packages are fetched (from --cargo-index-url)",
-                lock.file,
-                p.line,
-                p.name,
-                p.version,
-                match &p.source {
-                    CrateSource::Registry(s) | CrateSource::Unknown(s) => s.as_str(),
-                    _ => "?",
-                }
-            )));
+        if let Some(lock) = &self.lock {
+            check_lock(lock, net)?;
         }
         let client = Client::new(index.clone(), fetch::page_limits(), net.cacert)?;
         let progress = Progress::new(0, 0);
         let dl = config_dl(&client, index, &progress)?;
-
-        // The index file of every locked crate, at most `jobs` at once.
-        let mut names: Vec<&CrateName> = lock.pins.iter().map(|p| &p.name).collect();
-        names.sort();
-        names.dedup();
-        if !names.is_empty() && !crate::progress::is_quiet() {
-            eprintln!("reading {} crates' index files from {index}", names.len());
+        let mut files = IndexFiles {
+            client: &client,
+            index,
+            jobs: net.jobs,
+            progress: &progress,
+            cache: BTreeMap::new(),
+        };
+        let mut chosen: Vec<(CrateName, IndexLine)> = Vec::new();
+        if let Some(lock) = &self.lock {
+            let names: Vec<CrateName> = lock.pins.iter().map(|p| p.name.clone()).collect();
+            files.prefetch(&names)?;
+            for pin in &lock.pins {
+                let all = files.get(&pin.name)?.unwrap_or_default();
+                let Some(line) = all.iter().find(|l| l.vers == pin.version) else {
+                    return Err(BuildError::Refused(format!(
+                        "{}:{}: {} {} is not in the index at {index}: refusing the whole snapshot",
+                        lock.file, pin.line, pin.name, pin.version
+                    )));
+                };
+                if line.cksum != pin.checksum {
+                    return Err(BuildError::Refused(format!(
+                        "{}:{}: {} {}: the index lists cksum {}, the lock pins checksum {}: refusing the whole snapshot",
+                        lock.file, pin.line, pin.name, pin.version, line.cksum, pin.checksum
+                    )));
+                }
+                chosen.push((pin.name.clone(), line.clone()));
+            }
         }
-        let files = pool::map(&names, net.jobs, |name| {
-            index_file(&client, index, name, &progress)
-        });
-        let mut by_name = BTreeMap::new();
-        for (name, file) in names.into_iter().zip(files) {
-            by_name.insert(name.clone(), file?);
+        if !self.universe.is_empty() {
+            chosen.extend(universe::select(
+                &self.universe,
+                &mut files,
+                net.rules,
+                &mut self.dropped,
+            )?);
         }
         let mut jobs = Vec::new();
-        for pin in &lock.pins {
-            let lines = by_name
-                .get(&pin.name)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            let Some(line) = lines.iter().find(|l| l.vers == pin.version) else {
-                return Err(BuildError::Refused(format!(
-                    "{}:{}: {} {} is not in the index at {index}: refusing the whole snapshot",
-                    lock.file, pin.line, pin.name, pin.version
-                )));
+        for (name, line) in chosen {
+            let kept = self.lines.entry(name.clone()).or_default();
+            if kept.iter().any(|l| l.vers == line.vers) {
+                continue;
+            }
+            let url = dl_url(&dl, &name, &line.vers, &line.cksum)?;
+            let job = FileJob {
+                filename: format!("{name}-{}.crate", line.vers),
+                url,
+                expect: Expect::Sha256(line.cksum),
+                size: None,
             };
-            if line.cksum != pin.checksum {
-                return Err(BuildError::Refused(format!(
-                    "{}:{}: {} {}: the index lists cksum {}, the lock pins checksum {}: refusing the whole snapshot",
-                    lock.file, pin.line, pin.name, pin.version, line.cksum, pin.checksum
-                )));
-            }
-            let kept = self.lines.entry(pin.name.clone()).or_default();
-            if !kept.iter().any(|l| l.vers == line.vers) {
-                kept.push(line.clone());
-            }
-            let url = dl_url(&dl, &pin.name, &pin.version, &pin.checksum)?;
-            jobs.push((
-                pin,
-                FileJob {
-                    filename: format!("{}-{}.crate", pin.name, pin.version),
-                    url,
-                    expect: Expect::Sha256(pin.checksum),
-                    size: None,
-                },
-            ));
+            jobs.push((name, line.vers.clone(), line.cksum, job));
+            kept.push(line);
         }
         // Kept in the upstream's order.
         for (name, kept) in &mut self.lines {
-            if let Some(all) = by_name.get(name) {
+            if let Ok(Some(all)) = files.get(name) {
                 kept.sort_by_key(|l| all.iter().position(|a| a.vers == l.vers));
             }
         }
@@ -258,6 +245,7 @@ impl Part for Cargo {
             files: versions,
             projects: self.lines.len(),
             versions,
+            dropped: self.dropped.clone(),
             ..Staged::default()
         }
     }
@@ -267,8 +255,11 @@ impl Part for Cargo {
         builder: &mut SnapshotBuilder,
         _out: &std::path::Path,
     ) -> Result<Staged, BuildError> {
-        let mut staged = Staged::default();
-        if self.lock.is_none() {
+        let mut staged = Staged {
+            dropped: self.dropped,
+            ..Staged::default()
+        };
+        if self.index.is_none() {
             return Ok(staged);
         }
         let add = |b: &mut SnapshotBuilder, path: &str, ct: &str, bytes: Vec<u8>| {
@@ -302,6 +293,53 @@ impl Part for Cargo {
     }
 }
 
+/// What a lock's build refuses before anything is fetched: a cutoff (a
+/// lock pins its versions already), a git source under `--strict`, a
+/// registry other than crates.io.
+fn check_lock(lock: &CargoLock, net: &Net) -> Result<(), BuildError> {
+    if let Some(cutoff) = &net.rules.exclude_newer {
+        return Err(BuildError::NoUploadTimes(format!(
+                "{}: --exclude-newer {} is for universes; a Cargo.lock pins its versions already: build it without --exclude-newer",
+                lock.file, cutoff.text
+            )));
+    }
+    if let Some(s) = lock.skipped.first() {
+        let why = match &s.source {
+            CrateSource::Git(_) => "a git source, whose bytes no checksum binds",
+            CrateSource::Registry(_) | CrateSource::CratesIo => {
+                "a registry package without a checksum"
+            }
+            _ => "a source this build cannot fetch",
+        };
+        let line = format!(
+            "{}:{}: {} {} is {why}: not in the snapshot ({} such packages)",
+            lock.file,
+            s.line,
+            s.name,
+            s.version,
+            lock.skipped.len()
+        );
+        if net.rules.strict {
+            return Err(BuildError::Refused(format!("{line}; --strict refuses it")));
+        }
+        eprintln!("{line}");
+    }
+    if let Some(p) = lock.pins.iter().find(|p| p.source != CrateSource::CratesIo) {
+        return Err(BuildError::Conflict(format!(
+                "{}:{}: {} {} comes from {:?}, not crates.io: only crates.io's packages are fetched (from --cargo-index-url)",
+                lock.file,
+                p.line,
+                p.name,
+                p.version,
+                match &p.source {
+                    CrateSource::Registry(s) | CrateSource::Unknown(s) => s.as_str(),
+                    _ => "?",
+                }
+            )));
+    }
+    Ok(())
+}
+
 /// The `dl` of the upstream's `config.json`.
 fn config_dl(client: &Client, index: &Url, progress: &Progress) -> Result<String, BuildError> {
     let url = index.with_path(&format!("{}config.json", index.path()));
@@ -322,17 +360,69 @@ fn config_dl(client: &Client, index: &Url, progress: &Progress) -> Result<String
         .ok_or_else(|| BuildError::Refused(format!("{url}: no \"dl\" string")))
 }
 
+/// The upstream's index files, each read once, fetched `jobs` at a time;
+/// a crate the index does not have (404) is `None`.
+pub(crate) struct IndexFiles<'a> {
+    client: &'a Client,
+    index: &'a Url,
+    jobs: usize,
+    progress: &'a Progress,
+    cache: BTreeMap<String, Option<Rc<Vec<IndexLine>>>>,
+}
+
+impl IndexFiles<'_> {
+    /// Fetches the files of `names` not read yet, in parallel.
+    pub(crate) fn prefetch(&mut self, names: &[CrateName]) -> Result<(), BuildError> {
+        let mut todo: Vec<&CrateName> = names
+            .iter()
+            .filter(|n| !self.cache.contains_key(&n.as_str().to_ascii_lowercase()))
+            .collect();
+        todo.sort();
+        todo.dedup_by(|a, b| a.as_str().eq_ignore_ascii_case(b.as_str()));
+        if todo.len() > 1 && !crate::progress::is_quiet() {
+            eprintln!(
+                "reading {} crates' index files from {}",
+                todo.len(),
+                self.index
+            );
+        }
+        let (client, index, progress) = (self.client, self.index, self.progress);
+        let files = pool::map(&todo, self.jobs, |name| {
+            index_file(client, index, name, progress)
+        });
+        for (name, file) in todo.into_iter().zip(files) {
+            self.cache
+                .insert(name.as_str().to_ascii_lowercase(), file?.map(Rc::new));
+        }
+        Ok(())
+    }
+
+    /// The lines of `name`'s file, fetched if it was not.
+    pub(crate) fn get(
+        &mut self,
+        name: &CrateName,
+    ) -> Result<Option<Rc<Vec<IndexLine>>>, BuildError> {
+        let key = name.as_str().to_ascii_lowercase();
+        if !self.cache.contains_key(&key) {
+            self.prefetch(std::slice::from_ref(name))?;
+        }
+        Ok(self.cache.get(&key).cloned().flatten())
+    }
+}
+
 /// The upstream's index file of `name`, read and checked.
 fn index_file(
     client: &Client,
     index: &Url,
     name: &CrateName,
     progress: &Progress,
-) -> Result<Vec<IndexLine>, BuildError> {
+) -> Result<Option<Vec<IndexLine>>, BuildError> {
     let url = index.with_path(&format!("{}{}", index.path(), name.index_path()));
     match fetch::document(client, &url, "*/*", progress)? {
         Document::Body(b) => served::parse_index_file(&b, name)
+            .map(Some)
             .map_err(|e| BuildError::Refused(format!("{url}: {e}"))),
+        Document::NotProvided(404 | 410) => Ok(None),
         Document::NotProvided(s) => Err(BuildError::Refused(format!(
             "{url} answered {s}: the index has no crate {name}"
         ))),
@@ -372,10 +462,10 @@ fn dl_url(
 /// against the lock's checksum; a partial file resumes on a rerun.
 fn download(
     net: &Net,
-    jobs: &[(&egress_lock::CratePin, FileJob)],
+    jobs: &[(CrateName, String, Sha256Digest, FileJob)],
 ) -> Result<Vec<Fetched>, BuildError> {
     let clients = fetch::clients_by_origin(
-        jobs.iter().map(|(_, j)| &j.url),
+        jobs.iter().map(|(_, _, _, j)| &j.url),
         Limits::download(),
         net.cacert,
     )?;
@@ -384,7 +474,7 @@ fn download(
     }
     let progress = Progress::new(jobs.len(), 0);
     let stop = AtomicBool::new(false);
-    let results = pool::map(jobs, net.jobs, |(_, job)| {
+    let results = pool::map(jobs, net.jobs, |(_, _, _, job)| {
         if stop.load(Ordering::Relaxed) {
             return None;
         }
@@ -404,18 +494,18 @@ fn download(
     });
     progress.finish();
     let mut out = Vec::new();
-    for ((pin, job), r) in jobs.iter().zip(results) {
+    for ((name, version, checksum, job), r) in jobs.iter().zip(results) {
         match r {
             Some(Ok(bytes)) => out.push(Fetched {
-                name: pin.name.clone(),
-                version: pin.version.clone(),
-                checksum: pin.checksum,
+                name: name.clone(),
+                version: version.clone(),
+                checksum: *checksum,
                 bytes,
             }),
             Some(Err(FetchError::Mismatch { expected, actual })) => {
                 return Err(BuildError::Refused(format!(
-                    "{} {} from {}: expected sha256 {expected}, got {actual}; refusing the whole snapshot",
-                    pin.name, pin.version, job.url
+                    "{name} {version} from {}: expected sha256 {expected}, got {actual}; refusing the whole snapshot",
+                    job.url
                 )))
             }
             Some(Err(e)) => return Err(e.into()),
