@@ -8,6 +8,8 @@
 //! to the canary: each predicate must FAIL, on the sub-probe that
 //! attributes it.
 
+mod common;
+
 use egress_model::Status;
 use egress_references::cargo::builtin::{run_cargo_proxy, run_cargo_reference};
 use egress_suite::Report;
@@ -90,4 +92,102 @@ fn caching_proxy_b_fails_each_predicate_where_attributed() {
     ] {
         assert_eq!(status(&r, id), Status::Fail, "{id}\n{text}");
     }
+}
+
+/// The lab's way: `snapshot build --cargo-lock` from the command line,
+/// served by the real `egress-mirror` binary, then `check --protocol cargo`
+/// (no canary: what a lab runs against its mirror) and the suite with the
+/// canary controlled.
+#[test]
+fn the_mirror_binary_passes_check_protocol_cargo() {
+    use common::{ok, run, s, tmpdir, MirrorProcess};
+    use egress_model::{Upstream, Url};
+    use egress_references::cargo::canary::{self as cargo_canary, CargoCanary};
+    let dir = tmpdir("egress-cargo-suite-binary");
+    let canary = CargoCanary::start_fixtures().expect("cargo canary");
+    let lock = dir.join("Cargo.lock");
+    let text = cargo_canary::fixture_lock(&cargo_canary::fixtures(), &cargo_canary::SNAPSHOT);
+    std::fs::write(&lock, text).expect("write lock");
+    let key = dir.join("signing-key");
+    ok(&run(&["key", "generate", "--out", s(&key)]), "key generate");
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let snap = dir.join("snap");
+    let registry = format!("http://{listen}/");
+    let index_url = canary.index_url();
+    ok(
+        &run(&[
+            "snapshot",
+            "build",
+            "--cargo-lock",
+            s(&lock),
+            "--cargo-index-url",
+            &index_url,
+            "--cargo-registry-url",
+            &registry,
+            "--sign-key",
+            s(&key),
+            "--out",
+            s(&snap),
+        ]),
+        "snapshot build --cargo-lock",
+    );
+    let mirror = MirrorProcess::start(&snap, &listen);
+    let index = Url::parse(&format!("{}/cargo/index/", mirror.base)).expect("url");
+    let signers = dir.join("signing-key.allowed_signers");
+
+    let mut plan = egress_references::cargo::builtin::cargo_plan_for(&index, &canary);
+    plan.present_source = "test".into();
+    let report = egress_suite::run(egress_suite::Target {
+        name: index.to_string(),
+        client: egress_transcript::Client::new(index.clone(), Default::default(), None)
+            .expect("client"),
+        plan,
+        upstream: Some(&canary as &dyn Upstream),
+        allowed_signers: Some(std::fs::read(&signers).expect("signers")),
+    });
+    assert_reverifies(&report);
+    let text = dump(&report);
+    for p in &report.probes {
+        let skipped_ok = matches!(
+            p.id.as_str(),
+            "P5.expected-snapshot" | "P5.instance-attestation"
+        );
+        assert!(
+            p.status == Status::Pass || (skipped_ok && p.status == Status::Skipped),
+            "{}: {:?} {}\n{text}",
+            p.id,
+            p.status,
+            p.reason
+        );
+    }
+
+    let url = index.to_string();
+    let o = run(&[
+        "check",
+        &url,
+        "--protocol",
+        "cargo",
+        "--present",
+        cargo_canary::PRESENT,
+        "--absent",
+        cargo_canary::UPSTREAM_ONLY,
+        "--allowed-signers",
+        s(&signers),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json report");
+    let out = String::from_utf8_lossy(&o.stdout);
+    for p in v["probes"].as_array().expect("probes") {
+        let status = p["status"].as_str().unwrap_or_default();
+        assert!(
+            status == "PASS" || status == "SKIPPED",
+            "{} is {status}: {}\n{out}",
+            p["id"],
+            p["reason"]
+        );
+    }
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    drop(mirror);
+    let _ = std::fs::remove_dir_all(&dir);
 }
