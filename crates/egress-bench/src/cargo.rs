@@ -64,6 +64,7 @@ fn run(args: &Args) -> Result<String, String> {
                 cargo_lock: Some(args.lock.clone()),
                 cargo_index_url: Some(canary.index_url()),
                 cargo_registry_url: Some(args.mirror_url.clone()),
+                ..Default::default()
             },
         },
         |_| {},
