@@ -119,8 +119,8 @@ impl Server {
                 "read_timeout must be non-zero",
             ));
         }
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let runtimes = Runtimes::start(workers, "egress-http")?;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let runtimes = Runtimes::start(cores * RUNTIMES_PER_CORE, "egress-http")?;
         let listener = listen(addr)?;
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -274,6 +274,13 @@ impl Drop for ServerHandle {
         self.shutdown();
     }
 }
+
+/// Serving runtimes per core (see `runtimes.rs`). A connection stays on
+/// its runtime, so while that runtime's thread is preempted (by the
+/// machine's other work) its connections wait; with two per core, each
+/// holds half as many, and the other keeps the core busy.
+/// docs/benchmarks.md, "Pages", has the measurements.
+const RUNTIMES_PER_CORE: usize = 2;
 
 /// Refusals (503) are answered on short-lived tasks so the accept loop
 /// never waits; this caps those tasks. Past it, sockets are simply closed.
