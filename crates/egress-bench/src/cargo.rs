@@ -41,35 +41,17 @@ fn run(args: &Args) -> Result<String, String> {
     let key = egress_signing::SigningKey::from_seed([42; 32], "bench");
     std::fs::write(&key_path, key.to_openssh()).map_err(|e| e.to_string())?;
     egress_build::quiet(true);
-    egress_build::build(
-        egress_build::BuildOptions {
-            common: egress_build::Common {
-                sign_key: key_path,
-                principal: None,
-                jobs: 4,
-                out: snap.clone(),
-                cacert: None,
-                rules: Default::default(),
-                dry_run: false,
-                layer: egress_build::Layering::default(),
-            },
-            // No PyPI input: the index is never fetched, but must parse.
-            pypi: egress_build::pypi::Inputs {
-                index_url: "https://pypi.org/simple/".into(),
-                ..Default::default()
-            },
-            npm: Default::default(),
-            apt: Default::default(),
-            cargo: egress_build::cargo::Inputs {
-                cargo_lock: Some(args.lock.clone()),
-                cargo_index_url: Some(canary.index_url()),
-                cargo_registry_url: Some(args.mirror_url.clone()),
-                ..Default::default()
-            },
-        },
-        |_| {},
-    )
-    .map_err(|e| e.to_string())?;
+    let mut options = egress_build::BuildOptions::new(egress_build::Common {
+        jobs: 4,
+        ..egress_build::Common::new(key_path, snap.clone())
+    });
+    options.cargo = egress_build::cargo::Inputs {
+        cargo_lock: Some(args.lock.clone()),
+        cargo_index_url: Some(canary.index_url()),
+        cargo_registry_url: Some(args.mirror_url.clone()),
+        ..Default::default()
+    };
+    egress_build::build(options, |_| {}).map_err(|e| e.to_string())?;
     drop(canary);
     write_static(&snap, &args.out.join("static"), &args.static_url)
 }

@@ -36,6 +36,7 @@ pub use flatten::{flatten, FlattenError, Flattened};
 pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;
 pub use select::{Cutoff, Dropped, Rules};
+use std::path::PathBuf;
 pub use store::{write_atomic, write_files, write_new, WriteError};
 
 /// Everything a build reads: the shared options and each protocol's inputs.
@@ -45,6 +46,40 @@ pub struct BuildOptions {
     pub npm: npm::Inputs,
     pub apt: apt::Inputs,
     pub cargo: cargo::Inputs,
+}
+
+impl BuildOptions {
+    /// `common` and no protocol input yet (PyPI's index the public one,
+    /// as the CLI's default): set the inputs a build has.
+    pub fn new(common: Common) -> Self {
+        Self {
+            common,
+            pypi: pypi::Inputs {
+                index_url: pypi::DEFAULT_INDEX.to_string(),
+                ..Default::default()
+            },
+            npm: Default::default(),
+            apt: Default::default(),
+            cargo: Default::default(),
+        }
+    }
+}
+
+impl Common {
+    /// A build signed by `sign_key` into `out`, with one download at a
+    /// time and no selection rules, cacert, dry run or layer.
+    pub fn new(sign_key: PathBuf, out: PathBuf) -> Self {
+        Self {
+            sign_key,
+            principal: None,
+            jobs: 1,
+            out,
+            cacert: None,
+            rules: Rules::default(),
+            dry_run: false,
+            layer: Layering::default(),
+        }
+    }
 }
 
 /// Fetches every file the locks pin, verifies each against its hash, and

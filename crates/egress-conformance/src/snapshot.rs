@@ -36,7 +36,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "DIR")]
     pub dist: Vec<PathBuf>,
     /// The index to fetch from (PEP 691 JSON or PEP 503 HTML).
-    #[arg(long, value_name = "URL", default_value = "https://pypi.org/simple/")]
+    #[arg(long, value_name = "URL", default_value = egress_build::pypi::DEFAULT_INDEX)]
     pub index_url: String,
     /// The OpenSSH ed25519 private key (unencrypted) that signs the MANIFEST.
     #[arg(long, value_name = "FILE")]

@@ -27,6 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// directory.
 pub const REWRITTEN_UV_LOCK: &str = "rewritten/uv.lock";
 
+/// The index a build reads when none is given: PyPI's.
+pub const DEFAULT_INDEX: &str = "https://pypi.org/simple/";
+
 /// The PyPI inputs of a build.
 #[derive(Default)]
 pub struct Inputs {

@@ -133,42 +133,24 @@ fn build_snapshot(canary: &AptCanary, dir: &Path) -> Result<PathBuf, BuiltinErro
     let out = dir.join("snap");
     // The built-in run's output is its reports: no build progress.
     egress_build::quiet(true);
-    egress_build::build(
-        egress_build::BuildOptions {
-            common: egress_build::Common {
-                sign_key: key,
-                principal: Some(DEMO_PRINCIPAL.to_string()),
-                jobs: 1,
-                out: out.clone(),
-                cacert: None,
-                rules: Default::default(),
-                dry_run: false,
-                layer: egress_build::Layering::default(),
-            },
-            // No PyPI input: the index is never fetched, but must parse.
-            pypi: egress_build::pypi::Inputs {
-                index_url: format!("{}/simple/", canary.base_url()),
-                ..Default::default()
-            },
-            npm: Default::default(),
-            cargo: Default::default(),
-            apt: egress_build::apt::Inputs {
-                apt_uris: Some(uris),
-                apt_sources: vec![format!(
-                    "{} {} {}",
-                    canary.archive_url(),
-                    apt_canary::DIST,
-                    apt_canary::COMPONENT
-                )],
-                apt_source_files: Vec::new(),
-                apt_keyring: Some(keyring),
-                apt_arch: Vec::new(),
-                apt_debs: Vec::new(),
-            },
-        },
-        |_| {},
-    )
-    .map_err(|e| failed("the apt snapshot build", e))?;
+    let mut options = egress_build::BuildOptions::new(egress_build::Common {
+        principal: Some(DEMO_PRINCIPAL.to_string()),
+        ..egress_build::Common::new(key, out.clone())
+    });
+    options.apt = egress_build::apt::Inputs {
+        apt_uris: Some(uris),
+        apt_sources: vec![format!(
+            "{} {} {}",
+            canary.archive_url(),
+            apt_canary::DIST,
+            apt_canary::COMPONENT
+        )],
+        apt_source_files: Vec::new(),
+        apt_keyring: Some(keyring),
+        apt_arch: Vec::new(),
+        apt_debs: Vec::new(),
+    };
+    egress_build::build(options, |_| {}).map_err(|e| failed("the apt snapshot build", e))?;
     Ok(out)
 }
 

@@ -52,35 +52,17 @@ fn build_snapshot(canary: &CargoCanary, dir: &Path, mirror: &str) -> Result<Path
     std::fs::write(&key, demo_key().to_openssh()).map_err(BuiltinError::start(what))?;
     let out = dir.join("snap");
     egress_build::quiet(true);
-    egress_build::build(
-        egress_build::BuildOptions {
-            common: egress_build::Common {
-                sign_key: key,
-                principal: Some(DEMO_PRINCIPAL.to_string()),
-                jobs: 1,
-                out: out.clone(),
-                cacert: None,
-                rules: Default::default(),
-                dry_run: false,
-                layer: egress_build::Layering::default(),
-            },
-            // No PyPI input: the index is never fetched, but must parse.
-            pypi: egress_build::pypi::Inputs {
-                index_url: format!("{}/simple/", canary.base_url()),
-                ..Default::default()
-            },
-            npm: Default::default(),
-            apt: Default::default(),
-            cargo: egress_build::cargo::Inputs {
-                cargo_lock: Some(lock),
-                cargo_index_url: Some(canary.index_url()),
-                cargo_registry_url: Some(mirror.to_string()),
-                ..Default::default()
-            },
-        },
-        |_| {},
-    )
-    .map_err(|e| failed(what, e))?;
+    let mut options = egress_build::BuildOptions::new(egress_build::Common {
+        principal: Some(DEMO_PRINCIPAL.to_string()),
+        ..egress_build::Common::new(key, out.clone())
+    });
+    options.cargo = egress_build::cargo::Inputs {
+        cargo_lock: Some(lock),
+        cargo_index_url: Some(canary.index_url()),
+        cargo_registry_url: Some(mirror.to_string()),
+        ..Default::default()
+    };
+    egress_build::build(options, |_| {}).map_err(|e| failed(what, e))?;
     Ok(out)
 }
 
