@@ -96,22 +96,26 @@ fn json_and_junit_formats_are_well_formed() {
     let o = run(&["--format", "json"]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
-    // PyPI (A) and (B), then npm (A) and (B), then apt (A) and (B).
+    // PyPI (A) and (B), then npm, apt and cargo, each (A) and (B).
     let reports = v["reports"].as_array().expect("reports");
     let protocols: Vec<&str> = reports
         .iter()
         .filter_map(|r| r["plan"]["protocol"].as_str())
         .collect();
-    assert_eq!(protocols, ["pypi", "pypi", "npm", "npm", "apt", "apt"]);
+    assert_eq!(
+        protocols,
+        ["pypi", "pypi", "npm", "npm", "apt", "apt", "cargo", "cargo"]
+    );
     let o = run(&["--format", "junit"]);
     let xml = String::from_utf8_lossy(&o.stdout);
     assert!(xml.starts_with("<?xml"));
-    assert_eq!(xml.matches("<testsuite ").count(), 6);
+    assert_eq!(xml.matches("<testsuite ").count(), 8);
     assert_eq!(
         xml.matches("<testcase ").count(),
         2 * egress_suite::pypi::TABLE.len()
             + 2 * egress_suite::npm::TABLE.len()
             + 2 * egress_suite::apt::TABLE.len()
+            + 2 * egress_suite::cargo::TABLE.len()
     );
     assert!(xml.contains("<failure message="));
 }

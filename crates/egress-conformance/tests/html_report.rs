@@ -548,10 +548,15 @@ fn the_main_jobs_report_reads_in_a_real_browser_with_js_on_and_off() {
     for js in [true, false] {
         let b = browse(&index, js, None);
         let reports = reports_in(dir, &b.dom);
-        assert_eq!(reports.len(), 6, "three protocols, (A) and (B) each");
+        let protocols = egress_suite::Protocol::ALL;
+        assert_eq!(
+            reports.len(),
+            2 * protocols.len(),
+            "each protocol's (A) and (B)"
+        );
         let problems = check_dom(&b.dom, &reports);
         assert!(problems > 0, "the caching proxies (B) fail sub-probes");
-        for protocol in ["pypi", "npm", "apt"] {
+        for protocol in protocols.iter().map(|p| p.as_str()) {
             assert!(b.dom.contains(&format!("<h2>{protocol}: predicates</h2>")));
             assert!(b
                 .dom

@@ -130,7 +130,12 @@ fn the_main_jobs_sarif_validates_and_says_what_the_reports_say() {
             files.push(path);
         }
     }
-    assert_eq!(reports.len(), 6, "a .sarif beside each report");
+    let targets = 2 * egress_suite::Protocol::ALL.len();
+    assert_eq!(
+        reports.len(),
+        targets,
+        "a .sarif beside each (A) and (B) report"
+    );
     let (valid, said) = validate(&files);
     assert!(valid, "the SARIF logs do not validate:\n{said}");
     for (path, report) in &reports {
@@ -143,7 +148,7 @@ fn the_main_jobs_sarif_validates_and_says_what_the_reports_say() {
     // Standard output: one log, a run per report, in the main job's order.
     let all = read_json(&stdout);
     let runs = all["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 6);
+    assert_eq!(runs.len(), targets);
     for run in runs {
         let (_, report) = reports
             .iter()
