@@ -262,6 +262,7 @@ macro_rules! mutants {
 
 mutants! {
     p1_cksum: "cksum-mismatch" => "P1.cksum";
+    p1_run_wide_digests: "cksum-mismatch" => "P1.run-wide-digests";
     p1_upstream_uncovered: "pass-no-cksum" => "P1.upstream-uncovered";
     p2_absent: "absent-served" => "P2.absent";
     p2_new_publish: "index-live" => "P2.new-publish";

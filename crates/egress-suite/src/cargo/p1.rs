@@ -3,9 +3,11 @@
 //! the upstream lists without one is never served.
 
 use super::controls::served_lines;
+use super::doc;
 use super::facts::{Facts, Judge};
 use super::plan::{index_file, root, Collector};
 use crate::collect::Evidence;
+use crate::common::runwide::{self, Expected, Listing};
 use crate::judge::{fail, inconclusive, pass, refusals, short, Verdict, STRICT};
 use egress_model::{BodyEnd, ProbeRecord};
 
@@ -112,4 +114,26 @@ pub fn judge_uncovered(j: &Judge, rec: &ProbeRecord) -> Verdict {
         );
     }
     refusals(j, rec, "C.index", STRICT)
+}
+
+/// `P1.run-wide-digests`: see [`runwide::judge_digests`]. A served index
+/// file lists, for each line with a 64-hex `cksum`, the sha256 of the bytes
+/// at that line's download URL (by the `dl` of the `config.json` that
+/// `C.config` read: an index body alone does not say where its files are).
+pub fn judge_run_wide_digests(j: &Judge, _rec: &ProbeRecord) -> Verdict {
+    let facts = j.facts;
+    runwide::judge_digests(j, "C.crate", |_url, body| {
+        doc::lines(body)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|l| {
+                let (digest, url) = (l.digest()?, facts.download_url(&l)?);
+                Some(Listing {
+                    name: format!("{} {}", l.name, l.vers),
+                    url,
+                    expected: vec![Expected::Sha256(digest)],
+                })
+            })
+            .collect()
+    })
 }

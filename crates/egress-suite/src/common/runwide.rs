@@ -95,7 +95,11 @@ fn findings_verdict(findings: &[String], fault: &str) -> Option<Verdict> {
 }
 
 /// The listings in a whole 2xx body of a GET, with where they came from.
-fn listings_of(origin: &Url, ex: &Exchange, list: ListFn) -> Vec<Listing> {
+fn listings_of(
+    origin: &Url,
+    ex: &Exchange,
+    list: &dyn Fn(&Url, &[u8]) -> Vec<Listing>,
+) -> Vec<Listing> {
     let get = method_of(ex).is_some_and(|m| m == Method::Get);
     match ex.response.as_ref().filter(|r| r.is_success() && get) {
         Some(r) => r
@@ -132,7 +136,7 @@ pub fn judge_offsite<P, F: ControlFacts>(j: &Judge<P, F>, control: &str, list: L
             ));
             continue;
         }
-        let listed = listings_of(&origin, ex, list);
+        let listed = listings_of(&origin, ex, &list);
         if !listed.is_empty() {
             listings += 1;
         }
@@ -195,14 +199,21 @@ fn same_resource(a: &Url, b: &Url) -> bool {
 /// listings disagree: a listing that changes is P5's finding). The bytes at
 /// the end of a same-origin redirect chain count for the URL the chain
 /// started from. `control` must have passed for a PASS.
-pub fn judge_digests<P, F: ControlFacts>(j: &Judge<P, F>, control: &str, list: ListFn) -> Verdict {
+///
+/// `list` may capture what the run showed (cargo's `dl` template, from its
+/// `config.json`), where a body alone does not say where its files are.
+pub fn judge_digests<P, F: ControlFacts>(
+    j: &Judge<P, F>,
+    control: &str,
+    list: impl Fn(&Url, &[u8]) -> Vec<Listing>,
+) -> Verdict {
     let Some(origin) = j.origin() else {
         return inconclusive("the plan's index URL does not parse");
     };
     // Every listing with a digest, and the sub-probe whose answer listed it.
     let mut listed: Vec<(Listing, &str)> = Vec::new();
     for (rec, ex) in target_exchanges(j.records, &origin) {
-        for l in listings_of(&origin, ex, list) {
+        for l in listings_of(&origin, ex, &list) {
             if !l.expected.is_empty() {
                 listed.push((l, rec.id.as_str()));
             }
