@@ -122,6 +122,9 @@ enum PeersError {
     NoPackage { package: &'static str },
     #[error("the apt canary serves no .deb of {package}")]
     NoDeb { package: &'static str },
+    /// A cargo peer: scripts/bench-cargo measures cargo against nginx.
+    #[error("{name} is a cargo peer: scripts/bench-cargo measures cargo's registries")]
+    CargoPeer { name: String },
     /// `wrk` is not installed or cannot be run.
     #[error("cannot run wrk: {error} (Debian: apt-get install wrk)")]
     WrkMissing { error: io::Error },
@@ -736,6 +739,9 @@ fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), 
                 return Err(PeersError::NoConfig { path });
             }
             let cfg = PeerConfig::load(&path)?;
+            if cfg.protocol == Protocol::Cargo {
+                return Err(PeersError::CargoPeer { name: cfg.name });
+            }
             Ok((cfg.protocol, Some(cfg)))
         }
     }
@@ -780,6 +786,7 @@ fn start(
             &lab.apt.packages,
             &lab.apt.paths,
         ),
+        Protocol::Cargo => return Err(PeersError::CargoPeer { name: cfg.name }),
     };
     let apt = cfg.protocol == Protocol::Apt;
     let ctx = egress_testbed::Context {
@@ -810,6 +817,11 @@ fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, PeersError>
             NPM_ACCEPT,
         ),
         Protocol::Apt => (&lab.apt.canary, warm_apt(&index, &lab.apt.deb)?, "*/*"),
+        Protocol::Cargo => {
+            return Err(PeersError::CargoPeer {
+                name: name.to_string(),
+            })
+        }
     };
     eprintln!("bench-peers: {name} {index} {page_url} {file_url}");
     let mark = canary.mark();
@@ -970,6 +982,7 @@ fn render(
                     Protocol::Pypi => "PyPI",
                     Protocol::Npm => "npm",
                     Protocol::Apt => "apt",
+                    Protocol::Cargo => "cargo",
                 }
             ));
         }
@@ -1064,7 +1077,7 @@ fn table(md: &mut String, t: &Table, results: &[&Measured]) {
             match m.protocol {
                 Protocol::Pypi => "page",
                 Protocol::Npm => "packument",
-                Protocol::Apt => "index",
+                Protocol::Apt | Protocol::Cargo => "index",
             },
             m.page_url.path_and_query(),
             m.file_url.path_and_query()

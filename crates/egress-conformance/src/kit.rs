@@ -1,4 +1,4 @@
-//! `kit --protocol pypi|npm|apt --out DIR [--canary URL]`: the conformance
+//! `kit --protocol pypi|npm|apt|cargo --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
 //! made in `egress_references::{pypi,npm,apt}::kit` (`egress_references::kits::files`),
 //! next to the canaries that build the same packages; this file only prints.
@@ -14,7 +14,7 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt"])
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo"])
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
@@ -36,11 +36,15 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         None => DOCUMENTATION_CANARY.to_string(),
     };
     let files = egress_references::kits::files(protocol, &canary);
+    let dir = args.out.display();
     let add = match protocol {
-        Protocol::Pypi => "snapshot build ... --dist",
-        Protocol::Npm => "snapshot build ... --npm-registry-url URL --npm-dist",
-        Protocol::Apt => "snapshot build --apt-uris FILE ... --apt-debs",
-        Protocol::Cargo => "snapshot build --cargo-lock Cargo.lock",
+        Protocol::Pypi => format!("snapshot build ... --dist {dir}"),
+        Protocol::Npm => format!("snapshot build ... --npm-registry-url URL --npm-dist {dir}"),
+        Protocol::Apt => format!("snapshot build --apt-uris FILE ... --apt-debs {dir}"),
+        Protocol::Cargo => format!(
+            "snapshot build --cargo-lock {} --cargo-index-url CANARY/index/",
+            args.out.join("Cargo.lock").display()
+        ),
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),
@@ -49,13 +53,12 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
     for f in &files {
         egress_cli::outln!("{}  {}", egress_model::Sha256Digest::of(&f.bytes), f.name);
     }
-    let dir = args.out.display();
     egress_cli::outln!(
-        "wrote {} {} kit files into {dir}; add them to the snapshot under test with `{add} {dir}`",
+        "wrote {} {} kit files into {dir}; add them to the snapshot under test with `{add}`",
         files.len(),
         protocol.as_str()
     );
-    if args.canary.is_none() {
+    if args.canary.is_none() && protocol != Protocol::Cargo {
         egress_cli::outln!(
             "the tripwire calls {DOCUMENTATION_CANARY}, a documentation address no real host has: give --canary URL to aim it at a canary you run"
         );

@@ -30,6 +30,10 @@ pub struct UpstreamPlan {
     /// A project whose files the upstream serves from another origin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offsite: Option<ProjectName>,
+    /// A project the snapshot holds at a version the upstream marks yanked
+    /// (cargo's index `yanked` flag).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yanked: Option<ProjectName>,
 }
 
 /// Why the controlled upstream did not do what it was asked.

@@ -24,6 +24,7 @@
 //! | POST | `publish` `{"project"}` | an [`Observation`], or `422 {"error": UpstreamError}` |
 //! | POST | `replace` `{"filename"}` | the same |
 //! | POST | `move-tag` `{"project", "tag", "version"}` | the same |
+//! | POST | `yank` `{"project", "version"}` | the same |
 
 use egress_http::{Method, Reply, Request, Response};
 use egress_model::{Observation, ProjectName, Sha256Digest, Upstream, UpstreamError};
@@ -197,6 +198,23 @@ impl ServeOptions {
     }
 }
 
+/// The origin of a canary's second listener (a CDN, a download origin):
+/// `origin`'s scheme and host with `other`'s port, so that a public origin
+/// names both listeners on the same host.
+pub(crate) fn sibling_origin(origin: &str, other: &egress_http::ServerHandle) -> String {
+    egress_model::Url::parse(origin).map_or_else(
+        |_| other.base_url(),
+        |u| {
+            format!(
+                "{}://{}:{}",
+                u.scheme().as_str(),
+                u.host(),
+                other.addr().port()
+            )
+        },
+    )
+}
+
 fn json_reply(status: u16, doc: &serde_json::Value) -> Reply {
     Response::new(status)
         .with_header("Content-Type", "application/json")
@@ -270,6 +288,10 @@ pub(crate) fn intercept(
                 _ => bad_request("move-tag needs {\"project\", \"tag\", \"version\"}"),
             }
         }
+        (Method::Post, "yank") => match (field(&body, "project"), field(&body, "version")) {
+            (Some(p), Some(v)) => mutation(up.yank(&p, &v)),
+            _ => bad_request("yank needs {\"project\", \"version\"}"),
+        },
         _ => json_reply(
             404,
             &json!({ "error": UpstreamError::Unsupported { message: format!("no control route {} {route}", req.method) } }),

@@ -10,8 +10,6 @@ pub fn files(protocol: egress_suite::Protocol, canary: &str) -> Vec<KitFile> {
         egress_suite::Protocol::Pypi => crate::pypi::kit::files(canary),
         egress_suite::Protocol::Npm => crate::npm::kit::files(canary),
         egress_suite::Protocol::Apt => crate::apt::kit::files(canary),
-        // No cargo kit yet: a lab's snapshot holds real crates; the
-        // built-in run uses the canary's fixture crates.
-        egress_suite::Protocol::Cargo => Vec::new(),
+        egress_suite::Protocol::Cargo => crate::cargo::kit::files(canary),
     }
 }

@@ -67,11 +67,14 @@ impl RemoteCanary {
 
     /// The protocol the canary speaks, from its plan's index URL: a PyPI
     /// canary's is its `/simple/`; an apt canary's, its archive root
-    /// ([`crate::apt::canary::ARCHIVE`]); an npm canary's, its root.
+    /// ([`crate::apt::canary::ARCHIVE`]); a cargo canary's, its sparse
+    /// index (`/index/`); an npm canary's, its root.
     pub fn protocol(&self) -> egress_suite::Protocol {
         let index = &self.plan.index_url;
         if index.ends_with("/simple/") {
             egress_suite::Protocol::Pypi
+        } else if index.ends_with("/index/") {
+            egress_suite::Protocol::Cargo
         } else if index.ends_with(&format!("{}/", crate::apt::canary::ARCHIVE)) {
             egress_suite::Protocol::Apt
         } else {
@@ -221,6 +224,14 @@ impl Upstream for RemoteCanary {
             Method::Post,
             "move-tag",
             Some(serde_json::json!({ "project": project, "tag": tag, "version": version })),
+        )
+    }
+
+    fn yank(&self, project: &str, version: &str) -> Result<Observation, UpstreamError> {
+        self.link.call(
+            Method::Post,
+            "yank",
+            Some(serde_json::json!({ "project": project, "version": version })),
         )
     }
 }

@@ -2,9 +2,10 @@
 //! canary upstream served until stopped, for a lab to point its mirror's
 //! upstream at during a conformance run, its log and mutations behind a
 //! secret ([`crate::control`]). The canaries themselves are
-//! `crate::{pypi, npm, apt}::canary`.
+//! `crate::{pypi, npm, apt, cargo}::canary`.
 
 use crate::apt::canary::{AptCanary, KEYRING_PATH};
+use crate::cargo::canary::CargoCanary;
 use crate::control::{ServeOptions, CONTROL_PREFIX};
 use crate::npm::canary::NpmCanary;
 use crate::Canary;
@@ -17,6 +18,7 @@ pub enum Standalone {
     Pypi(Canary),
     Npm(NpmCanary),
     Apt(AptCanary),
+    Cargo(CargoCanary),
 }
 
 impl Standalone {
@@ -26,12 +28,7 @@ impl Standalone {
             Protocol::Pypi => Self::Pypi(Canary::serve(options)?),
             Protocol::Npm => Self::Npm(NpmCanary::serve(options)?),
             Protocol::Apt => Self::Apt(AptCanary::serve(options)?),
-            Protocol::Cargo => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "there is no standalone cargo canary yet: use --protocol pypi, npm or apt",
-                ))
-            }
+            Protocol::Cargo => Self::Cargo(CargoCanary::serve(options)?),
         })
     }
 
@@ -40,7 +37,7 @@ impl Standalone {
     pub fn keyring(&self) -> Option<Vec<u8>> {
         match self {
             Self::Apt(c) => Some(c.keyring()),
-            Self::Pypi(_) | Self::Npm(_) => None,
+            Self::Pypi(_) | Self::Npm(_) | Self::Cargo(_) => None,
         }
     }
 
@@ -58,6 +55,11 @@ impl Standalone {
                 format!("registry URL: {}", c.registry_url()),
                 format!("tarball origin: {}", c.offsite_origin()),
                 control(&c.base_url()),
+            ],
+            Self::Cargo(c) => vec![
+                format!("index URL: sparse+{}", c.index_url()),
+                format!("download origin: {}", c.dl_origin()),
+                control(c.base_url()),
             ],
             Self::Apt(c) => {
                 let mut lines = vec![
@@ -79,6 +81,7 @@ impl Standalone {
             Self::Pypi(c) => c.stop(),
             Self::Npm(c) => c.stop(),
             Self::Apt(c) => c.stop(),
+            Self::Cargo(c) => drop(c),
         }
     }
 }

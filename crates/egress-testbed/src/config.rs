@@ -14,6 +14,8 @@ pub enum Protocol {
     Npm,
     /// A Debian archive (apt), in front of the apt canary.
     Apt,
+    /// A sparse cargo registry, in front of the cargo canary.
+    Cargo,
 }
 
 impl Protocol {
@@ -22,6 +24,7 @@ impl Protocol {
             Protocol::Pypi => "pypi",
             Protocol::Npm => "npm",
             Protocol::Apt => "apt",
+            Protocol::Cargo => "cargo",
         }
     }
 }
@@ -160,6 +163,8 @@ pub enum ConfigError {
     SetupForNpm { name: String },
     #[error("{name}.conf: `keyring` is for apt peers (protocol = apt)")]
     KeyringForApt { name: String },
+    #[error("{name}.conf: `warm-then-run` is for PyPI, npm and apt peers: a cargo peer syncs in an `init` step")]
+    WarmForCargo { name: String },
     #[error("{}: {cause}", .path.display())]
     Read {
         path: PathBuf,
@@ -209,7 +214,8 @@ impl PeerConfig {
                         "pypi" => Protocol::Pypi,
                         "npm" => Protocol::Npm,
                         "apt" => Protocol::Apt,
-                        _ => return Err(at("protocol is `pypi`, `npm` or `apt`")),
+                        "cargo" => Protocol::Cargo,
+                        _ => return Err(at("protocol is `pypi`, `npm`, `apt` or `cargo`")),
                     }
                 }
                 "ready" if value.starts_with('/') => c.ready = Some(value.to_string()),
@@ -291,6 +297,11 @@ impl PeerConfig {
         }
         if c.protocol != Protocol::Pypi && c.setup.is_some() {
             return Err(ConfigError::SetupForNpm {
+                name: name.to_string(),
+            });
+        }
+        if c.protocol == Protocol::Cargo && c.warm_then_run.is_some() {
+            return Err(ConfigError::WarmForCargo {
                 name: name.to_string(),
             });
         }
@@ -454,8 +465,8 @@ mod tests {
             ),
             ("venv v\n", "line 1: expected key = value"),
             (
-                "protocol = cargo\nvenv = v\nrun = r\nindex = /\n",
-                "line 1: protocol is `pypi`, `npm` or `apt`",
+                "protocol = pip\nvenv = v\nrun = r\nindex = /\n",
+                "line 1: protocol is `pypi`, `npm`, `apt` or `cargo`",
             ),
             (
                 "venv = v\nrun = r\nindex = /\nready = -/ping\n",
@@ -472,6 +483,10 @@ mod tests {
             (
                 "venv = v\nrun = r\nindex = /s/\nmax-port = 80\n",
                 "line 4: max-port wants a port above",
+            ),
+            (
+                "protocol = cargo\nvenv = v\nrun = r\nindex = /index/\nwarm-then-run = r\n",
+                "`warm-then-run` is for PyPI, npm and apt peers",
             ),
             (
                 "venv = v\nrun = r\nindex = /s/\nkeyring = k.gpg\n",

@@ -322,6 +322,12 @@ impl Starter<'_> {
             Protocol::Pypi => format!("{}/bin", self.venv.display()),
             Protocol::Npm => format!("{0}/node_modules/.bin:{0}/bin", self.venv.display()),
             Protocol::Apt => format!("{0}/root/usr/bin:{0}/root/usr/sbin", self.venv.display()),
+            // A cargo peer is a `cargo install` (`bin/`) or Debian's
+            // packages unpacked (nginx).
+            Protocol::Cargo => format!(
+                "{0}/bin:{0}/root/usr/bin:{0}/root/usr/sbin",
+                self.venv.display()
+            ),
         };
         let mut c = Command::new(program);
         c.args(args)
@@ -336,7 +342,7 @@ impl Starter<'_> {
             .stdout(log)
             .stderr(err)
             .process_group(0);
-        if self.cfg.protocol == Protocol::Apt {
+        if matches!(self.cfg.protocol, Protocol::Apt | Protocol::Cargo) {
             c.env(
                 "LD_LIBRARY_PATH",
                 format!(
@@ -533,7 +539,7 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     let installed = match cfg.protocol {
         Protocol::Pypi => "bin/python",
         Protocol::Npm => "node_modules/.package-lock.json",
-        Protocol::Apt => ".installed",
+        Protocol::Apt | Protocol::Cargo => ".installed",
     };
     if !venv.join(installed).is_file() {
         return Err(PeerError::NotInstalled {
@@ -571,8 +577,20 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
         fs::create_dir_all(&dir)
             .map_err(PeerError::io(format!("cannot seed {}", dir.display())))?;
         for (name, bytes) in ctx.packages {
-            fs::write(dir.join(name), bytes)
-                .map_err(PeerError::io(format!("cannot seed {name}")))?;
+            // A cargo peer's are index files, in the index's directories.
+            let to = dir.join(name);
+            if name
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+            {
+                return Err(PeerError::io(format!("cannot seed {name}"))(
+                    io::Error::other("not a relative path"),
+                ));
+            }
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent).map_err(PeerError::io(format!("cannot seed {name}")))?;
+            }
+            fs::write(&to, bytes).map_err(PeerError::io(format!("cannot seed {name}")))?;
         }
     }
     for f in &cfg.files {
@@ -615,6 +633,8 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
             Protocol::Apt => {
                 crate::setup::warm_apt(&client, &cfg.index, ctx.projects, ctx.packages)?
             }
+            // Refused when the config is read (ConfigError::WarmForCargo).
+            Protocol::Cargo => {}
         }
         // A cache writes what it served after the response has gone out
         // (Verdaccio renames a tarball into its storage once the uplink's

@@ -19,6 +19,7 @@ use egress_model::{Status, Url};
 use egress_references::apt::builtin as apt_builtin;
 use egress_references::apt::canary::{self as apt_canary, AptCanary};
 use egress_references::builtin::{BuiltinError, LateMirror};
+use egress_references::cargo::builtin as cargo_builtin;
 use egress_references::npm::builtin as npm_builtin;
 use egress_references::npm::canary::NpmCanary;
 use egress_references::pypi::builtin;
@@ -34,6 +35,8 @@ pub const REFERENCE: &str = "reference";
 pub const NPM_REFERENCE: &str = "reference-npm";
 /// The reference mirror's column in the apt matrix.
 pub const APT_REFERENCE: &str = "reference-apt";
+/// The reference mirror's column in the cargo matrix.
+pub const CARGO_REFERENCE: &str = "reference-cargo";
 
 /// The newest file of the present project is slow upstream for every
 /// variant: a real upstream is sometimes slow, and what a proxy does then
@@ -71,6 +74,8 @@ pub enum Variant {
     NpmReference,
     /// The reference mirror serving the built-in apt snapshot.
     AptReference,
+    /// The reference mirror serving the built-in cargo snapshot.
+    CargoReference,
     /// A real peer, from its config file.
     Peer(Box<PeerConfig>),
     /// An in-process peer (the tests' fixtures).
@@ -85,6 +90,7 @@ impl Variant {
             Variant::Reference => REFERENCE,
             Variant::NpmReference => NPM_REFERENCE,
             Variant::AptReference => APT_REFERENCE,
+            Variant::CargoReference => CARGO_REFERENCE,
             Variant::Peer(c) => &c.name,
             Variant::Fixture { name, .. } | Variant::AptFixture { name, .. } => name,
         }
@@ -101,6 +107,9 @@ impl Variant {
             Variant::AptReference => {
                 "egress-mirror serving the built-in apt snapshot (the canary's snapshot packages, built from apt-get --print-uris lines and re-signed with the lab key)".into()
             }
+            Variant::CargoReference => {
+                "egress-mirror serving the built-in cargo snapshot (the canary's snapshot crates, built with snapshot build --cargo-lock from a Cargo.lock that pins them)".into()
+            }
             Variant::Peer(c) => c.about.clone(),
             Variant::Fixture { .. } | Variant::AptFixture { .. } => "a test fixture".into(),
         }
@@ -110,6 +119,7 @@ impl Variant {
         match self {
             Variant::NpmReference => Protocol::Npm,
             Variant::AptReference | Variant::AptFixture { .. } => Protocol::Apt,
+            Variant::CargoReference => Protocol::Cargo,
             Variant::Peer(c) => c.protocol,
             Variant::Reference | Variant::Fixture { .. } => Protocol::Pypi,
         }
@@ -117,7 +127,7 @@ impl Variant {
 
     /// Whether this is a reference mirror's column, which must be all PASS.
     pub fn is_reference(name: &str) -> bool {
-        name == REFERENCE || name == NPM_REFERENCE || name == APT_REFERENCE
+        [REFERENCE, NPM_REFERENCE, APT_REFERENCE, CARGO_REFERENCE].contains(&name)
     }
 }
 
@@ -147,7 +157,7 @@ impl Paths {
     }
 }
 
-/// Per protocol, PyPI first, then npm, then apt: the reference, then every
+/// Per protocol, PyPI first, then npm, apt and cargo: the reference, then every
 /// peer config of that protocol in name order.
 pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
     let configs = PeerConfig::load_dir(configs)?;
@@ -156,6 +166,7 @@ pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
         (Protocol::Pypi, Variant::Reference),
         (Protocol::Npm, Variant::NpmReference),
         (Protocol::Apt, Variant::AptReference),
+        (Protocol::Cargo, Variant::CargoReference),
     ] {
         all.push(reference);
         all.extend(
@@ -383,6 +394,64 @@ fn run_apt_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> {
     })
 }
 
+/// [`run_variant`] for a cargo variant, the reference when `cfg` is
+/// `None`: a fresh cargo canary, the cargo suite (the built-in run's cargo
+/// plan, upstream-observing sub-probes on) against the peer's index root.
+/// A peer gets `{canary_index}` the canary's sparse index URL
+/// (`http://127.0.0.1:PORT/index/`), `{canary_dl}` the origin its
+/// `config.json` sends downloads to (crates.io's `static.crates.io` and
+/// API origin in one), and `seed` fills a directory with the canary's
+/// index as a crates.io-index checkout holds it (`config.json` and every
+/// index file at its path).
+fn run_cargo_variant(
+    name: &str,
+    cfg: Option<&PeerConfig>,
+    peers_dir: &Path,
+) -> Result<Ran, VariantError> {
+    let canary = cargo_builtin::start_cargo_canary()?;
+    let started = Instant::now();
+    let ready;
+    let mut exited = None;
+    let report = match cfg {
+        Some(cfg) => {
+            let files = canary.index_files();
+            let crates: Vec<String> = egress_references::cargo::canary::SNAPSHOT
+                .iter()
+                .map(|c| c.to_string())
+                .collect();
+            let placeholders = [("canary_dl".to_string(), canary.dl_origin().to_string())];
+            let ctx = crate::Context {
+                peers_dir,
+                canary_index: &canary.index_url(),
+                canary_url: canary.base_url(),
+                packages: &files,
+                projects: &crates,
+                placeholders: &placeholders,
+                keyring: None,
+            };
+            let mut peer = crate::start(cfg, &ctx)?;
+            ready = started.elapsed();
+            let r = cargo_builtin::run_cargo_against(name, &peer.index_url, &canary, None);
+            exited = peer.exited();
+            peer.stop();
+            r?
+        }
+        None => {
+            let a = cargo_builtin::start_cargo_reference(&canary)?;
+            ready = started.elapsed();
+            let r = cargo_builtin::run_cargo_against(name, &a.index, &canary, Some(a.id));
+            drop(a);
+            r?
+        }
+    };
+    drop(canary);
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
+}
+
 /// [`run_variant`] for an npm variant, the reference when `cfg` is `None`:
 /// a fresh npm canary, the npm suite.
 fn run_npm_variant(
@@ -458,6 +527,10 @@ pub fn run_variant_ran(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantErro
         }
         Variant::AptReference | Variant::AptFixture { .. } => run_apt_variant(v, peers_dir),
         Variant::Peer(cfg) if cfg.protocol == Protocol::Apt => run_apt_variant(v, peers_dir),
+        Variant::CargoReference => run_cargo_variant(v.name(), None, peers_dir),
+        Variant::Peer(cfg) if cfg.protocol == Protocol::Cargo => {
+            run_cargo_variant(v.name(), Some(cfg), peers_dir)
+        }
         _ => run_pypi_variant(v, peers_dir),
     }
 }
@@ -475,6 +548,7 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> 
         Variant::Reference
         | Variant::NpmReference
         | Variant::AptReference
+        | Variant::CargoReference
         | Variant::AptFixture { .. } => {
             let (index, guard) = start_reference(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
@@ -609,14 +683,19 @@ pub fn run(variants: &[Variant], peers_dir: &Path, mut progress: impl FnMut(&str
 /// The reports that ran, one group per protocol (PyPI, npm, apt), each in
 /// run order: the columns of one matrix.
 pub fn by_protocol(reports: &[Report]) -> Vec<(&'static str, Vec<&Report>)> {
-    [("PyPI", "pypi"), ("npm", "npm"), ("apt", "apt")]
-        .into_iter()
-        .map(|(title, p)| {
-            let group = reports.iter().filter(|r| r.plan.protocol() == p).collect();
-            (title, group)
-        })
-        .filter(|(_, g): &(_, Vec<&Report>)| !g.is_empty())
-        .collect()
+    [
+        ("PyPI", "pypi"),
+        ("npm", "npm"),
+        ("apt", "apt"),
+        ("cargo", "cargo"),
+    ]
+    .into_iter()
+    .map(|(title, p)| {
+        let group = reports.iter().filter(|r| r.plan.protocol() == p).collect();
+        (title, group)
+    })
+    .filter(|(_, g): &(_, Vec<&Report>)| !g.is_empty())
+    .collect()
 }
 
 /// One text matrix per protocol that ran, each under its title when

@@ -993,6 +993,7 @@ impl State {
             no_digest: Some(name(NO_DIGEST)),
             bad_digest: Some(name(BAD_DIGEST)),
             offsite: None,
+            yanked: None,
         }
     }
 

@@ -108,12 +108,29 @@ pub fn free_loopback() -> Result<std::net::SocketAddr, BuiltinError> {
         .map_err(BuiltinError::start("the cargo reference mirror"))
 }
 
-pub fn run_cargo_reference() -> Result<Report, BuiltinError> {
+/// The reference mirror (A) serving the fixture snapshot, in front of
+/// `canary`: the index URL, the snapshot's ID, and what stops it (the
+/// server goes before the snapshot's directory).
+pub struct CargoReference {
+    pub index: Url,
+    pub id: egress_model::Sha256Digest,
+    server: Option<egress_http::ServerHandle>,
+    _dir: Scratch,
+}
+
+impl Drop for CargoReference {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+    }
+}
+
+pub fn start_cargo_reference(canary: &CargoCanary) -> Result<CargoReference, BuiltinError> {
     let what = "the cargo reference mirror";
-    let canary = start_cargo_canary()?;
     let addr = free_loopback()?;
     let mirror_url = format!("http://{addr}");
-    let (snapshot, _dir) = demo_cargo_snapshot(&canary, &mirror_url)?;
+    let (snapshot, dir) = demo_cargo_snapshot(canary, &mirror_url)?;
     let id = snapshot.id();
     let mirror = egress_mirror::Mirror::new(Arc::new(snapshot)).attest(demo_attestor(id)?);
     let server = egress_http::Server::bind(addr, mirror, crate::builtin::reference_server_limits())
@@ -122,9 +139,18 @@ pub fn run_cargo_reference() -> Result<Report, BuiltinError> {
         "{mirror_url}{}",
         egress_snapshot::cargo::INDEX_PREFIX
     ))?;
-    let report = run_cargo_against(CARGO_NAME_A, &index, &canary, Some(id));
-    server.stop();
-    report
+    Ok(CargoReference {
+        index,
+        id,
+        server: Some(server),
+        _dir: dir,
+    })
+}
+
+pub fn run_cargo_reference() -> Result<Report, BuiltinError> {
+    let canary = start_cargo_canary()?;
+    let a = start_cargo_reference(&canary)?;
+    run_cargo_against(CARGO_NAME_A, &a.index, &canary, Some(a.id))
 }
 
 pub fn run_cargo_proxy() -> Result<Report, BuiltinError> {

@@ -23,7 +23,9 @@
 //! answered 405, except crates.io's write routes on the second origin
 //! (`PUT /api/v1/crates/new`, `DELETE .../{v}/yank`, `PUT .../{v}/unyank`,
 //! `PUT|DELETE .../owners`, `GET /api/v1/me`), answered 403 as crates.io
-//! refuses a token it does not know. `GET /api/v1/crates/{c}/{v}/readme`
+//! refuses a token it does not know. `GET /api/v1/crates/{c}/{v}/download`
+//! redirects to the `.crate` as crates.io does (the route panamax and
+//! crates-io-proxy fetch from). `GET /api/v1/crates/{c}/{v}/readme`
 //! serves the crate's README as HTML, as crates.io serves rendered READMEs:
 //! a route a mirror must not have.
 //!
@@ -34,6 +36,7 @@
 //! [`egress_model::Upstream`]: publish a version, republish one with other
 //! bytes, yank one.
 
+use crate::control::{Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
 use egress_lock::CargoLock;
@@ -233,6 +236,8 @@ struct State {
     log: RequestLog,
     dl_origin: String,
     origin: Mutex<String>,
+    /// The standalone canary's control API secret ([`crate::control`]).
+    secret: Option<Secret>,
 }
 
 /// The cargo canary upstream; see the module docs. Stops on drop.
@@ -246,31 +251,49 @@ pub struct CargoCanary {
 impl CargoCanary {
     /// Binds two free loopback ports (the index and its download origin).
     pub fn start(content: CanaryContent) -> io::Result<CargoCanary> {
+        Self::serve_content(&ServeOptions::default(), content)
+    }
+
+    /// The standalone canary (`egress-conformance canary --protocol
+    /// cargo`): the suite's [`fixtures`] (the crates the conformance kit's
+    /// `Cargo.lock` pins), the index on `options.listen`, the download
+    /// origin on another port of the same address, the control API on the
+    /// index origin.
+    pub fn serve(options: &ServeOptions) -> io::Result<CargoCanary> {
+        Self::serve_content(options, fixtures())
+    }
+
+    fn serve_content(options: &ServeOptions, content: CanaryContent) -> io::Result<CargoCanary> {
         let dl_holder: Arc<Mutex<Option<Arc<State>>>> = Arc::new(Mutex::new(None));
         let for_dl = Arc::clone(&dl_holder);
         let dl = Server::bind(
-            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            std::net::SocketAddr::from((options.listen.ip(), 0)),
             move |req: Request| match lock(&for_dl).as_ref() {
                 Some(state) => state.handle_dl(&req),
                 None => Response::new(503).into(),
             },
             Limits::default(),
         )?;
+        let index_holder: Arc<Mutex<Option<Arc<State>>>> = Arc::new(Mutex::new(None));
+        let for_index = Arc::clone(&index_holder);
+        let server = Server::bind(
+            options.listen,
+            move |req: Request| match lock(&for_index).as_ref() {
+                Some(state) => state.handle(&req),
+                None => Response::new(503).into(),
+            },
+            Limits::default(),
+        )?;
+        let origin = options.origin(&server);
         let state = Arc::new(State {
             content: Mutex::new(content),
             log: RequestLog::default(),
-            dl_origin: dl.base_url(),
-            origin: Mutex::new(String::new()),
+            dl_origin: crate::control::sibling_origin(&origin, &dl),
+            origin: Mutex::new(origin.clone()),
+            secret: options.secret.clone(),
         });
         *lock(&dl_holder) = Some(Arc::clone(&state));
-        let for_index = Arc::clone(&state);
-        let server = Server::bind(
-            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            move |req: Request| for_index.handle(&req),
-            Limits::default(),
-        )?;
-        let origin = server.base_url();
-        *lock(&state.origin) = origin.clone();
+        *lock(&index_holder) = Some(Arc::clone(&state));
         Ok(CargoCanary {
             _server: server,
             _dl: dl,
@@ -305,6 +328,19 @@ impl CargoCanary {
     /// The download origin `config.json` names.
     pub fn dl_origin(&self) -> &str {
         &self.state.dl_origin
+    }
+
+    /// The index as files, `(path, bytes)`: `config.json` and each crate's
+    /// index file at its index path, as a crates.io-index checkout holds
+    /// them (what a peer that syncs a git index is seeded with).
+    pub fn index_files(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out = vec![("config.json".to_string(), self.state.config())];
+        for (name, c) in lock(&self.state.content).iter() {
+            if let (Ok(n), false) = (CrateName::new(name), c.lines.is_empty()) {
+                out.push((n.index_path(), index_body(c)));
+            }
+        }
+        out
     }
 
     /// Every request so far, on either origin.
@@ -344,20 +380,29 @@ fn no_writes() -> Reply {
 }
 
 impl State {
+    /// `config.json`: `dl` and `api` on the second origin.
+    fn config(&self) -> Vec<u8> {
+        serde_json::json!({
+            "dl": format!("{}/crates/{{crate}}/{{crate}}-{{version}}.crate", self.dl_origin),
+            "api": self.dl_origin,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
     fn handle(&self, req: &Request) -> Reply {
+        if let Some(reply) = crate::control::intercept(self.secret.as_ref(), req, self) {
+            return reply;
+        }
         self.log.record(req);
         if !req.method.is_read() {
             return no_writes();
         }
         let path = req.path();
         if path == "/index/config.json" {
-            let config = serde_json::json!({
-                "dl": format!("{}/crates/{{crate}}/{{crate}}-{{version}}.crate", self.dl_origin),
-                "api": self.dl_origin,
-            });
             return Response::new(200)
                 .with_header("Content-Type", "application/json")
-                .with_body(config.to_string())
+                .with_body(self.config())
                 .into();
         }
         let Some(rest) = path.strip_prefix("/index/") else {
@@ -449,6 +494,25 @@ impl State {
             return Some(forbidden());
         }
         let parts: Vec<&str> = path.trim_start_matches("/api/v1/").split('/').collect();
+        if let (true, ["crates", name, version, "download"]) =
+            (req.method.is_read(), parts.as_slice())
+        {
+            // crates.io's download route redirects to its static origin.
+            let content = lock(&self.content);
+            let held = content
+                .get(&name.to_ascii_lowercase())
+                .is_some_and(|c| c.files.contains_key(*version));
+            return Some(if held {
+                Response::new(302)
+                    .with_header(
+                        "Location",
+                        format!("{}/crates/{name}/{name}-{version}.crate", self.dl_origin),
+                    )
+                    .into()
+            } else {
+                not_found()
+            });
+        }
         if let (true, ["crates", name, version, "readme"]) =
             (req.method.is_read(), parts.as_slice())
         {
@@ -541,7 +605,7 @@ impl State {
         })
     }
 
-    fn yank(&self, name: &str, version: &str) -> Result<Observation, UpstreamError> {
+    fn yank_line(&self, name: &str, version: &str) -> Result<Observation, UpstreamError> {
         let mut content = lock(&self.content);
         let Some(c) = content.get_mut(name) else {
             return Err(Self::not_served(format!(
@@ -564,7 +628,7 @@ impl State {
         })
     }
 
-    fn plan(&self) -> UpstreamPlan {
+    fn upstream_plan(&self) -> UpstreamPlan {
         let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
         let origin = lock(&self.origin).clone();
         let index = CrateName::new(UPSTREAM_ONLY)
@@ -585,6 +649,7 @@ impl State {
             no_digest: Some(name(NO_CKSUM)),
             bad_digest: None,
             offsite: None,
+            yanked: Some(name(YANKED)),
         }
     }
 }
@@ -615,29 +680,55 @@ fn index_body(c: &CanaryCrate) -> Vec<u8> {
     body
 }
 
-impl Upstream for CargoCanary {
+impl Upstream for State {
     fn plan(&self) -> UpstreamPlan {
-        self.state.plan()
+        self.upstream_plan()
     }
 
     fn mark(&self) -> u64 {
-        self.state.log.mark()
+        self.log.mark()
     }
 
     fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
-        self.state.log.since(mark)
+        self.log.since(mark)
     }
 
     fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
-        self.state.publish(project.as_str())
+        self.publish(project.as_str())
     }
 
     fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
-        self.state.replace(filename)
+        self.replace(filename)
     }
 
     fn yank(&self, project: &str, version: &str) -> Result<Observation, UpstreamError> {
-        self.state.yank(project, version)
+        self.yank_line(project, version)
+    }
+}
+
+impl Upstream for CargoCanary {
+    fn plan(&self) -> UpstreamPlan {
+        Upstream::plan(&*self.state)
+    }
+
+    fn mark(&self) -> u64 {
+        self.state.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.state.requests_since(mark)
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        self.state.publish_new_version(project)
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        self.state.replace_file_bytes(filename)
+    }
+
+    fn yank(&self, project: &str, version: &str) -> Result<Observation, UpstreamError> {
+        Upstream::yank(&*self.state, project, version)
     }
 }
 

@@ -4,4 +4,5 @@
 
 pub mod builtin;
 pub mod canary;
+pub mod kit;
 pub mod proxy;

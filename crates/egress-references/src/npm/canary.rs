@@ -388,7 +388,7 @@ impl NpmCanary {
         )?;
         let origin = options.origin(&server);
         let _ = state.origin.set(origin.clone());
-        let _ = state.cdn_origin.set(cdn_origin(&origin, &cdn));
+        let _ = state.cdn_origin.set(control::sibling_origin(&origin, &cdn));
         {
             let mut content = lock(&state.content);
             let mut packages = initial_packages(&origin, &mut content, &state.key);
@@ -674,6 +674,7 @@ impl Upstream for State {
             no_digest: Some(name(NO_INTEGRITY)),
             bad_digest: Some(name(BAD_INTEGRITY)),
             offsite: Some(name(OFFSITE)),
+            yanked: None,
         }
     }
 
@@ -906,22 +907,6 @@ fn listed_for(name: &str, v: &PackageVersion) -> Listed {
 }
 
 // ------------------------------------------------------------------ documents
-
-/// The CDN origin: the host the main origin names, on the CDN listener's
-/// port (the bound address itself when the host cannot be told).
-fn cdn_origin(origin: &str, cdn: &egress_http::ServerHandle) -> String {
-    egress_model::Url::parse(origin).map_or_else(
-        |_| cdn.base_url(),
-        |u| {
-            format!(
-                "{}://{}:{}",
-                u.scheme().as_str(),
-                u.host(),
-                cdn.addr().port()
-            )
-        },
-    )
-}
 
 /// The absolute URL of a tarball at `origin`.
 fn tarball_url(origin: &str, name: &str, version: &str) -> String {

@@ -473,6 +473,7 @@ impl Upstream for State {
             no_digest: Some(name(NO_DIGEST)),
             bad_digest: Some(name(BAD_DIGEST)),
             offsite: None,
+            yanked: None,
         }
     }
 

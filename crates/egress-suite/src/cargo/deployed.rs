@@ -4,9 +4,14 @@ use super::plan::Packages;
 use egress_model::UpstreamPlan;
 
 impl Packages {
-    /// The template crate and, by default, the upstream-only one as absent.
+    /// The template crate, the crate held at a yanked version (the kit's
+    /// `Cargo.lock` pins both) and, by default, the upstream-only one as
+    /// absent.
     pub(crate) fn take_canary(&mut self, up: &UpstreamPlan, default_absent: bool) {
         self.template.get_or_insert_with(|| up.template.to_string());
+        if let (None, Some(y)) = (&self.yanked, &up.yanked) {
+            self.yanked = Some(y.to_string());
+        }
         if default_absent {
             self.absent = vec![up.upstream_only.to_string()];
         }
