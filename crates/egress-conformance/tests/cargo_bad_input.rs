@@ -32,8 +32,10 @@ fn canary() -> (CargoCanary, Sha256Digest) {
     let digest = Sha256Digest::of(&bytes);
     let mut content = CanaryContent::new();
     let mut add = |name: &str, lines: Vec<Vec<u8>>, file: Vec<u8>| {
-        let mut c = CanaryCrate::default();
-        c.lines = lines;
+        let mut c = CanaryCrate {
+            lines,
+            ..CanaryCrate::default()
+        };
         c.files.insert("1.0.0".into(), file);
         content.insert(name.into(), c);
     };
