@@ -10,7 +10,7 @@
 
 use crate::error::BuildError;
 use crate::select::{Dropped, Rules};
-use crate::store::write_atomic;
+use egress_cli::store::write_atomic;
 use egress_model::Sha256Digest;
 use egress_signing::SigningKey;
 use egress_snapshot::{SnapshotBuilder, SnapshotError};

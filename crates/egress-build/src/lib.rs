@@ -17,27 +17,29 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod apt;
+pub mod args;
 mod build;
 pub mod cargo;
 mod error;
 mod fetch;
 mod flatten;
+pub mod keygen;
 mod layer;
 mod local;
 pub mod npm;
 mod progress;
 pub mod pypi;
 pub mod select;
-mod store;
 
+pub use args::BuildArgs;
 pub use build::{Common, Layering, DEFAULT_PRINCIPAL};
+pub use egress_cli::store::{write_atomic, write_files, write_new, WriteError};
 pub use error::{BuildError, Kind};
 pub use flatten::{flatten, FlattenError, Flattened};
 pub use progress::quiet;
 pub use pypi::REWRITTEN_UV_LOCK;
 pub use select::{Cutoff, Dropped, Rules};
 use std::path::PathBuf;
-pub use store::{write_atomic, write_files, write_new, WriteError};
 
 /// Everything a build reads: the shared options and each protocol's inputs.
 pub struct BuildOptions {

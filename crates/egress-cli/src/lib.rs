@@ -14,7 +14,10 @@
 //!   which the binary reports once its command is done.
 
 mod color;
+mod failure;
+pub mod store;
 pub use color::ColorChoice;
+pub use failure::{exit, Failure};
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

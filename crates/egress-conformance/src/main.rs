@@ -3,10 +3,16 @@
 //! --help`.
 
 use clap::{Parser, Subcommand};
+use egress_build::keygen;
 use egress_conformance::{
-    canary, check, exit, instance, keygen, kit, output, run_builtin, run_testbed, sandbox_scan,
-    snapshot, snapshot_diff, snapshot_misses, snapshot_oci, verify, Failure, Format, TextArgs,
+    check, exit, instance, output, run_builtin, sandbox_scan, snapshot, verify, Failure, Format,
+    TextArgs,
 };
+use egress_diff::cli as snapshot_diff;
+use egress_mirror::misses::command as snapshot_misses;
+use egress_oci::cli as snapshot_oci;
+use egress_references::{canary_cli as canary, kit_cli as kit};
+use egress_testbed::cli as run_testbed;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -2,6 +2,7 @@
 
 use crate::{exit, Failure};
 use egress_suite::combined::Saved;
+use egress_suite::saved::{Finding, RenderFormat as Rendered};
 use std::path::{Path, PathBuf};
 
 fn reports_in(path: &Path) -> Result<Vec<PathBuf>, Failure> {
@@ -31,7 +32,7 @@ pub fn load(path: &Path) -> Result<Saved, Failure> {
 
 /// Prints what `report verify` found in `file`: `agree` when every
 /// verdict re-derives, else each (id, recorded, derived) that differs.
-fn say(file: &Path, agree: String, diffs: Vec<(String, String, String)>) -> u8 {
+fn say(file: &Path, agree: String, diffs: Vec<Finding>) -> u8 {
     if diffs.is_empty() {
         egress_cli::outln!("{}: {agree}", file.display());
         return exit::PASS;
@@ -47,74 +48,9 @@ fn say(file: &Path, agree: String, diffs: Vec<(String, String, String)>) -> u8 {
     exit::FAIL
 }
 
-/// Each disagreement as (id, "recorded (why)", "derived (why)"); a
-/// sub-probe's derived verdict names the digest of the transcript it was
-/// derived from (`egress_suite::digests`), so that a reader can tell
-/// whether the evidence is the one a page or SARIF log cited.
-fn rows(
-    report: &egress_suite::Report,
-    diffs: Vec<egress_suite::Disagreement>,
-) -> Vec<(String, String, String)> {
-    diffs
-        .into_iter()
-        .map(|d| {
-            let from = report.probe(&d.id).map_or(String::new(), |rec| {
-                format!(
-                    " from transcript sha256 {}",
-                    egress_suite::digests::transcript(rec).to_hex()
-                )
-            });
-            (
-                d.id.to_string(),
-                format!("{} ({})", d.recorded.0, d.recorded.1),
-                format!("{} ({}){from}", d.derived.0, d.derived.1),
-            )
-        })
-        .collect()
-}
-
-/// What `report verify` finds in a saved report: the line it says when
-/// every verdict re-derives, and each (id, recorded, re-derived) verdict
-/// that differs. `report render` calls it too, before rendering.
-pub fn findings(saved: &Saved) -> (String, Vec<(String, String, String)>) {
-    match saved {
-        Saved::Combined(both) => (
-            format!(
-                "{} sub-probes, {} predicates and {} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
-                both.check.probes.len(),
-                both.check.predicates.len(),
-                both.scan.records.len(),
-                both.outcome
-            ),
-            both.verify(),
-        ),
-        Saved::Scan(scan) => (
-            format!(
-                "{} sandbox-scan checks re-derived from the evidence; all agree (outcome {})",
-                scan.records.len(),
-                scan.outcome
-            ),
-            egress_sandbox::verify(scan)
-                .into_iter()
-                .map(|d| {
-                    (
-                        d.id.to_string(),
-                        format!("{} ({})", d.recorded.0, d.recorded.1),
-                        format!("{} ({})", d.derived.0, d.derived.1),
-                    )
-                })
-                .collect(),
-        ),
-        Saved::Check(report) => (
-            format!(
-                "{} sub-probes and {} predicates re-derived from the evidence; all agree (outcome {})",
-                report.probes.len(),
-                report.predicates.len(),
-                report.outcome
-            ),
-            rows(report, egress_suite::verify(report)),
-        ),
-    }
+/// What `report verify` finds in a saved report ([`Saved::findings`]).
+pub fn findings(saved: &Saved) -> (String, Vec<Finding>) {
+    saved.findings()
 }
 
 pub fn main(path: &Path) -> Result<u8, Failure> {
@@ -160,39 +96,18 @@ pub fn render(args: RenderArgs) -> Result<u8, Failure> {
         )));
     }
     let saved = load(&args.path)?;
-    let (_, diffs) = findings(&saved);
+    let (_, diffs) = saved.findings();
     let file = args.path.display().to_string();
-    let (body, code) = if diffs.is_empty() {
-        let body = match (&saved, args.format) {
-            (Saved::Check(r), RenderFormat::Html) => egress_suite::html::reports(&[r]),
-            (Saved::Check(r), RenderFormat::Sarif) => egress_suite::sarif::reports(&[r]),
-            (Saved::Check(r), RenderFormat::Text) => egress_suite::render::text(r),
-            (Saved::Combined(b), RenderFormat::Html) => egress_suite::html::combined(b),
-            (Saved::Combined(b), RenderFormat::Sarif) => egress_suite::sarif::combined(b),
-            (Saved::Combined(b), RenderFormat::Text) => b.text(),
-            (Saved::Scan(s), RenderFormat::Html) => egress_suite::html::scan(s),
-            (Saved::Scan(s), RenderFormat::Sarif) => egress_suite::sarif::scan(s),
-            (Saved::Scan(s), RenderFormat::Text) => egress_sandbox::render::text(s),
-        };
-        (body, exit::PASS)
+    let format = match args.format {
+        RenderFormat::Html => Rendered::Html,
+        RenderFormat::Sarif => Rendered::Sarif,
+        RenderFormat::Text => Rendered::Text,
+    };
+    let body = saved.render(format, &file, &diffs);
+    let code = if diffs.is_empty() {
+        exit::PASS
     } else {
-        let body = match args.format {
-            RenderFormat::Html => egress_suite::html::unverified(&file, &diffs),
-            RenderFormat::Sarif => egress_suite::sarif::unverified(&file, &diffs),
-            RenderFormat::Text => {
-                let mut t = format!(
-                    "DOES NOT VERIFY: {file}: {} verdicts differ from what the evidence supports:\n",
-                    diffs.len()
-                );
-                for (id, recorded, derived) in &diffs {
-                    t.push_str(&format!(
-                        "  {id}: recorded {recorded}, re-derived {derived}\n"
-                    ));
-                }
-                t
-            }
-        };
-        (body, exit::FAIL)
+        exit::FAIL
     };
     match &args.out {
         Some(out) => crate::output::write_atomic(out, body.as_bytes()).map_err(|e| {

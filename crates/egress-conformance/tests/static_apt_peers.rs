@@ -63,7 +63,7 @@ fn approx_aptly_and_reprepro_under_the_apt_suite() {
     assert!(out.not_run.is_empty(), "{}", out.notes());
     assert!(out.ok(), "the apt reference column is all PASS");
     let dir = tmpdir("egress-testbed-test-static-apt");
-    if let Err(f) = egress_conformance::run_testbed::write(&dir, &vs, &out) {
+    if let Err(f) = egress_testbed::cli::write(&dir, &vs, &out) {
         panic!("write: {}", f.message);
     }
     let v = Command::new(env!("CARGO_BIN_EXE_egress-conformance"))

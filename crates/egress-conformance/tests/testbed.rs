@@ -548,7 +548,7 @@ fn verdaccio_in_both_configurations_under_the_npm_suite() {
     assert!(a.not_run.is_empty(), "{}", a.notes());
     assert!(a.ok(), "the npm reference column is all PASS");
     let dir = tmpdir("egress-testbed-test-verdaccio");
-    if let Err(f) = egress_conformance::run_testbed::write(&dir, &vs, &a) {
+    if let Err(f) = egress_testbed::cli::write(&dir, &vs, &a) {
         panic!("write: {}", f.message);
     }
     let v = conformance(&["report", "verify", dir.to_str().expect("utf-8")]);

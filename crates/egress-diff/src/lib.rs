@@ -21,6 +21,7 @@
     allow(clippy::indexing_slicing, clippy::string_slice, clippy::unwrap_used)
 )]
 
+pub mod cli;
 pub mod fixtures;
 mod flags;
 mod names;

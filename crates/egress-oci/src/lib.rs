@@ -17,6 +17,7 @@
 
 pub mod artifact;
 pub mod auth;
+pub mod cli;
 pub mod pull;
 pub mod push;
 pub mod reference;

@@ -33,12 +33,14 @@
 
 pub mod apt;
 pub mod builtin;
+pub mod canary_cli;
 pub mod cargo;
 pub mod control;
 pub mod dns;
 pub mod haproxy;
 pub mod hostile;
 pub mod kit;
+pub mod kit_cli;
 pub mod kits;
 mod loopback;
 pub mod npm;

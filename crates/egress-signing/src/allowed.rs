@@ -87,6 +87,15 @@ impl AllowedSigners {
         Ok(Self { entries })
     }
 
+    /// Reads and parses the allowed_signers file at `path`; the error
+    /// says which file and why, for a flag's one-line error
+    /// (`--allowed-signers {e}`).
+    pub fn read(path: &std::path::Path) -> Result<Self, String> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+        Self::parse(&text).map_err(|e| format!("{shown}: {e}"))
+    }
+
     pub fn entries(&self) -> &[AllowedSignersEntry] {
         &self.entries
     }

@@ -35,6 +35,7 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod sarif;
+pub mod saved;
 pub mod subprobe;
 pub mod summary;
 pub mod verdicts;

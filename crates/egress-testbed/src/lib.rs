@@ -6,6 +6,7 @@
 //! reference mirrors, one variant at a time, and renders the matrices;
 //! `egress-conformance testbed` prints and writes them.
 
+pub mod cli;
 pub mod config;
 pub mod peer;
 pub mod relay;

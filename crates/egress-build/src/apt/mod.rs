@@ -61,26 +61,41 @@ pub fn lab_openpgp_key(key: &SigningKey) -> OpenPgpKey {
     OpenPgpKey::from_signing_key(key, LAB_KEY_USER_ID, LAB_KEY_CREATED)
 }
 
-/// The apt inputs of a build.
-#[derive(Default)]
+/// The apt inputs of a build, and their flags.
+#[derive(clap::Args, Default, Debug)]
+#[group(id = "apt-inputs")]
 pub struct Inputs {
-    /// `apt-get install --print-uris -qq ...` output.
+    /// The output of `apt-get install --print-uris -qq PKG...`: every .deb
+    /// it lists is bound to the SHA256 of its archive's signed Packages,
+    /// downloaded, verified, and served in a repository signed by the key
+    /// of --sign-key (see docs/snapshot-format.md, "apt").
+    #[arg(long, value_name = "FILE")]
     pub apt_uris: Option<PathBuf>,
-    /// `URL DIST [COMPONENT...]`, one per distribution the URIs come from.
+    /// 'URL DIST [COMPONENT...]' (default component main), one per
+    /// distribution the --apt-uris URLs come from, e.g.
+    /// 'http://deb.debian.org/debian bookworm main'; repeatable.
+    #[arg(long = "apt-source", value_name = "SOURCE")]
     pub apt_sources: Vec<String>,
-    /// apt's source lists (`--apt-sources`): one-line `.list` or deb822
-    /// `.sources` files, as they stand.
+    /// apt's own source list as it stands, e.g.
+    /// /etc/apt/sources.list.d/debian.sources: a deb822 .sources file or a
+    /// one-line .list file; each enabled deb entry is a source, checked
+    /// against its Signed-By (else --apt-keyring); repeatable.
+    #[arg(long = "apt-sources", value_name = "FILE")]
     pub apt_source_files: Vec<PathBuf>,
-    /// The keyring the upstream signs its Release with.
+    /// The OpenPGP keyring the archives sign their Release with, e.g.
+    /// /usr/share/keyrings/debian-archive-keyring.gpg.
+    #[arg(long, value_name = "FILE")]
     pub apt_keyring: Option<PathBuf>,
-    /// The architectures whose Packages are read, each `--apt-arch` once
-    /// (none: [`DEFAULT_ARCH`]). A line binds through whichever of their
-    /// indexes lists its file; the snapshot serves an index per
-    /// architecture.
+    /// A Debian architecture whose Packages are read [default: amd64];
+    /// repeatable (--apt-arch amd64 --apt-arch arm64): a line binds
+    /// through whichever architecture's signed index lists its file, and
+    /// the snapshot serves an index per architecture.
+    #[arg(long, value_name = "ARCH")]
     pub apt_arch: Vec<String>,
-    /// Directories of `.deb` files added as they are (`--apt-debs`, e.g. the
-    /// conformance kit), listed in the first `--apt-source`'s distribution
-    /// and first component.
+    /// A directory of .deb files to add as they are (e.g. the conformance
+    /// kit of `kit --protocol apt`), listed in the first --apt-source's
+    /// distribution and first component; repeatable.
+    #[arg(long, value_name = "DIR")]
     pub apt_debs: Vec<PathBuf>,
 }
 

@@ -33,6 +33,7 @@ pub const DEFAULT_INDEX: &str = "https://index.crates.io/";
 
 /// cargo's inputs of `snapshot build`.
 #[derive(clap::Args, Default, Debug)]
+#[group(id = "cargo-inputs")]
 pub struct Inputs {
     /// A Cargo.lock (version 2, 3 or 4): every registry package it pins is
     /// fetched from --cargo-index-url's registry, verified against its

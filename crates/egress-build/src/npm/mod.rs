@@ -43,33 +43,65 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use universe::DEFAULT_UPSTREAM;
 
-/// The npm inputs of a build.
-#[derive(Default)]
+/// The npm inputs of a build, and their flags.
+#[derive(clap::Args, Default, Debug)]
+#[group(id = "npm-inputs")]
 pub struct Inputs {
-    /// A package-lock.json (lockfile version 2 or 3).
+    /// An npm package-lock.json (lockfile version 2 or 3): every tarball it
+    /// pins is fetched from its `resolved` URL (a package without one, as
+    /// npm's omit-lockfile-registry-resolved writes it, from --npm-upstream),
+    /// verified against its sha512 integrity, and served with pre-rendered
+    /// packuments.
+    #[arg(long, value_name = "FILE")]
     pub npm_lock: Option<PathBuf>,
-    /// Directories of npm tarballs to add as they are (`--npm-dist`), each
-    /// named by its own `package.json`: the conformance kit, `npm pack` output.
+    /// A directory of npm tarballs (.tgz) to add as they are, each named by
+    /// its own package.json, e.g. the conformance kit; repeatable; needs
+    /// --npm-registry-url.
+    #[arg(long, value_name = "DIR")]
     pub npm_dist: Vec<PathBuf>,
-    /// The mirror's absolute base URL as npm clients will reach it; needed
-    /// with a lock, because npm needs absolute tarball URLs in packuments.
+    /// The mirror's absolute base URL as npm clients will reach it, e.g.
+    /// http://127.0.0.1:8080/; required with --npm-lock and --npm-dist, because npm needs
+    /// absolute tarball URLs in packuments.
+    #[arg(long, value_name = "URL")]
     pub npm_registry_url: Option<String>,
-    /// `--npm-universe`: package names with optional semver ranges.
+    /// An npm universe: one package name per line, with an optional semver
+    /// range (`react@^18` or `react ^18`); `#` starts a comment.
+    #[arg(
+        id = "npm_universe",
+        long = "npm-universe",
+        value_name = "FILE",
+        help_heading = "Universe"
+    )]
     pub universe: Option<PathBuf>,
-    /// `--npm-upstream`: the registry a universe is read from, and a lock's
-    /// packages without a `resolved` URL are resolved against; by default
-    /// [`DEFAULT_UPSTREAM`] (`https://registry.npmjs.org/`).
+    /// The npm registry an --npm-universe is read from, and the
+    /// --npm-lock packages that have no `resolved` URL are resolved against
+    /// (default https://registry.npmjs.org/); not the mirror's own address
+    /// (--npm-registry-url).
+    #[arg(
+        id = "npm_upstream",
+        long = "npm-upstream",
+        value_name = "URL",
+        help_heading = "Universe"
+    )]
     pub registry: Option<String>,
-    /// `--os`, `--cpu`, `--libc`: the platform optional packages are kept for.
+    #[command(flatten)]
     pub platform: PlatformArgs,
 }
 
 /// The npm target: optional packages whose `os`, `cpu` or `libc` exclude
 /// it are left out (each empty list: any).
-#[derive(Default, Clone, Debug)]
+#[derive(clap::Args, Default, Clone, Debug)]
+#[group(id = "npm-platform")]
 pub struct PlatformArgs {
+    /// npm: the target's operating system (e.g. linux); optional platform
+    /// packages for other systems are left out; repeatable.
+    #[arg(long, value_name = "OS", help_heading = "Targets")]
     pub os: Vec<String>,
+    /// npm: the target's CPU (e.g. x64, arm64); repeatable.
+    #[arg(long, value_name = "CPU", help_heading = "Targets")]
     pub cpu: Vec<String>,
+    /// npm: the target's C library (glibc or musl); repeatable.
+    #[arg(long, value_name = "LIBC", help_heading = "Targets")]
     pub libc: Vec<String>,
 }
 

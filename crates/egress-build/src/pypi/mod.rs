@@ -30,35 +30,62 @@ pub const REWRITTEN_UV_LOCK: &str = "rewritten/uv.lock";
 /// The index a build reads when none is given: PyPI's.
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple/";
 
-/// The PyPI inputs of a build.
-#[derive(Default)]
+/// The PyPI inputs of a build, and their flags.
+#[derive(clap::Args, Default, Debug)]
+#[group(id = "pypi-inputs")]
 pub struct Inputs {
-    /// Hashed requirements files (pip-compile / uv pip compile --generate-hashes).
+    /// A hashed requirements file (pip-compile / uv pip compile
+    /// --generate-hashes); repeatable.
+    #[arg(long = "requirements", value_name = "FILE")]
     pub requirements: Vec<PathBuf>,
     /// A uv.lock (version 1).
+    #[arg(long, value_name = "FILE")]
     pub uv_lock: Option<PathBuf>,
-    /// Directories of wheels and sdists to add as they are.
+    /// A directory of wheels and sdists to add as they are; repeatable.
+    #[arg(long, value_name = "DIR")]
     pub dist: Vec<PathBuf>,
     /// The index to fetch from (PEP 691 JSON or PEP 503 HTML).
+    #[arg(long, value_name = "URL", default_value = DEFAULT_INDEX)]
     pub index_url: String,
-    /// The mirror's base URL: also write the rewritten uv.lock, whose file
-    /// URLs point at the mirror.
+    /// The mirror's base URL, e.g. http://127.0.0.1:8080: also write
+    /// DIR/rewritten/uv.lock, whose file URLs point at the mirror.
+    #[arg(long, value_name = "URL", requires = "uv_lock")]
     pub mirror_url: Option<String>,
-    /// `--pypi-universe`: project names with optional specifiers.
+    /// A PyPI universe: one project name per line, with an optional PEP 440
+    /// specifier (`requests>=2.30`); `#` starts a comment.
+    #[arg(
+        id = "pypi_universe",
+        long = "pypi-universe",
+        value_name = "FILE",
+        help_heading = "Universe"
+    )]
     pub universe: Option<PathBuf>,
-    /// The targets wheels are chosen for.
+    #[command(flatten)]
     pub targets: TargetArgs,
 }
 
 /// `--python-version`, `--platform`, `--implementation`, `--abi`,
 /// `--include-sdists`, as given. Without a version or platform, every file
 /// is kept (as before targets existed).
-#[derive(Default, Clone, Debug)]
+#[derive(clap::Args, Default, Clone, Debug)]
+#[group(id = "pypi-targets")]
 pub struct TargetArgs {
+    /// The target's Python version (e.g. 3.11); repeatable, one target each.
+    #[arg(long = "python-version", value_name = "X.Y", help_heading = "Targets")]
     pub python_versions: Vec<String>,
+    /// A PEP 425 platform tag (e.g. manylinux_2_17_x86_64); repeatable, as
+    /// pip's --platform: wheels for any of them are kept.
+    #[arg(long = "platform", value_name = "TAG", help_heading = "Targets")]
     pub platforms: Vec<String>,
+    /// The Python implementation tag: cp (default), pp, py.
+    #[arg(long, value_name = "TAG", help_heading = "Targets")]
     pub implementation: Option<String>,
+    /// An ABI tag (e.g. cp311, abi3, none); repeatable; by default derived
+    /// from the version and implementation, as pip does.
+    #[arg(long = "abi", value_name = "TAG", help_heading = "Targets")]
     pub abis: Vec<String>,
+    /// Keep sdists too (with a target, only wheels are kept by default).
+    #[arg(long, help_heading = "Targets")]
     pub include_sdists: bool,
 }
 

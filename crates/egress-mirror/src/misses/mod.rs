@@ -19,6 +19,7 @@
 
 pub mod aggregate;
 pub mod cli;
+pub mod command;
 pub mod writer;
 
 use egress_model::{DistFilename, NpmName, ProjectName, Sha256Digest, Timestamp};

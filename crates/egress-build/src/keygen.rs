@@ -1,8 +1,8 @@
 //! `key generate`: an ed25519 signing key for snapshots, in the formats
 //! OpenSSH reads, so that whoever verifies a snapshot needs no tool of ours.
 
-use crate::{exit, Failure};
-use egress_build::write_new;
+use crate::write_new;
+use egress_cli::{exit, Failure};
 use egress_signing::{AllowedSigners, SigningKey, LAB_NAMESPACES};
 use std::fs;
 use std::io;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The principal when none is given; `snapshot build` uses the key's comment
 /// (which is this) unless told otherwise.
-pub use egress_build::DEFAULT_PRINCIPAL;
+pub use crate::DEFAULT_PRINCIPAL;
 
 #[derive(clap::Args)]
 pub struct GenerateArgs {

@@ -3,10 +3,10 @@
 //! log and mutations behind a secret (`egress_references::control`). The
 //! canary itself is `egress_references::standalone`.
 
-use crate::{exit, Failure};
-use egress_references::control::{Secret, ServeOptions};
-pub use egress_references::standalone::apt_keyring_path;
-use egress_references::standalone::Standalone;
+use crate::control::{Secret, ServeOptions};
+pub use crate::standalone::apt_keyring_path;
+use crate::standalone::Standalone;
+use egress_cli::{exit, Failure};
 use egress_suite::Protocol;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -87,7 +87,7 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
     let keyring = match running.keyring() {
         Some(bytes) => {
             let path = apt_keyring_path(&args.secret_file);
-            egress_build::write_atomic(&path, &bytes).map_err(|e| {
+            egress_cli::store::write_atomic(&path, &bytes).map_err(|e| {
                 Failure::internal(format!(
                     "cannot write the canary's keyring to {}: {e}",
                     path.display()
@@ -107,7 +107,7 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
                 .into_iter()
                 .filter(|ip| !ip.is_unspecified())
                 .collect();
-            let r = egress_references::dns::DnsResponder::serve(at, answers, |q| {
+            let r = crate::dns::DnsResponder::serve(at, answers, |q| {
                 egress_cli::outln!("dns query: {} {} from {}", q.name, q.qtype, q.from);
             })
             .map_err(|e| Failure::internal(format!("cannot listen for DNS on {at}: {e}")))?;

@@ -1,9 +1,10 @@
 //! `testbed`: the suite against the PyPI, npm and apt mirrors labs deploy, as
 //! `egress_testbed::suite` runs it, printed and written as files.
 
-use crate::{exit, output, Failure};
+use crate::suite::{self, Outcome, Paths, Variant};
+use egress_cli::store::write_files;
+use egress_cli::{exit, Failure};
 use egress_suite::Report;
-use egress_testbed::suite::{self, Outcome, Paths, Variant};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -25,16 +26,18 @@ pub fn write(dir: &Path, variants: &[Variant], out: &Outcome) -> Result<(), Fail
     let stems: Vec<String> = out
         .reports
         .iter()
-        .map(|r| output::slug(&r.target_name))
+        .map(|r| egress_suite::render::slug(&r.target_name))
         .collect();
     let pairs: Vec<(&str, &Report)> = stems.iter().map(String::as_str).zip(&out.reports).collect();
-    output::write_reports(dir, &pairs)?;
+    write_files(dir, &egress_suite::files::report_files(&pairs))?;
     for (name, _) in &out.not_run {
         for ext in egress_suite::files::REPORT_EXTENSIONS {
-            let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", output::slug(name))));
+            let _ = std::fs::remove_file(
+                dir.join(format!("{}.{ext}", egress_suite::render::slug(name))),
+            );
         }
     }
-    output::write_files(
+    write_files(
         dir,
         &[
             ("matrix.md", suite::matrix_markdown(variants, out)),

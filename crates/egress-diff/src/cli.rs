@@ -1,7 +1,7 @@
 //! `snapshot diff OLD NEW`: the flags, and [`egress_diff`]'s diff printed.
 
-use crate::{exit, Failure};
-use egress_diff::{DiffErrorKind, Options};
+use crate::{DiffErrorKind, Options};
+use egress_cli::{exit, Failure};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -22,7 +22,7 @@ pub struct DiffArgs {
     pub format: DiffFormat,
     /// Flag files uploaded within N days before NEW's cutoff
     /// (`exclude_newer`, else its creation time).
-    #[arg(long, value_name = "N", default_value_t = egress_diff::DEFAULT_RECENT_DAYS)]
+    #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_RECENT_DAYS)]
     pub recent_days: u32,
     /// An OpenSSH allowed_signers file you trust: both snapshots'
     /// signatures must verify against it (exit 10 otherwise).
@@ -33,27 +33,22 @@ pub struct DiffArgs {
 /// Prints the diff; a directory that is not a snapshot exits 4, one whose
 /// bytes or signature do not verify exits 10.
 pub fn diff(args: DiffArgs) -> Result<u8, Failure> {
-    let signers = match &args.allowed_signers {
-        None => None,
-        Some(p) => {
-            let fail = |e: &dyn std::fmt::Display| {
-                Failure::input(format!("--allowed-signers {}: {e}", p.display()))
-            };
-            let text = std::fs::read_to_string(p).map_err(|e| fail(&e))?;
-            Some(egress_signing::AllowedSigners::parse(&text).map_err(|e| fail(&e))?)
-        }
-    };
+    let signers = args
+        .allowed_signers
+        .as_deref()
+        .map(egress_signing::AllowedSigners::read)
+        .transpose()
+        .map_err(|e| Failure::input(format!("--allowed-signers {e}")))?;
     let options = Options {
         recent_days: args.recent_days,
     };
-    let d =
-        egress_diff::diff_dirs(&args.old, &args.new, signers.as_ref(), &options).map_err(|e| {
-            let code = match e.kind() {
-                DiffErrorKind::NotASnapshot => exit::INPUT,
-                DiffErrorKind::Unverified => exit::BASE_UNVERIFIED,
-            };
-            Failure::new(code, e.to_string())
-        })?;
+    let d = crate::diff_dirs(&args.old, &args.new, signers.as_ref(), &options).map_err(|e| {
+        let code = match e.kind() {
+            DiffErrorKind::NotASnapshot => exit::INPUT,
+            DiffErrorKind::Unverified => exit::BASE_UNVERIFIED,
+        };
+        Failure::new(code, e.to_string())
+    })?;
     egress_cli::out!(
         "{}",
         match args.format {

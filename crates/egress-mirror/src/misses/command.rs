@@ -1,8 +1,8 @@
 //! `snapshot misses LOG...`: the flags, and `egress_mirror::misses`'s
 //! aggregate written out.
 
-use crate::{exit, Failure};
-use egress_mirror::misses::{aggregate_files, OutputFormat, Protocol};
+use super::{aggregate_files, OutputFormat, Protocol};
+use egress_cli::{exit, Failure};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -64,7 +64,7 @@ pub fn misses(args: MissesArgs) -> Result<u8, Failure> {
     })?;
     let text = agg.render(format, protocol);
     match &args.out {
-        Some(path) => egress_build::write_atomic(path, text.as_bytes()).map_err(|e| {
+        Some(path) => egress_cli::store::write_atomic(path, text.as_bytes()).map_err(|e| {
             Failure::internal(format!("cannot write {}: {e}", path.display())).because(e)
         })?,
         None => egress_cli::out!("{text}"),

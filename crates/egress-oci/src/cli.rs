@@ -1,8 +1,8 @@
 //! `snapshot push` and `snapshot pull`: the flags over [`egress_oci`], its
 //! lines printed, its errors as exit codes.
 
-use crate::{exit, Failure};
-use egress_oci::{Connect, OciError, Reference};
+use crate::{Connect, OciError, Reference};
+use egress_cli::{exit, Failure};
 use std::path::PathBuf;
 
 /// How to reach the registry, shared by push and pull.
@@ -26,7 +26,7 @@ pub struct PushArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Bytes per upload request (PATCH).
-    #[arg(long, value_name = "BYTES", default_value_t = egress_oci::DEFAULT_CHUNK)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::DEFAULT_CHUNK)]
     pub chunk_size: usize,
 }
 
@@ -70,9 +70,9 @@ fn reference(text: &str) -> Result<Reference, Failure> {
 
 pub fn push(args: PushArgs) -> Result<u8, Failure> {
     let r = reference(&args.reference)?;
-    let config = egress_oci::auth::docker_config_path();
+    let config = crate::auth::docker_config_path();
     let how = connect(&args.registry, config.as_deref());
-    let done = egress_oci::push(&args.dir, &r, &how, args.chunk_size, |l| {
+    let done = crate::push(&args.dir, &r, &how, args.chunk_size, |l| {
         egress_cli::outln!("{l}")
     })
     .map_err(failure)?;
@@ -90,11 +90,12 @@ pub fn push(args: PushArgs) -> Result<u8, Failure> {
 
 pub fn pull(args: PullArgs) -> Result<u8, Failure> {
     let r = reference(&args.reference)?;
-    let signers = crate::snapshot::read_signers(&args.allowed_signers)?;
-    let config = egress_oci::auth::docker_config_path();
+    let signers = egress_signing::AllowedSigners::read(&args.allowed_signers)
+        .map_err(|e| Failure::input(format!("--allowed-signers {e}")))?;
+    let config = crate::auth::docker_config_path();
     let how = connect(&args.registry, config.as_deref());
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let done = egress_oci::pull(&r, &args.dir, &signers, &how, jobs, |l| {
+    let done = crate::pull(&r, &args.dir, &signers, &how, jobs, |l| {
         egress_cli::outln!("{l}")
     })
     .map_err(failure)?;

@@ -1,10 +1,10 @@
 //! `kit --protocol pypi|npm|apt|cargo --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
-//! made in `egress_references::{pypi,npm,apt}::kit` (`egress_references::kits::files`),
+//! made in `egress_references::{pypi,npm,apt}::kit` (`crate::kits::files`),
 //! next to the canaries that build the same packages; this file only prints.
 
-use crate::{exit, Failure};
-use egress_references::kit::{self, KitError, DOCUMENTATION_CANARY};
+use crate::kit::{self, KitError, DOCUMENTATION_CANARY};
+use egress_cli::{exit, Failure};
 use egress_suite::Protocol;
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         Some(c) => kit::check_canary(c).map_err(|e| Failure::usage(e.to_string()))?,
         None => DOCUMENTATION_CANARY.to_string(),
     };
-    let files = egress_references::kits::files(protocol, &canary);
+    let files = crate::kits::files(protocol, &canary);
     let dir = args.out.display();
     let add = match protocol {
         Protocol::Pypi => format!("snapshot build ... --dist {dir}"),
