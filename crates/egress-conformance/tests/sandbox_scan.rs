@@ -455,6 +455,38 @@ fn a_pip_conf_extra_index_url_past_the_mirror_fails() {
 }
 
 #[test]
+fn a_hugging_face_endpoint_past_the_mirror_or_a_token_fails() {
+    require_netns!();
+    let (mut t, _) = lab("hf", &format!("{CANARY_IP}:53"));
+    t.start_tunnelling_front();
+    let hub = format!("http://{FRONT}");
+    // HF_ENDPOINT at a door that answers, and the token `hf auth login`
+    // leaves in $HF_HOME/token: two findings of S.hf, the token's bytes
+    // nowhere in the report.
+    let hf_home = t.dir.join("home/.cache/huggingface");
+    std::fs::create_dir_all(&hf_home).unwrap();
+    std::fs::write(hf_home.join("token"), "hf_egresstestsecret\n").unwrap();
+    let r = t.scan(MIRROR_URL, &[("HF_ENDPOINT", &hub)], None);
+    fails_naming(
+        &r,
+        "S.hf",
+        &format!("{hub}: a door that answers at {FRONT}"),
+    );
+    fails_naming(&r, "S.hf", "(a token file)");
+    only_these_fail(&r, &["S.hf"]);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        !json.contains("hf_egresstestsecret"),
+        "the token was recorded"
+    );
+    // The mirror as the endpoint and no token: nothing to say.
+    std::fs::remove_file(hf_home.join("token")).unwrap();
+    let mirror_hf = format!("{}hf", MIRROR_URL.trim_end_matches("simple/"));
+    let r = t.scan(MIRROR_URL, &[("HF_ENDPOINT", &mirror_hf)], None);
+    assert_eq!(status(&r, "S.hf"), Status::Pass);
+}
+
+#[test]
 fn an_ipv6_route_fails() {
     require_netns!();
     let (t, _) = lab("ipv6", &format!("{CANARY_IP}:53"));

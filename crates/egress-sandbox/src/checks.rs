@@ -93,6 +93,13 @@ pub const CHECKS: &[Check] = &[
         judge: judge::cargo_config,
     },
     Check {
+        id: "S.hf",
+        title: "HF_ENDPOINT and the Hugging Face client's settings lead only to the mirror, and hold no token",
+        kind: Kind::Told,
+        collect: collect::hf,
+        judge: judge::hf_config,
+    },
+    Check {
         id: "S.go",
         title: "GOPROXY and go's env lead only to the mirror",
         kind: Kind::Told,

@@ -323,6 +323,61 @@ pub fn cargo(ctx: &Context) -> Vec<Evidence> {
     client_attempts(ctx, out)
 }
 
+/// The Hugging Face client's settings: `HF_*` (`HF_ENDPOINT`, `HF_HUB_*`,
+/// `HF_TOKEN`...) and the legacy `HUGGING_FACE_HUB_TOKEN` and
+/// `HUGGINGFACE_*`; the token files `huggingface_hub` and `hf auth login`
+/// write (`$HF_TOKEN_PATH`, else `$HF_HOME/token`, `$HF_HOME` being
+/// `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface`;
+/// `$HF_HOME/stored_tokens`; the old `~/.huggingface/token`), recorded as
+/// present or not, never their bytes.
+pub fn hf(ctx: &Context) -> Vec<Evidence> {
+    let home = ctx.var("HF_HOME").map(PathBuf::from).or_else(|| {
+        ctx.var("XDG_CACHE_HOME")
+            .map(|c| PathBuf::from(c).join("huggingface"))
+            .or_else(|| ctx.home_join(".cache/huggingface"))
+    });
+    let mut paths: Vec<PathBuf> = ctx
+        .var("HF_TOKEN_PATH")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    if let Some(h) = &home {
+        paths.push(h.join("token"));
+        paths.push(h.join("stored_tokens"));
+    }
+    paths.extend(ctx.home_join(".huggingface/token"));
+    paths.dedup();
+    let mut out = vec![ctx.env_evidence(|n| {
+        n.starts_with("HF_") || n.starts_with("HUGGINGFACE_") || n == "HUGGING_FACE_HUB_TOKEN"
+    })];
+    out.extend(paths.iter().map(|p| secret_file(p)));
+    client_attempts(ctx, out)
+}
+
+/// A file that holds nothing but a secret: whether it is there and holds
+/// anything, as `<redacted>` (its bytes are never recorded).
+pub fn secret_file(path: &Path) -> Evidence {
+    match std::fs::metadata(path) {
+        Ok(m) => Evidence::File {
+            path: path.display().to_string(),
+            bytes: Some(WireBytes(if m.len() > 0 {
+                SECRET_FILE.as_bytes().to_vec()
+            } else {
+                Vec::new()
+            })),
+            error: None,
+        },
+        Err(e) => Evidence::File {
+            path: path.display().to_string(),
+            bytes: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// What [`secret_file`] records for a file that holds a secret.
+pub const SECRET_FILE: &str = "<redacted: a secret file>\n";
+
 pub fn go(ctx: &Context) -> Vec<Evidence> {
     const VARS: [&str; 7] = [
         "GOPROXY",

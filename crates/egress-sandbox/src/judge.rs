@@ -291,6 +291,40 @@ fn cargo_tokens(ev: &[Evidence]) -> Vec<String> {
     out
 }
 
+/// `S.hf`: [`client_config`] (`HF_ENDPOINT` and any URL in the client's
+/// variables), and a Hugging Face token anywhere `huggingface_hub` would
+/// find one (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, a token file) is a
+/// finding of its own: a credential a model can use against the Hub's
+/// write routes, whatever door it is for. Its value is never recorded.
+pub fn hf_config(plan: &ScanPlan, ev: &[Evidence]) -> Judged {
+    let mut j = client_config(plan, ev);
+    // A token file's bytes are never recorded, so nothing in it is a door.
+    let mut tokens: Vec<String> = vars(ev)
+        .into_iter()
+        .filter(|(n, v)| {
+            !v.is_empty() && matches!(*n, "HF_TOKEN" | "HUGGING_FACE_HUB_TOKEN" | "HF_API_TOKEN")
+        })
+        .map(|(n, _)| format!("${n}"))
+        .collect();
+    tokens.extend(
+        doors::config_files(ev)
+            .into_iter()
+            .filter(|(_, text)| text == crate::collect::SECRET_FILE)
+            .map(|(p, _)| format!("{p} (a token file)")),
+    );
+    let Some(first) = tokens.first().cloned() else {
+        return j;
+    };
+    let found = format!("a Hugging Face token in the sandbox: {first}");
+    j.reason = match j.status {
+        Status::Fail => format!("{}; {found}", j.reason),
+        _ => found,
+    };
+    j.status = Status::Fail;
+    j.paths.extend(tokens);
+    j
+}
+
 /// A configuration file or directory that exists but could not be read.
 fn unread(ev: &[Evidence]) -> Vec<Notice> {
     ev.iter()

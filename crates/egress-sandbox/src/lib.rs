@@ -428,6 +428,48 @@ mod tests {
     }
 
     #[test]
+    fn a_hugging_face_token_in_the_sandbox_is_a_finding() {
+        let dir = std::env::temp_dir().join(format!("egress-hf-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, "hf_s3cr3tvalue\n").unwrap();
+        let empty = dir.join("stored_tokens");
+        std::fs::write(&empty, "").unwrap();
+        let file = crate::collect::secret_file(&token);
+        let Evidence::File { bytes: Some(b), .. } = &file else {
+            panic!("{file:?}")
+        };
+        assert!(!b.lossy().contains("s3cr3t"), "{}", b.lossy());
+        let p = plan();
+        let endpoint = Evidence::Env {
+            vars: vec![("HF_ENDPOINT".into(), "http://198.51.100.1:8080/hf".into())],
+        };
+        let absent = crate::collect::secret_file(&dir.join("nonesuch"));
+        let clean = vec![
+            endpoint.clone(),
+            crate::collect::secret_file(&empty),
+            absent,
+        ];
+        let j = judge::hf_config(&p, &clean);
+        assert_eq!(j.status, Status::Pass, "{j:?}");
+        let j = judge::hf_config(&p, &[endpoint.clone(), file]);
+        assert_eq!(j.status, Status::Fail, "{j:?}");
+        assert_eq!(j.paths, [format!("{} (a token file)", token.display())]);
+        let env = Evidence::Env {
+            vars: vec![
+                ("HF_ENDPOINT".into(), "http://198.51.100.1:8080/hf".into()),
+                ("HF_TOKEN".into(), "<redacted>".into()),
+            ],
+        };
+        let j = judge::hf_config(&p, &[env]);
+        assert_eq!(
+            (j.status, j.paths.clone()),
+            (Status::Fail, vec!["$HF_TOKEN".to_string()])
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_mirror_alone_passes_a_canary_reached_fails() {
         let p = plan();
         let mut r = records(200, TcpOutcome::Unreachable);
