@@ -9,6 +9,8 @@
 //!   the sha256 `checksum` of each `.crate`;
 //! - npm's `package-lock.json`, versions 2 and 3 ([`parse_package_lock`]),
 //!   pinned by sha512 integrity;
+//! - a Hugging Face lock ([`parse_hf_lock`]): repositories at commits,
+//!   with the globs of the files held;
 //! - what `apt-get install --print-uris -qq` prints ([`parse_print_uris`]):
 //!   package URLs, sizes and apt's one hash, which the SHA256 of a signed
 //!   `Packages` index must then bind.
@@ -33,6 +35,7 @@
 
 mod apt_uris;
 mod cargolock;
+mod hflock;
 mod npmlock;
 mod requirements;
 mod rewrite;
@@ -49,6 +52,7 @@ pub use cargolock::{
     is_crate_version, parse_cargo_lock, CargoLock, CratePin, CrateSkipped, CrateSource,
     CRATES_IO_GIT, CRATES_IO_SPARSE,
 };
+pub use hflock::{glob_matches, parse_hf_lock, HfLock, HfPin};
 pub use npmlock::{parse_package_lock, sha512_of_integrity, NpmLock, NpmPin};
 pub use requirements::parse_requirements;
 pub use rewrite::rewrite_uv_lock;

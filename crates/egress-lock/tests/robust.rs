@@ -58,6 +58,21 @@ fn all_parsers_answer_in_one_line(text: &str) -> Result<(), String> {
     if let Err(e) = parse_package_lock("package-lock.json", text) {
         one_line("package-lock", e.to_string())?;
     }
+    match egress_lock::parse_hf_lock(text, "hf.lock") {
+        Err(e) => one_line("hf.lock", e.to_string())?,
+        Ok(lock) => {
+            for pin in &lock.pins {
+                for g in &pin.globs {
+                    if g.starts_with('/') || g.split('/').any(|c| c == "..") {
+                        return Err(format!("hf.lock accepted the glob {g:?}"));
+                    }
+                    // Any glob, against any path, answers.
+                    let path: String = text.chars().take(512).collect();
+                    let _ = egress_lock::glob_matches(g, &path);
+                }
+            }
+        }
+    }
     match parse_print_uris(text) {
         Err(e) => one_line("print-uris", e.to_string())?,
         Ok(uris) => {
@@ -142,6 +157,7 @@ fn delete_range(text: &str, at: usize, len: usize) -> String {
 
 fn valid_documents() -> Vec<String> {
     vec![
+        "# TYPE REPO COMMIT [GLOB...]\nmodel openai-community/gpt2 607a30d783dfa663caf39e06633721c8d4cfcd7e *.json [!a]*.safetensors\ndataset org/data 0123456789abcdef0123456789abcdef01234567\n".to_string(),
         PIP_COMPILE.to_string(),
         UV_PIP_COMPILE.to_string(),
         UV_LOCK.to_string(),

@@ -20,6 +20,7 @@ pub mod digest;
 pub mod evidence;
 pub mod filename;
 pub mod h2;
+pub mod hf;
 pub mod integrity;
 pub mod method;
 pub mod name;
@@ -42,6 +43,7 @@ pub use evidence::{
 };
 pub use filename::{DistFilename, DistKind};
 pub use h2::{H2Conversation, H2Frame, H2Request, H2Stream, H2Via};
+pub use hf::{HfCommit, HfRepoId, HfRepoType, InvalidHfRepoId, NotACommit};
 pub use integrity::{Integrity, IntegrityError};
 pub use method::{is_token, ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;
