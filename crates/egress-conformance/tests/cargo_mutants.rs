@@ -137,6 +137,23 @@ impl Mutant {
                 let (s, b) = upstream(&self.dl, "GET", &format!("/crates/{name}/{file}"), "");
                 return reply(s, b);
             }
+            "forward-writes" if write && t.contains("/api/v1/") => {
+                // A proxy that passes crates.io's write routes on, body
+                // and all.
+                let Ok(mut sock) = std::net::TcpStream::connect(&self.dl) else {
+                    return reply(502, Vec::new());
+                };
+                let head = format!(
+                    "{method} {t} HTTP/1.0\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+                    self.dl,
+                    req.body.len()
+                );
+                let mut raw = Vec::new();
+                let _ = sock.write_all(head.as_bytes());
+                let _ = sock.write_all(&req.body);
+                let _ = sock.read_to_end(&mut raw);
+                return reply(403, raw);
+            }
             "accept-writes" if write && t.contains("/api/v1/") => {
                 return reply(200, b"{\"ok\":true}".to_vec())
             }
@@ -227,6 +244,16 @@ fn run_mutant(kind: &'static str) -> egress_suite::Report {
     server.stop();
     mutant::assert_reverifies(&report, kind);
     report
+}
+
+/// What a write route passed upstream carried is named: the bytes the
+/// canary received, by length and sha256.
+#[test]
+fn a_forwarded_publish_is_named_with_its_body() {
+    let r = run_mutant("forward-writes");
+    let p = r.probe("P6.write-routes").expect("P6.write-routes");
+    assert_eq!(p.status, egress_model::Status::Fail, "{}", p.reason);
+    assert!(p.reason.contains("-byte body (sha256 "), "{}", p.reason);
 }
 
 #[test]

@@ -184,6 +184,18 @@ pub struct UpstreamRequest {
     /// passed on); the value itself is never logged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub authorization: bool,
+    /// What a request with a body sent: its length and sha256 (a publish's
+    /// tarball, an upload, a commit), so that what a write route received
+    /// is on record, not only that it was called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<BodyRecord>,
+}
+
+/// The length and sha256 of a request body an upstream received.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyRecord {
+    pub bytes: u64,
+    pub sha256: crate::Sha256Digest,
 }
 
 /// Something the suite observed besides an exchange with the target.

@@ -26,6 +26,10 @@ impl RequestLog {
             target: req.target.clone(),
             tripwire,
             authorization: req.header("authorization").is_some(),
+            body: (!req.body.is_empty()).then(|| egress_model::evidence::BodyRecord {
+                bytes: req.body.len() as u64,
+                sha256: egress_model::Sha256Digest::of(&req.body),
+            }),
         });
         tripwire
     }

@@ -362,6 +362,7 @@ fn what_follows_a_refusal_fails_the_case() {
                 target: "/simple/ec-present/?ec=ecm0123456789abcdef".into(),
                 tripwire: false,
                 authorization: false,
+                body: None,
             }],
         }],
         ..rec.clone()

@@ -76,8 +76,15 @@ pub fn collect_write_routes(c: &Collector, f: &Facts) -> Evidence {
 
 pub fn judge_write_routes(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(u) = crate::classify::upstream_log(rec).find(|u| u.target.starts_with("/api/")) {
+        let body = u.body.as_ref().map_or(String::new(), |b| {
+            format!(
+                " with a {}-byte body (sha256 {:.16}…)",
+                b.bytes,
+                b.sha256.to_hex()
+            )
+        });
         return crate::judge::fail(format!(
-            "a write route was passed to the upstream: request #{} {} {}",
+            "a write route was passed to the upstream: request #{} {} {}{body}",
             u.seq,
             u.method,
             crate::judge::short(&u.target)

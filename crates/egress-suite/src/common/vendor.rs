@@ -261,6 +261,7 @@ mod tests {
                     target: t.to_string(),
                     tripwire: false,
                     authorization: false,
+                    body: None,
                 })
                 .collect(),
         }
