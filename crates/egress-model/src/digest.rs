@@ -1,4 +1,5 @@
-//! The one SHA-256 digest type of the project.
+//! The project's digest types: SHA-256 ([`Sha256Digest`]) and a git
+//! blob id ([`GitBlobId`]), which the Hugging Face Hub names files by.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
@@ -159,5 +160,86 @@ mod tests {
         h.update(b"a");
         h.update(b"bc");
         assert_eq!(h.finish(), Sha256Digest::of(b"abc"));
+    }
+}
+
+/// A git blob id: the SHA-1 of `blob {len}\0` and the bytes, as git and
+/// the Hugging Face Hub name a (non-LFS) file. Displays as 40 lowercase
+/// hex characters. SHA-1 here only names what git names; what binds bytes
+/// to a signed snapshot is its SHA-256.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GitBlobId([u8; 20]);
+
+impl GitBlobId {
+    /// The id git gives a blob of `data`.
+    pub fn of_blob(data: &[u8]) -> Self {
+        use sha1::Digest as _;
+        let mut h = sha1::Sha1::new();
+        h.update(format!("blob {}\0", data.len()).as_bytes());
+        h.update(data);
+        Self(h.finalize().into())
+    }
+
+    /// Parses exactly 40 hex characters (either case).
+    pub fn from_hex(text: &str) -> Result<Self, DigestParseError> {
+        let raw = text.as_bytes();
+        if raw.len() != 40 {
+            return Err(DigestParseError::Length(raw.len()));
+        }
+        let mut out = [0u8; 20];
+        for (byte, pair) in out.iter_mut().zip(raw.chunks_exact(2)) {
+            let &[hi, lo] = pair else {
+                return Err(DigestParseError::NotHex);
+            };
+            let hi = hex_val(hi).ok_or(DigestParseError::NotHex)?;
+            let lo = hex_val(lo).ok_or(DigestParseError::NotHex)?;
+            *byte = (hi << 4) | lo;
+        }
+        Ok(Self(out))
+    }
+
+    // A nibble (0..16) always indexes the 16-entry table.
+    #[allow(clippy::indexing_slicing)]
+    pub fn to_hex(&self) -> String {
+        let mut s = String::with_capacity(40);
+        for b in self.0 {
+            s.push(HEX[(b >> 4) as usize] as char);
+            s.push(HEX[(b & 15) as usize] as char);
+        }
+        s
+    }
+}
+
+impl fmt::Display for GitBlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for GitBlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GitBlobId({})", self.to_hex())
+    }
+}
+
+#[cfg(test)]
+mod git_tests {
+    use super::*;
+
+    #[test]
+    fn blob_ids_as_git_computes_them() {
+        // `printf 'hello\n' | git hash-object --stdin`
+        assert_eq!(
+            GitBlobId::of_blob(b"hello\n").to_hex(),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        // The empty blob.
+        assert_eq!(
+            GitBlobId::of_blob(b"").to_hex(),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+        let id = GitBlobId::of_blob(b"x");
+        assert_eq!(GitBlobId::from_hex(&id.to_hex()).unwrap(), id);
+        assert!(GitBlobId::from_hex("zz").is_err());
     }
 }

@@ -36,7 +36,7 @@ pub mod wire;
 
 pub use accept::{Accept, MediaRange};
 pub use crate_name::{CrateName, InvalidCrateName};
-pub use digest::Sha256Digest;
+pub use digest::{GitBlobId, Sha256Digest};
 pub use evidence::{
     Afterwards, BodyEnd, Exchange, ListenEnd, Observation, PredicateVerdict, ProbeRecord,
     ResponseRecord, Status, UpstreamRequest, WireBytes,

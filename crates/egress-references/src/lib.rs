@@ -38,6 +38,7 @@ pub mod cargo;
 pub mod control;
 pub mod dns;
 pub mod haproxy;
+pub mod hf;
 pub mod hostile;
 pub mod kit;
 pub mod kit_cli;

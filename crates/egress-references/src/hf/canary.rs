@@ -1,0 +1,478 @@
+//! The Hugging Face Hub canary: the routes `huggingface_hub` uses, served
+//! from repositories the tests control.
+//!
+//! **Test fixture.** It binds to 127.0.0.1 only and never connects anywhere.
+//!
+//! Two origins, as the Hub has (`huggingface.co` and its LFS CDN):
+//!
+//! - the Hub origin:
+//!   - `GET /api/{models|datasets|spaces}/{repo}[/revision/{rev}]`: the
+//!     repo's info at a revision (`main`, or a commit);
+//!   - `GET /api/{...}/{repo}/tree/{rev}[/{path}][?recursive=true]`: the
+//!     files and folders, each file with its git blob id (`oid`) and, for
+//!     an LFS file, its sha256 and size (`lfs`);
+//!   - `HEAD`/`GET /[{datasets|spaces}/]{repo}/resolve/{rev}/{path}`: a
+//!     regular file's bytes with `ETag` (its blob id) and `X-Repo-Commit`;
+//!     an LFS file answers `302` to the CDN origin with `X-Linked-Etag`
+//!     (its sha256) and `X-Linked-Size`, as the Hub does;
+//!   - every other method is refused with `403` (the Hub's answer to a
+//!     token it does not know), and logged with its body;
+//! - the CDN origin: `GET /lfs/{sha256}`, the LFS file's bytes.
+//!
+//! `main` moves: [`HfCanary::move_main`] commits a changed file on top of
+//! a repo's `main`, as a push upstream would. Every request on either
+//! origin goes into one log ([`crate::request_log`]).
+
+use crate::request_log::{lock, RequestLog};
+use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
+use egress_model::{GitBlobId, HfRepoType, Sha256Digest, UpstreamRequest};
+use std::io;
+use std::sync::{Arc, Mutex};
+
+/// One file of a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HfFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+    /// Stored in LFS: listed with its sha256, downloaded from the CDN.
+    pub lfs: bool,
+}
+
+/// One commit: its id and every file in it.
+#[derive(Debug, Clone)]
+pub struct HfCommitFiles {
+    pub sha: String,
+    pub files: Vec<HfFile>,
+}
+
+/// One repository: its commits, oldest first, and the one `main` names.
+#[derive(Debug, Clone)]
+pub struct HfRepo {
+    pub repo_type: HfRepoType,
+    pub id: String,
+    pub commits: Vec<HfCommitFiles>,
+    pub main: String,
+}
+
+/// The commit id of `files` after `parent`: a sha1 of what it holds, so
+/// the same content gives the same id on every machine.
+fn commit_id(parent: &str, files: &[HfFile]) -> String {
+    let mut text = format!("parent {parent}\n");
+    for f in files {
+        text.push_str(&format!("{} {}\n", f.path, Sha256Digest::of(&f.bytes)));
+    }
+    GitBlobId::of_blob(text.as_bytes()).to_hex()
+}
+
+impl HfRepo {
+    /// A repo with one commit of `files`, `main` on it.
+    pub fn new(repo_type: HfRepoType, id: &str, files: Vec<HfFile>) -> Self {
+        let sha = commit_id("", &files);
+        Self {
+            repo_type,
+            id: id.to_string(),
+            commits: vec![HfCommitFiles {
+                sha: sha.clone(),
+                files,
+            }],
+            main: sha,
+        }
+    }
+
+    /// The commit `rev` names: a commit id, or `main`.
+    pub fn commit(&self, rev: &str) -> Option<&HfCommitFiles> {
+        let sha = if rev == "main" {
+            self.main.as_str()
+        } else {
+            rev
+        };
+        self.commits.iter().find(|c| c.sha == sha)
+    }
+}
+
+/// The canary's fixture repositories: a model with regular and LFS files
+/// in a folder and at the root, and a dataset.
+pub fn fixtures() -> Vec<HfRepo> {
+    let file = |path: &str, bytes: &[u8], lfs: bool| HfFile {
+        path: path.to_string(),
+        bytes: bytes.to_vec(),
+        lfs,
+    };
+    // An LFS file as big as a small model's weights would not help a test:
+    // a few KiB of bytes that are not text.
+    let weights: Vec<u8> = (0..6000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    vec![
+        HfRepo::new(
+            HfRepoType::Model,
+            MODEL,
+            vec![
+                file(
+                    ".gitattributes",
+                    b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n",
+                    false,
+                ),
+                file(
+                    "README.md",
+                    b"---\nlicense: mit\n---\n# ec-model\n\nA canary model.\n",
+                    false,
+                ),
+                file(
+                    "config.json",
+                    br#"{"model_type":"gpt2","n_layer":1,"vocab_size":8}"#,
+                    false,
+                ),
+                file(
+                    "tokenizer_config.json",
+                    br#"{"model_max_length":8,"tokenizer_class":"PreTrainedTokenizerFast"}"#,
+                    false,
+                ),
+                file("model.safetensors", &weights, true),
+                file("onnx/model.onnx", &weights[..1000], true),
+            ],
+        ),
+        HfRepo::new(
+            HfRepoType::Dataset,
+            DATASET,
+            vec![
+                file("README.md", b"# ec-dataset\n", false),
+                file("data/train.csv", b"text,label\nhello,1\nworld,0\n", false),
+            ],
+        ),
+    ]
+}
+
+/// The fixture model's and dataset's ids.
+pub const MODEL: &str = "ec-org/ec-model";
+pub const DATASET: &str = "ec-org/ec-dataset";
+
+struct State {
+    repos: Mutex<Vec<HfRepo>>,
+    log: RequestLog,
+    cdn: String,
+}
+
+/// The Hub canary; see the module docs. Stops on drop.
+pub struct HfCanary {
+    _server: ServerHandle,
+    _cdn: ServerHandle,
+    state: Arc<State>,
+    origin: String,
+}
+
+impl HfCanary {
+    /// Binds two free loopback ports (the Hub and its LFS CDN).
+    pub fn start(repos: Vec<HfRepo>) -> io::Result<HfCanary> {
+        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let holder: Arc<Mutex<Option<Arc<State>>>> = Arc::default();
+        let for_cdn = Arc::clone(&holder);
+        let cdn = Server::bind(
+            loopback,
+            move |req: Request| match lock(&for_cdn).as_ref() {
+                Some(s) => s.handle_cdn(&req),
+                None => Response::new(503).into(),
+            },
+            Limits::default(),
+        )?;
+        let state = Arc::new(State {
+            repos: Mutex::new(repos),
+            log: RequestLog::default(),
+            cdn: cdn.base_url(),
+        });
+        *lock(&holder) = Some(Arc::clone(&state));
+        let for_hub = Arc::clone(&state);
+        let server = Server::bind(
+            loopback,
+            move |req: Request| for_hub.handle(&req),
+            Limits::default(),
+        )?;
+        let origin = server.base_url();
+        Ok(HfCanary {
+            _server: server,
+            _cdn: cdn,
+            state,
+            origin,
+        })
+    }
+
+    /// The Hub origin, `http://127.0.0.1:PORT`: what `HF_ENDPOINT` names.
+    pub fn endpoint(&self) -> &str {
+        &self.origin
+    }
+
+    /// The LFS CDN origin.
+    pub fn cdn_origin(&self) -> &str {
+        &self.state.cdn
+    }
+
+    /// A repo as the canary serves it now.
+    pub fn repo(&self, repo_type: HfRepoType, id: &str) -> Option<HfRepo> {
+        lock(&self.state.repos)
+            .iter()
+            .find(|r| r.repo_type == repo_type && r.id == id)
+            .cloned()
+    }
+
+    /// Every request so far, on either origin.
+    pub fn requests(&self) -> Vec<UpstreamRequest> {
+        self.state.log.since(0)
+    }
+
+    /// Commits `path` with new bytes on top of `main` and moves `main` to
+    /// it, as a push upstream would; the new commit's id.
+    pub fn move_main(&self, repo_type: HfRepoType, id: &str, path: &str) -> Option<String> {
+        let mut repos = lock(&self.state.repos);
+        let repo = repos
+            .iter_mut()
+            .find(|r| r.repo_type == repo_type && r.id == id)?;
+        let mut files = repo.commit("main")?.files.clone();
+        let f = files.iter_mut().find(|f| f.path == path)?;
+        f.bytes.extend_from_slice(b"\n# moved upstream\n");
+        let sha = commit_id(&repo.main, &files);
+        repo.commits.push(HfCommitFiles {
+            sha: sha.clone(),
+            files,
+        });
+        repo.main = sha.clone();
+        Some(sha)
+    }
+}
+
+fn json(status: u16, doc: &serde_json::Value) -> Reply {
+    Response::new(status)
+        .with_header("Content-Type", "application/json; charset=utf-8")
+        .with_body(doc.to_string())
+        .into()
+}
+
+fn not_found(what: &str) -> Reply {
+    let r = Response::new(404)
+        .with_header("Content-Type", "application/json; charset=utf-8")
+        .with_header("X-Error-Code", "RepoNotFound")
+        .with_body(serde_json::json!({ "error": what }).to_string());
+    r.into()
+}
+
+/// `segment` of an API path as a repo type.
+fn api_type(segment: &str) -> Option<HfRepoType> {
+    [HfRepoType::Model, HfRepoType::Dataset, HfRepoType::Space]
+        .into_iter()
+        .find(|t| t.api_segment() == segment)
+}
+
+/// Percent-decodes what `huggingface_hub` quotes in a path (a revision, a
+/// file name); `None` on a bad escape or non-UTF-8.
+fn unquote(raw: &str) -> Option<String> {
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+impl State {
+    fn handle(&self, req: &Request) -> Reply {
+        self.log.record(req);
+        if !req.method.is_read() {
+            // The Hub's answer to a write with a token it does not know.
+            return json(
+                403,
+                &serde_json::json!({ "error": "Invalid credentials in Authorization header" }),
+            );
+        }
+        let path = req.path();
+        if let Some(rest) = path.strip_prefix("/api/") {
+            return self.api(rest, req.query().unwrap_or_default());
+        }
+        self.resolve(path)
+    }
+
+    fn with_repo<T>(&self, t: HfRepoType, id: &str, f: impl FnOnce(&HfRepo) -> T) -> Option<T> {
+        lock(&self.repos)
+            .iter()
+            .find(|r| r.repo_type == t && r.id == id)
+            .map(f)
+    }
+
+    /// `/api/{type}s/{ns}/{name}[/revision/{rev} | /tree/{rev}[/{path}]]`.
+    fn api(&self, rest: &str, query: &str) -> Reply {
+        let parts: Vec<&str> = rest.split('/').collect();
+        let (Some(t), Some(ns), Some(name)) = (
+            parts.first().and_then(|s| api_type(s)),
+            parts.get(1),
+            parts.get(2),
+        ) else {
+            return not_found("no such route");
+        };
+        let id = format!("{ns}/{name}");
+        let tail = parts.get(3..).unwrap_or_default();
+        let found = self.with_repo(t, &id, |repo| match tail {
+            [] => info(repo, "main"),
+            ["revision", rev] => unquote(rev).and_then(|r| info(repo, &r)),
+            ["tree", rev, sub @ ..] => {
+                let recursive = query
+                    .split('&')
+                    .any(|kv| kv == "recursive=true" || kv == "recursive=True");
+                let sub: Vec<String> = sub.iter().filter_map(|s| unquote(s)).collect();
+                unquote(rev).and_then(|r| tree(repo, &r, &sub.join("/"), recursive))
+            }
+            _ => None,
+        });
+        match found.flatten() {
+            Some(reply) => reply,
+            None => not_found("Repository not found"),
+        }
+    }
+
+    /// `/[{datasets|spaces}/]{ns}/{name}/resolve/{rev}/{path}`.
+    fn resolve(&self, path: &str) -> Reply {
+        let p = path.trim_start_matches('/');
+        let (t, p) = match p.split_once('/') {
+            Some(("datasets", rest)) => (HfRepoType::Dataset, rest),
+            Some(("spaces", rest)) => (HfRepoType::Space, rest),
+            _ => (HfRepoType::Model, p),
+        };
+        let parts: Vec<&str> = p.splitn(5, '/').collect();
+        let [ns, name, "resolve", rev, file] = parts.as_slice() else {
+            return not_found("no such route");
+        };
+        let (Some(rev), Some(file)) = (unquote(rev), unquote(file)) else {
+            return not_found("bad escape");
+        };
+        let cdn = self.cdn.clone();
+        let found = self.with_repo(t, &format!("{ns}/{name}"), |repo| {
+            let commit = repo.commit(&rev)?;
+            let f = commit.files.iter().find(|f| f.path == file)?;
+            let blob = GitBlobId::of_blob(&f.bytes);
+            let r = Response::new(if f.lfs { 302 } else { 200 })
+                .with_header("X-Repo-Commit", commit.sha.clone())
+                .with_header("ETag", format!("\"{blob}\""));
+            Some(if f.lfs {
+                let sha = Sha256Digest::of(&f.bytes);
+                r.with_header("X-Linked-Etag", format!("\"{sha}\""))
+                    .with_header("X-Linked-Size", f.bytes.len().to_string())
+                    .with_header("Location", format!("{cdn}/lfs/{sha}"))
+            } else {
+                r.with_header("Content-Type", "application/octet-stream")
+                    .with_body(f.bytes.clone())
+            })
+        });
+        match found.flatten() {
+            Some(r) => r.into(),
+            None => {
+                let r = Response::new(404)
+                    .with_header("X-Error-Code", "EntryNotFound")
+                    .with_body("Entry not found");
+                r.into()
+            }
+        }
+    }
+
+    fn handle_cdn(&self, req: &Request) -> Reply {
+        self.log.record(req);
+        let Some(want) = req.path().strip_prefix("/lfs/") else {
+            return Response::new(404).into();
+        };
+        let repos = lock(&self.repos);
+        let found = repos
+            .iter()
+            .flat_map(|r| r.commits.iter())
+            .flat_map(|c| c.files.iter())
+            .find(|f| f.lfs && Sha256Digest::of(&f.bytes).to_hex() == want);
+        match found {
+            Some(f) => Response::new(200)
+                .with_header("Content-Type", "application/octet-stream")
+                .with_body(f.bytes.clone())
+                .into(),
+            None => Response::new(404).into(),
+        }
+    }
+}
+
+/// The repo's info at `rev`, as `model_info`/`dataset_info` read it.
+fn info(repo: &HfRepo, rev: &str) -> Option<Reply> {
+    let commit = repo.commit(rev)?;
+    let siblings: Vec<serde_json::Value> = commit
+        .files
+        .iter()
+        .map(|f| serde_json::json!({ "rfilename": f.path }))
+        .collect();
+    Some(json(
+        200,
+        &serde_json::json!({
+            "_id": GitBlobId::of_blob(repo.id.as_bytes()).to_hex(),
+            "id": repo.id,
+            "sha": commit.sha,
+            "private": false,
+            "gated": false,
+            "disabled": false,
+            "tags": [],
+            "lastModified": "2026-11-01T00:00:00.000Z",
+            "siblings": siblings,
+        }),
+    ))
+}
+
+/// The entries under `dir` at `rev`: every file and folder below it when
+/// `recursive`, else its direct children.
+fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool) -> Option<Reply> {
+    let commit = repo.commit(rev)?;
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let mut folders: Vec<String> = Vec::new();
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for f in commit.files.iter().filter(|f| f.path.starts_with(&prefix)) {
+        let below = f.path.get(prefix.len()..).unwrap_or_default();
+        let segments: Vec<&str> = below.split('/').collect();
+        // The folders between `dir` and the file, each once.
+        let depth = if recursive {
+            segments.len() - 1
+        } else {
+            segments.len().min(2) - 1
+        };
+        for i in 1..=depth {
+            let folder = format!(
+                "{prefix}{}",
+                segments.get(..i).unwrap_or_default().join("/")
+            );
+            if !folders.contains(&folder) {
+                out.push(serde_json::json!({ "type": "directory", "oid": GitBlobId::of_blob(folder.as_bytes()).to_hex(), "size": 0, "path": folder }));
+                folders.push(folder);
+            }
+        }
+        if !recursive && segments.len() > 1 {
+            continue;
+        }
+        let mut entry = serde_json::json!({
+            "type": "file",
+            "oid": GitBlobId::of_blob(&f.bytes).to_hex(),
+            "size": f.bytes.len(),
+            "path": f.path,
+        });
+        if f.lfs {
+            entry["lfs"] = serde_json::json!({
+                "oid": Sha256Digest::of(&f.bytes).to_hex(),
+                "size": f.bytes.len(),
+                "pointerSize": 134,
+            });
+        }
+        out.push(entry);
+    }
+    if out.is_empty() && !dir.is_empty() {
+        return None;
+    }
+    Some(json(200, &serde_json::Value::Array(out)))
+}
