@@ -3,7 +3,7 @@
 //! `apt::Inputs`, `cargo::Inputs`), flattened into one [`BuildArgs`] that
 //! the CLI takes as it is and turns into [`BuildOptions`].
 
-use crate::{apt, cargo, npm, pypi, BuildError, BuildOptions, Common, Cutoff, Layering, Rules};
+use crate::{apt, cargo, hf, npm, pypi, BuildError, BuildOptions, Common, Cutoff, Layering, Rules};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -18,6 +18,8 @@ pub struct BuildArgs {
     pub apt: apt::Inputs,
     #[command(flatten)]
     pub cargo: cargo::Inputs,
+    #[command(flatten)]
+    pub hf: hf::Inputs,
     #[command(flatten)]
     pub rules: RuleArgs,
     #[command(flatten)]
@@ -131,6 +133,7 @@ impl BuildArgs {
             npm: self.npm,
             apt: self.apt,
             cargo: self.cargo,
+            hf: self.hf,
         })
     }
 }

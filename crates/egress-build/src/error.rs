@@ -144,6 +144,13 @@ impl From<FetchError> for BuildError {
             FetchError::Mismatch { expected, actual } => {
                 Self::Refused(format!("expected sha256 {expected}, got {actual}"))
             }
+            // A git blob id names itself (`git blob <hex>`); an SRI string
+            // is an integrity.
+            FetchError::IntegrityMismatch { expected, actual }
+                if expected.starts_with("git blob") =>
+            {
+                Self::Refused(format!("expected {expected}, got {actual}"))
+            }
             FetchError::IntegrityMismatch { expected, actual } => {
                 Self::Refused(format!("expected integrity {expected}, got {actual}"))
             }

@@ -219,6 +219,8 @@ pub(crate) enum Expect {
     Sha256(Sha256Digest),
     /// An npm lock's integrity, `sha512-<base64>`.
     Sri512(String),
+    /// A Hugging Face regular file's git blob id, as its tree lists it.
+    GitBlob(egress_model::GitBlobId),
 }
 
 impl Expect {
@@ -232,6 +234,7 @@ impl Expect {
                 "npm-{}.part",
                 Sha256Digest::of(format!("{url} {sri}").as_bytes()).to_hex()
             ),
+            Self::GitBlob(id) => format!("git-{}.part", id.to_hex()),
         }
     }
 }
@@ -405,6 +408,13 @@ pub(crate) fn download(
                 (actual != *expected).then(|| FetchError::IntegrityMismatch {
                     expected: expected.clone(),
                     actual,
+                })
+            }
+            Expect::GitBlob(expected) => {
+                let actual = egress_model::GitBlobId::of_blob(&bytes);
+                (actual != *expected).then(|| FetchError::IntegrityMismatch {
+                    expected: format!("git blob {expected}"),
+                    actual: format!("git blob {actual}"),
                 })
             }
         };

@@ -23,6 +23,7 @@ pub mod cargo;
 mod error;
 mod fetch;
 mod flatten;
+pub mod hf;
 pub mod keygen;
 mod layer;
 mod local;
@@ -48,6 +49,7 @@ pub struct BuildOptions {
     pub npm: npm::Inputs,
     pub apt: apt::Inputs,
     pub cargo: cargo::Inputs,
+    pub hf: hf::Inputs,
 }
 
 impl BuildOptions {
@@ -63,6 +65,7 @@ impl BuildOptions {
             npm: Default::default(),
             apt: Default::default(),
             cargo: Default::default(),
+            hf: Default::default(),
         }
     }
 }
@@ -97,6 +100,7 @@ pub fn build(options: BuildOptions, report: impl FnMut(&str)) -> Result<(), Buil
         Box::new(npm::Npm::new(options.npm)),
         Box::new(apt::Apt::new(options.apt)),
         Box::new(cargo::Cargo::new(options.cargo)),
+        Box::new(hf::Hf::new(options.hf)),
     ];
     build::run(&options.common, parts, report)
 }

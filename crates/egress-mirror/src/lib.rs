@@ -169,6 +169,10 @@ pub struct Mirror {
     misses: Option<misses::Recorder>,
     /// Every answer is counted here when set ([`Mirror::count_into`]).
     metrics: Option<Arc<admin::Metrics>>,
+    /// The headers a Hugging Face file is served with, by its path
+    /// ([`egress_snapshot::hf::resolve_headers`]: derived from the signed
+    /// trees, once, when the mirror is made).
+    hf: std::collections::HashMap<String, Vec<(&'static str, String)>>,
     /// Whether this process can serve sealed copies zero-copy: probed once,
     /// on the first stored blob too large for memory (or by
     /// [`Mirror::zero_copy`]).
@@ -280,8 +284,44 @@ impl Mirror {
             log: stderr_sink(),
             misses: None,
             metrics: None,
+            hf: std::collections::HashMap::new(),
             zero_copy: OnceLock::new(),
         }
+        .with_hf_headers()
+    }
+
+    /// Reads the Hugging Face trees the snapshot serves at commits, each a
+    /// verified blob, into the headers of the files they list.
+    fn with_hf_headers(mut self) -> Self {
+        let trees: Vec<(String, Sha256Digest)> = self
+            .served()
+            .iter()
+            .filter(|(path, _, _)| {
+                path.starts_with(egress_snapshot::hf::HF_PREFIX) && path.contains("/tree/")
+            })
+            .map(|(path, _, digest)| (path.to_string(), digest))
+            .collect();
+        if trees.is_empty() {
+            return self;
+        }
+        let blob = |d: &Sha256Digest| -> Option<Vec<u8>> {
+            match &self.backend {
+                Backend::Memory(snapshot) => snapshot.blobs.get(d).map(|b| b.to_vec()),
+                // Verified through its open file, as any blob served.
+                #[cfg(unix)]
+                Backend::Stored(store) => {
+                    use std::io::Read;
+                    let (file, len) = store.open_blob(d).ok()?.into_parts();
+                    let mut out = Vec::new();
+                    file.take(len).read_to_end(&mut out).ok()?;
+                    Some(out)
+                }
+            }
+        };
+        let hf =
+            egress_snapshot::hf::resolve_headers(trees.iter().map(|(p, d)| (p.as_str(), *d)), blob);
+        self.hf = hf;
+        self
     }
 
     /// Counts every answer into `metrics` (the admin listener's
@@ -673,11 +713,16 @@ impl Mirror {
                 return Some((resp, Some(rep.digest)));
             }
         }
-        let resp = resp
+        let mut resp = resp
             .with_header("ETag", tag)
             .with_header("Cache-Control", rep.cache_control)
             .with_header("Content-Type", content_type)
             .with_body(body);
+        if let Some(headers) = self.hf.get(req.path()) {
+            for (name, value) in headers {
+                resp = resp.with_header(*name, value.as_str());
+            }
+        }
         Some((resp, Some(rep.digest)))
     }
 

@@ -177,6 +177,25 @@ impl SnapshotBuilder {
             .map_err(SnapshotError::Cargo)
     }
 
+    /// A Hugging Face Hub file below [`crate::hf::HF_PREFIX`]: an info or
+    /// tree document the builder rendered, or a file's bytes as the Hub
+    /// served them (see [`crate::hf`]).
+    pub fn add_hf_file(
+        &mut self,
+        path: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(), SnapshotError> {
+        if !crate::hf::is_hf_path(path) {
+            return Err(SnapshotError::Hf(format!(
+                "{path:?} is not a path this mirror can serve below {}",
+                crate::hf::HF_PREFIX
+            )));
+        }
+        self.add_rendered(path, content_type, bytes)
+            .map_err(SnapshotError::Hf)
+    }
+
     /// A file whose bytes a protocol rendered (apt, cargo): its indexes are
     /// signed or listed whole, so a layer cannot add to a base's.
     fn add_rendered(

@@ -37,6 +37,8 @@ pub enum SnapshotError {
     Apt(String),
     /// A cargo file cannot be served as given.
     Cargo(String),
+    /// A Hugging Face Hub file cannot be served as given.
+    Hf(String),
     /// A filesystem operation failed.
     Io {
         action: &'static str,
@@ -139,6 +141,7 @@ impl fmt::Display for SnapshotError {
             Self::Npm(m) => write!(f, "npm: {m}"),
             Self::Apt(m) => write!(f, "apt: {m}"),
             Self::Cargo(m) => write!(f, "cargo: {m}"),
+            Self::Hf(m) => write!(f, "hf: {m}"),
             Self::IndexPath(p) => write!(
                 f,
                 "index path {p:?} must start and end with '/' and hold only letters, digits, '-', '_' and '.' between them (e.g. \"/simple/\")"

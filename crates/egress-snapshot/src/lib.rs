@@ -22,6 +22,7 @@ mod dir;
 mod error;
 #[cfg(unix)]
 mod fingerprint;
+pub mod hf;
 mod index;
 #[cfg(unix)]
 mod layer;

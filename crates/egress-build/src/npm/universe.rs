@@ -664,7 +664,7 @@ pub(crate) fn download(
 fn expected(job: &FileJob) -> &str {
     match &job.expect {
         Expect::Sri512(sri) => sri,
-        Expect::Sha256(_) => "",
+        Expect::Sha256(_) | Expect::GitBlob(_) => "",
     }
 }
 

@@ -647,7 +647,7 @@ fn fetch_all(
             Some(Ok(())) => {
                 let (path, sha256) = match &job.expect {
                     fetch::Expect::Sha256(d) => (net.work.join(job.expect.part_name(&job.url)), *d),
-                    fetch::Expect::Sri512(_) => continue,
+                    fetch::Expect::Sri512(_) | fetch::Expect::GitBlob(_) => continue,
                 };
                 out.insert(
                     job.filename,
