@@ -64,6 +64,7 @@ pub use swap::{
 };
 pub mod misses;
 pub mod proxy_cli;
+pub mod range;
 pub mod tls;
 
 #[cfg(unix)]
@@ -713,17 +714,102 @@ impl Mirror {
                 return Some((resp, Some(rep.digest)));
             }
         }
-        let mut resp = resp
+        // One `Range` of the bytes unit, honoured unless an `If-Range`
+        // names another representation; anything else is the whole blob.
+        let size = body.content_length();
+        let asked = {
+            let mut ranges = req.headers_named("Range");
+            match (ranges.next(), ranges.next()) {
+                (Some(v), None) => Some(v),
+                _ => None,
+            }
+        };
+        let same = joined(req, "If-Range").is_none_or(|t| t.trim() == tag);
+        let ranged = match asked {
+            Some(v) if same => range::parse(v, size),
+            _ => range::Ranged::Whole,
+        };
+        let (status, body, content_range) = match ranged {
+            range::Ranged::Whole => (200, body, None),
+            range::Ranged::Unsatisfiable => (416, Body::Empty, Some(format!("bytes */{size}"))),
+            range::Ranged::Part { start, len } => {
+                let part = match self.part_of(&rep, body, start, len, now)? {
+                    Ok(b) => b,
+                    Err(resp) => return Some((resp, Some(rep.digest))),
+                };
+                let last = start + len - 1;
+                (206, part, Some(format!("bytes {start}-{last}/{size}")))
+            }
+        };
+        let mut resp = Response { status, ..resp }
             .with_header("ETag", tag)
             .with_header("Cache-Control", rep.cache_control)
-            .with_header("Content-Type", content_type)
-            .with_body(body);
+            .with_header("Accept-Ranges", "bytes");
+        if let Some(cr) = content_range {
+            resp = resp.with_header("Content-Range", cr);
+        }
+        if status != 416 {
+            resp = resp.with_header("Content-Type", content_type);
+        }
+        let mut resp = resp.with_body(body);
         if let Some(headers) = self.hf.get(req.path()) {
             for (name, value) in headers {
                 resp = resp.with_header(*name, value.as_str());
             }
         }
         Some((resp, Some(rep.digest)))
+    }
+
+    /// Bytes `start..start + len` of `body`, the whole of `rep` (a range
+    /// [`range::parse`] checked against its length). A file is read from
+    /// `start`; a sealed copy, which is sent only whole, gives way to the
+    /// blob's verified file. `None` with `now` where that needs a file.
+    fn part_of(
+        &self,
+        rep: &Rep,
+        body: Body,
+        start: u64,
+        len: u64,
+        now: bool,
+    ) -> Option<Result<Body, Response>> {
+        use std::io::{Seek, SeekFrom};
+        let slice = |b: &[u8]| {
+            let (s, e) = (
+                usize::try_from(start).ok()?,
+                usize::try_from(start + len).ok()?,
+            );
+            b.get(s..e).map(|p| Body::Bytes(p.to_vec()))
+        };
+        let unavailable = || Response::text(500, "blob unavailable\n");
+        Some(match body {
+            Body::Shared(b) => slice(&b).ok_or_else(unavailable),
+            Body::Bytes(b) => slice(&b).ok_or_else(unavailable),
+            Body::Empty => Ok(Body::Empty),
+            Body::File(file, _) => match (&*file).seek(SeekFrom::Current(start as i64)) {
+                Ok(_) => Ok(Body::File(file, len)),
+                Err(_) => Err(unavailable()),
+            },
+            Body::Sealed(_) => {
+                if now {
+                    return None;
+                }
+                match &self.backend {
+                    #[cfg(unix)]
+                    Backend::Stored(store) => match store.open_blob(&rep.digest) {
+                        Ok(blob) => {
+                            let (mut file, _) = blob.into_parts();
+                            match file.seek(SeekFrom::Start(start)) {
+                                Ok(_) => Ok(Body::File(Arc::new(file), len)),
+                                Err(_) => Err(unavailable()),
+                            }
+                        }
+                        Err(_) => Err(unavailable()),
+                    },
+                    #[allow(unreachable_patterns)]
+                    _ => Err(unavailable()),
+                }
+            }
+        })
     }
 
     /// The log line (with [`Mirror::log_requests`]) and the headers every

@@ -145,7 +145,7 @@ fn a_missing_keyring_file_is_a_one_line_error() {
 }
 
 #[test]
-fn variants_put_apt_after_npm() {
+fn variants_put_apt_after_npm_and_cargo_after_apt() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/peers");
     let all = suite::variants(&dir).expect("parses");
     let names: Vec<&str> = all.iter().map(Variant::name).collect();
@@ -157,13 +157,28 @@ fn variants_put_apt_after_npm() {
         .iter()
         .position(|n| *n == suite::APT_REFERENCE)
         .expect("apt reference");
-    assert!(npm < apt, "{names:?}");
-    // Every variant after the apt reference is an apt one.
+    let cargo = names
+        .iter()
+        .position(|n| *n == suite::CARGO_REFERENCE)
+        .expect("cargo reference");
+    assert!(npm < apt && apt < cargo, "{names:?}");
+    // Every variant from the apt reference to the cargo one is an apt
+    // one, and every one after it a cargo one.
     assert!(
-        all.iter().skip(apt).all(|v| v.protocol() == Protocol::Apt),
+        all.iter()
+            .take(cargo)
+            .skip(apt)
+            .all(|v| v.protocol() == Protocol::Apt),
+        "{names:?}"
+    );
+    assert!(
+        all.iter()
+            .skip(cargo)
+            .all(|v| v.protocol() == Protocol::Cargo),
         "{names:?}"
     );
     assert!(Variant::is_reference(suite::APT_REFERENCE));
+    assert!(Variant::is_reference(suite::CARGO_REFERENCE));
 }
 
 /// `warm-then-run`: everything apt fetches for the lab's packages is
