@@ -17,7 +17,12 @@ pub(crate) struct RequestLog(Mutex<Vec<UpstreamRequest>>);
 impl RequestLog {
     /// Logs `req` (numbered from 1) and says whether it hit the tripwire.
     pub(crate) fn record(&self, req: &Request) -> bool {
-        let tripwire = req.target.starts_with(TRIPWIRE_PATH);
+        self.record_as(req, req.target.starts_with(TRIPWIRE_PATH))
+    }
+
+    /// Logs `req` as a tripwire hit when `tripwire`: a route that runs code
+    /// on artifact bytes upstream (the Hub's dataset viewer).
+    pub(crate) fn record_as(&self, req: &Request, tripwire: bool) -> bool {
         let mut log = lock(&self.0);
         let seq = log.len() as u64 + 1;
         log.push(UpstreamRequest {

@@ -15,6 +15,16 @@
 //!     regular file's bytes with `ETag` (its blob id) and `X-Repo-Commit`;
 //!     an LFS file answers `302` to the CDN origin with `X-Linked-Etag`
 //!     (its sha256) and `X-Linked-Size`, as the Hub does;
+//!   - the dataset viewer's routes (`/api/datasets/{repo}/parquet[/...]`,
+//!     `/croissant`, `/statistics`, `/rows`): answered as the viewer does,
+//!     by reading the dataset's files, and logged as a tripwire hit (code
+//!     ran on artifact bytes upstream);
+//!   - with [`HfCanary::offer_xet`], an LFS file's answer also hands the
+//!     client to Xet, as the Hub does for a repository stored there
+//!     (`X-Xet-Hash`, `X-Xet-Refresh-Route`, a `Link` with `rel="xet-auth"`),
+//!     and `GET /api/{...}/{repo}/xet-read-token/{rev}` gives a CAS URL on
+//!     the CDN origin and an access token (`X-Xet-Cas-Url`,
+//!     `X-Xet-Access-Token`): a mirror must pass none of it on;
 //!   - every other method is refused with `403` (the Hub's answer to a
 //!     token it does not know), and logged with its body;
 //! - the CDN origin: `GET /lfs/{sha256}`, the LFS file's bytes.
@@ -151,7 +161,15 @@ struct State {
     repos: Mutex<Vec<HfRepo>>,
     log: RequestLog,
     cdn: String,
+    xet: std::sync::atomic::AtomicBool,
 }
+
+/// The access token the canary's Xet hand-off gives: a marker, so that a
+/// mirror passing it on is seen in what it serves.
+pub const XET_TOKEN: &str = "ec-xet-access-token-from-the-canary";
+
+/// The dataset viewer's routes below `/api/datasets/{repo}/`.
+const VIEWER: [&str; 4] = ["parquet", "croissant", "statistics", "rows"];
 
 /// The Hub canary; see the module docs. Stops on drop.
 pub struct HfCanary {
@@ -179,6 +197,7 @@ impl HfCanary {
             repos: Mutex::new(repos),
             log: RequestLog::default(),
             cdn: cdn.base_url(),
+            xet: std::sync::atomic::AtomicBool::new(false),
         });
         *lock(&holder) = Some(Arc::clone(&state));
         let for_hub = Arc::clone(&state);
@@ -217,6 +236,14 @@ impl HfCanary {
     /// Every request so far, on either origin.
     pub fn requests(&self) -> Vec<UpstreamRequest> {
         self.state.log.since(0)
+    }
+
+    /// From now on, hands LFS files to Xet as the Hub does (see the module
+    /// docs).
+    pub fn offer_xet(&self) {
+        self.state
+            .xet
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Commits `path` with new bytes on top of `main` and moves `main` to
@@ -282,6 +309,9 @@ fn unquote(raw: &str) -> Option<String> {
 
 impl State {
     fn handle(&self, req: &Request) -> Reply {
+        if let Some(reply) = self.viewer(req) {
+            return reply;
+        }
         self.log.record(req);
         if !req.method.is_read() {
             // The Hub's answer to a write with a token it does not know.
@@ -295,6 +325,37 @@ impl State {
             return self.api(rest, req.query().unwrap_or_default());
         }
         self.resolve(path)
+    }
+
+    /// The dataset viewer's answer to `req`, logged as a tripwire hit; or
+    /// `None` when `req` is not a viewer route.
+    fn viewer(&self, req: &Request) -> Option<Reply> {
+        let rest = req.path().strip_prefix("/api/datasets/")?;
+        let parts: Vec<&str> = rest.split('/').collect();
+        let (ns, name, route) = (parts.first()?, parts.get(1)?, parts.get(2)?);
+        if !VIEWER.contains(route) || !req.method.is_read() {
+            return None;
+        }
+        self.log.record_as(req, true);
+        let id = format!("{ns}/{name}");
+        let found = self.with_repo(HfRepoType::Dataset, &id, |repo| {
+            // What the viewer does: read the files, convert, describe.
+            let commit = repo.commit("main")?;
+            let rows: usize = commit
+                .files
+                .iter()
+                .map(|f| f.bytes.iter().filter(|&&b| b == b'\n').count())
+                .sum();
+            Some(json(
+                200,
+                &serde_json::json!({ "dataset": id, "converted_by": "the canary's viewer", "rows": rows }),
+            ))
+        });
+        Some(
+            found
+                .flatten()
+                .unwrap_or_else(|| not_found("Repository not found")),
+        )
     }
 
     fn with_repo<T>(&self, t: HfRepoType, id: &str, f: impl FnOnce(&HfRepo) -> T) -> Option<T> {
@@ -316,6 +377,9 @@ impl State {
         };
         let id = format!("{ns}/{name}");
         let tail = parts.get(3..).unwrap_or_default();
+        if let ["xet-read-token", _] = tail {
+            return self.xet_token(t, &id);
+        }
         let found = self.with_repo(t, &id, |repo| match tail {
             [] => info(repo, "main"),
             ["revision", rev] => unquote(rev).and_then(|r| info(repo, &r)),
@@ -350,6 +414,7 @@ impl State {
             return not_found("bad escape");
         };
         let cdn = self.cdn.clone();
+        let xet = self.xet.load(std::sync::atomic::Ordering::Relaxed);
         let found = self.with_repo(t, &format!("{ns}/{name}"), |repo| {
             let commit = repo.commit(&rev)?;
             let f = commit.files.iter().find(|f| f.path == file)?;
@@ -359,9 +424,23 @@ impl State {
                 .with_header("ETag", format!("\"{blob}\""));
             Some(if f.lfs {
                 let sha = Sha256Digest::of(&f.bytes);
-                r.with_header("X-Linked-Etag", format!("\"{sha}\""))
+                let r = r
+                    .with_header("X-Linked-Etag", format!("\"{sha}\""))
                     .with_header("X-Linked-Size", f.bytes.len().to_string())
-                    .with_header("Location", format!("{cdn}/lfs/{sha}"))
+                    .with_header("Location", format!("{cdn}/lfs/{sha}"));
+                if xet {
+                    let refresh = format!(
+                        "/api/{}/{}/xet-read-token/{}",
+                        repo.repo_type.api_segment(),
+                        repo.id,
+                        commit.sha
+                    );
+                    r.with_header("X-Xet-Hash", sha.to_hex())
+                        .with_header("X-Xet-Refresh-Route", refresh.clone())
+                        .with_header("Link", format!("<{refresh}>; rel=\"xet-auth\""))
+                } else {
+                    r
+                }
             } else {
                 r.with_header("Content-Type", "application/octet-stream")
                     .with_body(f.bytes.clone())
@@ -376,6 +455,24 @@ impl State {
                 r.into()
             }
         }
+    }
+
+    /// The Hub's Xet token route: the CAS endpoint (the CDN origin) and a
+    /// token, in the body and in headers.
+    fn xet_token(&self, t: HfRepoType, id: &str) -> Reply {
+        if self.with_repo(t, id, |_| ()).is_none() {
+            return not_found("Repository not found");
+        }
+        let r = Response::new(200)
+            .with_header("Content-Type", "application/json; charset=utf-8")
+            .with_header("X-Xet-Cas-Url", self.cdn.clone())
+            .with_header("X-Xet-Access-Token", XET_TOKEN)
+            .with_header("X-Xet-Token-Expiration", "4102444800")
+            .with_body(
+                serde_json::json!({ "casUrl": self.cdn, "accessToken": XET_TOKEN, "exp": 4102444800u64 })
+                    .to_string(),
+            );
+        r.into()
     }
 
     fn handle_cdn(&self, req: &Request) -> Reply {
@@ -475,4 +572,66 @@ fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool) -> Option<Reply> {
         return None;
     }
     Some(json(200, &serde_json::Value::Array(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egress_model::Url;
+    use egress_transcript::{Client, Method, Request as Req};
+
+    fn client(base: &str) -> Client {
+        Client::new(Url::parse(base).unwrap(), Default::default(), None).unwrap()
+    }
+
+    #[test]
+    fn xet_hand_off_viewer_and_writes_as_the_hub_has_them() {
+        let canary = HfCanary::start(fixtures()).unwrap();
+        let c = client(canary.endpoint());
+        let lfs = format!("/{MODEL}/resolve/main/model.safetensors");
+        // By default an LFS file is a redirect to the CDN, no Xet.
+        let ex = c.send("head", &Req::new(Method::Head, &lfs));
+        let r = ex.response.unwrap();
+        assert_eq!(r.status, Some(302));
+        assert!(r.header("x-xet-hash").is_none());
+        assert!(r
+            .header("location")
+            .unwrap()
+            .starts_with(canary.cdn_origin()));
+        canary.offer_xet();
+        let r = c
+            .send("head", &Req::new(Method::Head, &lfs))
+            .response
+            .unwrap();
+        let refresh = r.header("x-xet-refresh-route").unwrap().to_string();
+        assert!(r.header("x-xet-hash").is_some());
+        assert!(r.header("link").unwrap().contains("rel=\"xet-auth\""));
+        let r = c.get("token", &refresh, None).response.unwrap();
+        assert_eq!(r.header("x-xet-access-token"), Some(XET_TOKEN));
+        assert_eq!(r.header("x-xet-cas-url"), Some(canary.cdn_origin()));
+        // The viewer reads the dataset: a tripwire hit.
+        let r = c
+            .get("viewer", &format!("/api/datasets/{DATASET}/parquet"), None)
+            .response
+            .unwrap();
+        assert_eq!(r.status, Some(200));
+        // A write is refused, and what it carried is on record.
+        let r = c
+            .send(
+                "create",
+                &Req::new(Method::Post, "/api/repos/create").body(b"{\"name\":\"x\"}".to_vec()),
+            )
+            .response
+            .unwrap();
+        assert_eq!(r.status, Some(403));
+        let log = canary.requests();
+        let viewer = log.iter().find(|u| u.target.ends_with("/parquet")).unwrap();
+        assert!(viewer.tripwire);
+        let create = log
+            .iter()
+            .find(|u| u.target == "/api/repos/create")
+            .unwrap();
+        assert_eq!(create.body.as_ref().map(|b| b.bytes), Some(12));
+        assert!(log.iter().filter(|u| u.tripwire).count() == 1);
+    }
 }
