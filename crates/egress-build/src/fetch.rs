@@ -250,6 +250,51 @@ pub(crate) struct FileJob {
     pub(crate) size: Option<u64>,
 }
 
+/// One job's result in [`download_each`]: `None` when a failure stopped it
+/// before it started.
+pub(crate) type Downloaded = Option<Result<Vec<u8>, FetchError>>;
+
+/// Downloads every job in parallel (`jobs` at a time), each into its
+/// partial file in `work` and verified against its `expect`, the first
+/// failure stopping the ones not yet started (their result `None`); `what`
+/// names the files in the one line said before (`fetching 12 crates`).
+/// Each result is the verified bytes, in the order of `jobs`.
+pub(crate) fn download_each(
+    jobs: &[&FileJob],
+    parallel: usize,
+    cacert: Option<&Path>,
+    work: &Path,
+    what: &str,
+) -> Result<Vec<Downloaded>, egress_transcript::ClientError> {
+    let clients = clients_by_origin(jobs.iter().map(|j| &j.url), Limits::download(), cacert)?;
+    if !jobs.is_empty() && !crate::progress::is_quiet() {
+        eprintln!("fetching {} {what}", jobs.len());
+    }
+    let progress = Progress::new(jobs.len(), 0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let results = egress_snapshot::pool::map(jobs, parallel, |job| {
+        use std::sync::atomic::Ordering;
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let Some(client) = clients.get(&job.url.origin()) else {
+            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
+        };
+        let part = work.join(job.expect.part_name(&job.url));
+        let r = download(client, job, &part, &progress);
+        match &r {
+            Ok(bytes) => {
+                let _ = fs::remove_file(&part);
+                progress.done(&job.filename, bytes.len() as u64, "");
+            }
+            Err(_) => stop.store(true, Ordering::Relaxed),
+        }
+        Some(r)
+    });
+    progress.finish();
+    Ok(results)
+}
+
 /// `Content-Range: bytes N-M/T` -> N.
 fn range_start(headers: &[(String, String)]) -> Option<u64> {
     let v = headers

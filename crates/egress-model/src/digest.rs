@@ -26,35 +26,46 @@ impl Sha256Digest {
 
     /// Parses exactly 64 hex characters (either case).
     pub fn from_hex(text: &str) -> Result<Self, DigestParseError> {
-        let raw = text.as_bytes();
-        if raw.len() != 64 {
-            return Err(DigestParseError::Length(raw.len()));
-        }
         let mut out = [0u8; 32];
-        for (byte, pair) in out.iter_mut().zip(raw.chunks_exact(2)) {
-            let &[hi, lo] = pair else {
-                return Err(DigestParseError::NotHex);
-            };
-            let hi = hex_val(hi).ok_or(DigestParseError::NotHex)?;
-            let lo = hex_val(lo).ok_or(DigestParseError::NotHex)?;
-            *byte = (hi << 4) | lo;
-        }
+        parse_hex(text, &mut out)?;
         Ok(Self(out))
     }
 
-    // A nibble (0..16) always indexes the 16-entry table.
-    #[allow(clippy::indexing_slicing)]
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(HEX[(b >> 4) as usize] as char);
-            s.push(HEX[(b & 15) as usize] as char);
-        }
-        s
+        hex(&self.0)
     }
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Fills `out` from exactly `2 * out.len()` hex characters (either case).
+fn parse_hex(text: &str, out: &mut [u8]) -> Result<(), DigestParseError> {
+    let raw = text.as_bytes();
+    if raw.len() != out.len() * 2 {
+        return Err(DigestParseError::Length(raw.len()));
+    }
+    for (byte, pair) in out.iter_mut().zip(raw.chunks_exact(2)) {
+        let &[hi, lo] = pair else {
+            return Err(DigestParseError::NotHex);
+        };
+        let hi = hex_val(hi).ok_or(DigestParseError::NotHex)?;
+        let lo = hex_val(lo).ok_or(DigestParseError::NotHex)?;
+        *byte = (hi << 4) | lo;
+    }
+    Ok(())
+}
+
+/// `bytes` as lowercase hex.
+// A nibble (0..16) always indexes the 16-entry table.
+#[allow(clippy::indexing_slicing)]
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
 
 fn hex_val(c: u8) -> Option<u8> {
     match c {
@@ -182,31 +193,13 @@ impl GitBlobId {
 
     /// Parses exactly 40 hex characters (either case).
     pub fn from_hex(text: &str) -> Result<Self, DigestParseError> {
-        let raw = text.as_bytes();
-        if raw.len() != 40 {
-            return Err(DigestParseError::Length(raw.len()));
-        }
         let mut out = [0u8; 20];
-        for (byte, pair) in out.iter_mut().zip(raw.chunks_exact(2)) {
-            let &[hi, lo] = pair else {
-                return Err(DigestParseError::NotHex);
-            };
-            let hi = hex_val(hi).ok_or(DigestParseError::NotHex)?;
-            let lo = hex_val(lo).ok_or(DigestParseError::NotHex)?;
-            *byte = (hi << 4) | lo;
-        }
+        parse_hex(text, &mut out)?;
         Ok(Self(out))
     }
 
-    // A nibble (0..16) always indexes the 16-entry table.
-    #[allow(clippy::indexing_slicing)]
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(40);
-        for b in self.0 {
-            s.push(HEX[(b >> 4) as usize] as char);
-            s.push(HEX[(b & 15) as usize] as char);
-        }
-        s
+        hex(&self.0)
     }
 }
 

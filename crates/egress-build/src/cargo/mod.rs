@@ -21,12 +21,10 @@ use egress_lock::{CargoLock, CrateSource};
 use egress_model::{CrateName, Sha256Digest, Url};
 use egress_snapshot::cargo::{self as served, IndexLine};
 use egress_snapshot::{pool, SnapshotBuilder};
-use egress_transcript::{Client, Limits};
+use egress_transcript::Client;
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// crates.io's sparse index.
 pub const DEFAULT_INDEX: &str = "https://index.crates.io/";
@@ -465,35 +463,8 @@ fn download(
     net: &Net,
     jobs: &[(CrateName, String, Sha256Digest, FileJob)],
 ) -> Result<Vec<Fetched>, BuildError> {
-    let clients = fetch::clients_by_origin(
-        jobs.iter().map(|(_, _, _, j)| &j.url),
-        Limits::download(),
-        net.cacert,
-    )?;
-    if !jobs.is_empty() && !crate::progress::is_quiet() {
-        eprintln!("fetching {} crates", jobs.len());
-    }
-    let progress = Progress::new(jobs.len(), 0);
-    let stop = AtomicBool::new(false);
-    let results = pool::map(jobs, net.jobs, |(_, _, _, job)| {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let Some(client) = clients.get(&job.url.origin()) else {
-            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
-        };
-        let part = net.work.join(job.expect.part_name(&job.url));
-        let r = fetch::download(client, job, &part, &progress);
-        match &r {
-            Ok(bytes) => {
-                let _ = fs::remove_file(&part);
-                progress.done(&job.filename, bytes.len() as u64, "");
-            }
-            Err(_) => stop.store(true, Ordering::Relaxed),
-        }
-        Some(r)
-    });
-    progress.finish();
+    let files: Vec<&FileJob> = jobs.iter().map(|(_, _, _, j)| j).collect();
+    let results = fetch::download_each(&files, net.jobs, net.cacert, net.work, "crates")?;
     let mut out = Vec::new();
     for ((name, version, checksum, job), r) in jobs.iter().zip(results) {
         match r {

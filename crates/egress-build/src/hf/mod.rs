@@ -14,16 +14,14 @@
 
 use crate::build::{add_source, read_input, Net, Part, Sources, Staged};
 use crate::error::BuildError;
-use crate::fetch::{self, Expect, FetchError, FileJob};
+use crate::fetch::{self, Expect, FileJob};
 use crate::progress::Progress;
 use egress_lock::{glob_matches, HfLock, HfPin};
 use egress_model::Url;
 use egress_snapshot::hf::{self as served, TreeFile};
-use egress_snapshot::{pool, SnapshotBuilder};
-use egress_transcript::{Client, Limits, Method, Request};
-use std::fs;
+use egress_snapshot::SnapshotBuilder;
+use egress_transcript::{Client, Method, Request};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The public Hub.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -314,35 +312,9 @@ fn download(
     net: &Net,
     jobs: &[(usize, usize, FileJob)],
 ) -> Result<Vec<(usize, usize, Vec<u8>)>, BuildError> {
-    let clients = fetch::clients_by_origin(
-        jobs.iter().map(|(_, _, j)| &j.url),
-        Limits::download(),
-        net.cacert,
-    )?;
-    if !jobs.is_empty() && !crate::progress::is_quiet() {
-        eprintln!("fetching {} Hugging Face files", jobs.len());
-    }
-    let progress = Progress::new(jobs.len(), 0);
-    let stop = AtomicBool::new(false);
-    let results = pool::map(jobs, net.jobs, |(_, _, job)| {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let Some(client) = clients.get(&job.url.origin()) else {
-            return Some(Err(FetchError::Failed(format!("{}: no client", job.url))));
-        };
-        let part = net.work.join(job.expect.part_name(&job.url));
-        let r = fetch::download(client, job, &part, &progress);
-        match &r {
-            Ok(bytes) => {
-                let _ = fs::remove_file(&part);
-                progress.done(&job.filename, bytes.len() as u64, "");
-            }
-            Err(_) => stop.store(true, Ordering::Relaxed),
-        }
-        Some(r)
-    });
-    progress.finish();
+    let files: Vec<&FileJob> = jobs.iter().map(|(_, _, j)| j).collect();
+    let results =
+        fetch::download_each(&files, net.jobs, net.cacert, net.work, "Hugging Face files")?;
     let mut out = Vec::new();
     for ((repo, file, job), r) in jobs.iter().zip(results) {
         match r {
