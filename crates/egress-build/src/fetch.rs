@@ -85,6 +85,74 @@ pub(crate) struct Answer {
     pub(crate) status_line: String,
     pub(crate) content_type: Option<String>,
     pub(crate) body: Option<Vec<u8>>,
+    /// The `Link` header's `rel="next"` target, as given (a paginated
+    /// listing: the Hub's trees).
+    pub(crate) next: Option<String>,
+}
+
+/// The target of `rel="next"` in a `Link` header value.
+fn link_next(value: &str) -> Option<String> {
+    value.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        params
+            .split(';')
+            .any(|p| {
+                let p = p.trim().to_ascii_lowercase();
+                p == "rel=\"next\"" || p == "rel=next"
+            })
+            .then(|| target.to_string())
+    })
+}
+
+/// The most pages [`pages`] follows.
+const MAX_PAGES: usize = 10_000;
+
+/// GETs a paginated JSON listing at `url` and every page its
+/// `Link: <...>; rel="next"` leads to, on the same origin, at most
+/// [`MAX_PAGES`]; each page's body. A 4xx on the first page is
+/// [`Document::NotProvided`]'s status as an error of its own kind.
+pub(crate) fn pages(
+    client: &Client,
+    url: &Url,
+    accept: &str,
+    progress: &Progress,
+) -> Result<Result<Vec<Vec<u8>>, u16>, FetchError> {
+    let mut out = Vec::new();
+    let mut at = url.clone();
+    loop {
+        let answer = get_whole(client, &at, accept, "listing", progress)?;
+        match (answer.status, answer.body) {
+            (200, Some(body)) => out.push(body),
+            (s @ 400..=499, _) if out.is_empty() => return Ok(Err(s)),
+            (s, _) => {
+                return Err(FetchError::Refused(format!(
+                    "{}: HTTP {s} ({})",
+                    answer.url, answer.status_line
+                )))
+            }
+        }
+        let Some(next) = answer.next else {
+            return Ok(Ok(out));
+        };
+        let next = answer
+            .url
+            .join(&next)
+            .ok()
+            .filter(|n| n.same_origin(url))
+            .ok_or_else(|| {
+                FetchError::Refused(format!(
+                    "{}: a next page off its origin: {next}",
+                    answer.url
+                ))
+            })?;
+        if out.len() >= MAX_PAGES {
+            return Err(FetchError::Refused(format!(
+                "{url}: more than {MAX_PAGES} pages"
+            )));
+        }
+        at = next;
+    }
 }
 
 /// GETs `url` whole, following at most three redirects within its origin
@@ -121,6 +189,7 @@ pub(crate) fn get_whole(
                     continue;
                 };
                 return Ok(Answer {
+                    next: resp.header("link").and_then(link_next),
                     content_type: resp.header("content-type").map(str::to_ascii_lowercase),
                     body: Some(body.to_vec()),
                     status,
@@ -152,6 +221,7 @@ pub(crate) fn get_whole(
             )?,
             _ => {
                 return Ok(Answer {
+                    next: None,
                     content_type: None,
                     body: None,
                     status,
@@ -542,6 +612,21 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).expect("mkdir");
         d
+    }
+
+    #[test]
+    fn link_next_targets() {
+        assert_eq!(
+            link_next("<https://h/api/x?cursor=a>; rel=\"next\""),
+            Some("https://h/api/x?cursor=a".to_string())
+        );
+        assert_eq!(
+            link_next("<a>; rel=\"prev\", <b>; rel=\"next\""),
+            Some("b".to_string())
+        );
+        for none in ["", "<a>", "a; rel=next", "<a>; rel=\"prev\""] {
+            assert_eq!(link_next(none), None, "{none}");
+        }
     }
 
     #[test]

@@ -138,18 +138,22 @@ impl Part for Hf {
                     pin.commit
                 ),
             )?;
-            let body = match fetch::document(&client, &tree_url, "application/json", &progress)? {
-                fetch::Document::Body(b) => b,
-                fetch::Document::NotProvided(s) => {
+            // The Hub pages a tree (`Link: <...>; rel="next"`): every page.
+            let pages = match fetch::pages(&client, &tree_url, "application/json", &progress)? {
+                Ok(pages) => pages,
+                Err(s) => {
                     return Err(BuildError::Refused(format!(
                         "{}:{}: {} {} at {}: the Hub answered HTTP {s} for its tree ({tree_url})",
                         lock.file, pin.line, pin.repo_type, pin.repo, pin.commit
                     )))
                 }
             };
-            let all = served::parse_tree(&body).map_err(|e| {
-                BuildError::Refused(format!("{tree_url}: {e}: refusing the whole snapshot"))
-            })?;
+            let mut all = Vec::new();
+            for page in &pages {
+                all.extend(served::parse_tree(page).map_err(|e| {
+                    BuildError::Refused(format!("{tree_url}: {e}: refusing the whole snapshot"))
+                })?);
+            }
             for g in &pin.globs {
                 if !all.iter().any(|f| glob_matches(g, &f.path)) {
                     return Err(BuildError::Refused(format!(

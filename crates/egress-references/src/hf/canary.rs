@@ -162,6 +162,21 @@ struct State {
     log: RequestLog,
     cdn: String,
     xet: std::sync::atomic::AtomicBool,
+    /// The Hub origin, for the absolute `Link` of a tree's next page.
+    origin: std::sync::OnceLock<String>,
+}
+
+/// Entries per page of a tree listing: the Hub pages its listings, and
+/// the fixtures are larger than one page, so that a client or builder
+/// that reads only the first page is seen.
+pub const TREE_PAGE: usize = 4;
+
+/// Where a tree listing page is.
+struct Page<'a> {
+    origin: &'a str,
+    path: &'a str,
+    query: &'a str,
+    cursor: usize,
 }
 
 /// The access token the canary's Xet hand-off gives: a marker, so that a
@@ -198,6 +213,7 @@ impl HfCanary {
             log: RequestLog::default(),
             cdn: cdn.base_url(),
             xet: std::sync::atomic::AtomicBool::new(false),
+            origin: std::sync::OnceLock::new(),
         });
         *lock(&holder) = Some(Arc::clone(&state));
         let for_hub = Arc::clone(&state);
@@ -207,6 +223,7 @@ impl HfCanary {
             Limits::default(),
         )?;
         let origin = server.base_url();
+        let _ = state.origin.set(origin.clone());
         Ok(HfCanary {
             _server: server,
             _cdn: cdn,
@@ -387,8 +404,19 @@ impl State {
                 let recursive = query
                     .split('&')
                     .any(|kv| kv == "recursive=true" || kv == "recursive=True");
+                let cursor = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("cursor="))
+                    .and_then(|c| c.parse::<usize>().ok())
+                    .unwrap_or(0);
                 let sub: Vec<String> = sub.iter().filter_map(|s| unquote(s)).collect();
-                unquote(rev).and_then(|r| tree(repo, &r, &sub.join("/"), recursive))
+                let page = Page {
+                    origin: self.origin.get().map_or("", String::as_str),
+                    path: &format!("/api/{rest}"),
+                    query,
+                    cursor,
+                };
+                unquote(rev).and_then(|r| tree(repo, &r, &sub.join("/"), recursive, &page))
             }
             _ => None,
         });
@@ -522,7 +550,7 @@ fn info(repo: &HfRepo, rev: &str) -> Option<Reply> {
 
 /// The entries under `dir` at `rev`: every file and folder below it when
 /// `recursive`, else its direct children.
-fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool) -> Option<Reply> {
+fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool, page: &Page) -> Option<Reply> {
     let commit = repo.commit(rev)?;
     let prefix = if dir.is_empty() {
         String::new()
@@ -571,7 +599,28 @@ fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool) -> Option<Reply> {
     if out.is_empty() && !dir.is_empty() {
         return None;
     }
-    Some(json(200, &serde_json::Value::Array(out)))
+    // One page, and a `Link` to the next as the Hub gives it.
+    let total = out.len();
+    let end = (page.cursor + TREE_PAGE).min(total);
+    let this: Vec<serde_json::Value> = out.get(page.cursor..end).unwrap_or_default().to_vec();
+    let Reply::Response(mut r) = json(200, &serde_json::Value::Array(this)) else {
+        return None;
+    };
+    if end < total {
+        let query: Vec<&str> = page
+            .query
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("cursor="))
+            .collect();
+        let mut next = format!("{}{}?", page.origin, page.path);
+        for kv in query {
+            next.push_str(kv);
+            next.push('&');
+        }
+        next.push_str(&format!("cursor={end}"));
+        r = r.with_header("Link", format!("<{next}>; rel=\"next\""));
+    }
+    Some(r.into())
 }
 
 #[cfg(test)]
