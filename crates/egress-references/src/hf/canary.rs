@@ -25,6 +25,9 @@
 //!     and `GET /api/{...}/{repo}/xet-read-token/{rev}` gives a CAS URL on
 //!     the CDN origin and an access token (`X-Xet-Cas-Url`,
 //!     `X-Xet-Access-Token`): a mirror must pass none of it on;
+//!   - `POST /api/{...}/{repo}/paths-info/{rev}` (form data, `paths=` each
+//!     path): the entries of those paths, as the Hub answers this read by
+//!     `POST` (olah asks it for every file);
 //!   - every other method is refused with `403` (the Hub's answer to a
 //!     token it does not know), and logged with its body;
 //! - the CDN origin: `GET /lfs/{sha256}`, the LFS file's bytes.
@@ -330,6 +333,11 @@ impl State {
             return reply;
         }
         self.log.record(req);
+        if req.method.as_str() == "POST" {
+            if let Some(reply) = self.paths_info(req) {
+                return reply;
+            }
+        }
         if !req.method.is_read() {
             // The Hub's answer to a write with a token it does not know.
             return json(
@@ -342,6 +350,38 @@ impl State {
             return self.api(rest, req.query().unwrap_or_default());
         }
         self.resolve(path)
+    }
+
+    /// `POST /api/{type}s/{ns}/{name}/paths-info/{rev}`: the entries of
+    /// the form's `paths` that exist at `rev`; `None` for another route.
+    fn paths_info(&self, req: &Request) -> Option<Reply> {
+        let rest = req.path().strip_prefix("/api/")?;
+        let parts: Vec<&str> = rest.split('/').collect();
+        let [segment, ns, name, "paths-info", rev] = parts.as_slice() else {
+            return None;
+        };
+        let t = api_type(segment)?;
+        let rev = unquote(rev)?;
+        let wanted: Vec<String> = String::from_utf8_lossy(&req.body)
+            .split('&')
+            .filter_map(|kv| kv.strip_prefix("paths="))
+            .filter_map(|v| unquote(&v.replace('+', " ")))
+            .collect();
+        let found = self.with_repo(t, &format!("{ns}/{name}"), |repo| {
+            let commit = repo.commit(&rev)?;
+            let out: Vec<serde_json::Value> = commit
+                .files
+                .iter()
+                .filter(|f| wanted.contains(&f.path))
+                .map(file_entry)
+                .collect();
+            Some(json(200, &serde_json::Value::Array(out)))
+        });
+        Some(
+            found
+                .flatten()
+                .unwrap_or_else(|| not_found("Repository not found")),
+        )
     }
 
     /// The dataset viewer's answer to `req`, logged as a tripwire hit; or
@@ -548,6 +588,24 @@ fn info(repo: &HfRepo, rev: &str) -> Option<Reply> {
     ))
 }
 
+/// A file's entry in a tree or paths-info listing.
+fn file_entry(f: &HfFile) -> serde_json::Value {
+    let mut entry = serde_json::json!({
+        "type": "file",
+        "oid": GitBlobId::of_blob(&f.bytes).to_hex(),
+        "size": f.bytes.len(),
+        "path": f.path,
+    });
+    if f.lfs {
+        entry["lfs"] = serde_json::json!({
+            "oid": Sha256Digest::of(&f.bytes).to_hex(),
+            "size": f.bytes.len(),
+            "pointerSize": 134,
+        });
+    }
+    entry
+}
+
 /// The entries under `dir` at `rev`: every file and folder below it when
 /// `recursive`, else its direct children.
 fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool, page: &Page) -> Option<Reply> {
@@ -581,20 +639,7 @@ fn tree(repo: &HfRepo, rev: &str, dir: &str, recursive: bool, page: &Page) -> Op
         if !recursive && segments.len() > 1 {
             continue;
         }
-        let mut entry = serde_json::json!({
-            "type": "file",
-            "oid": GitBlobId::of_blob(&f.bytes).to_hex(),
-            "size": f.bytes.len(),
-            "path": f.path,
-        });
-        if f.lfs {
-            entry["lfs"] = serde_json::json!({
-                "oid": Sha256Digest::of(&f.bytes).to_hex(),
-                "size": f.bytes.len(),
-                "pointerSize": 134,
-            });
-        }
-        out.push(entry);
+        out.push(file_entry(f));
     }
     if out.is_empty() && !dir.is_empty() {
         return None;
