@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::canary::{canary_files, client, CanaryProcess};
+use common::canary::{canary_files, check_with, client, CanaryProcess};
 use common::{s, tmpdir};
 use egress_model::Url;
 use egress_model::{Observation, Status};
@@ -359,41 +359,6 @@ fn the_standalone_canary_serves_the_kit_byte_for_byte() {
     );
     assert!(npm.stop().success());
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `check --canary` of `url` (with `extra` flags): its JSON report and exit code.
-fn check_with(
-    url: &str,
-    extra: &[&str],
-    canary: &CanaryProcess,
-    secret: &std::path::Path,
-    out: &std::path::Path,
-) -> (egress_suite::Report, Option<i32>) {
-    let origin = canary.origin();
-    let mut args = vec![
-        "check",
-        url,
-        "--canary",
-        &origin,
-        "--canary-secret",
-        s(secret),
-        "--format",
-        "json",
-        "--out",
-        s(out),
-    ];
-    args.extend_from_slice(extra);
-    let o = common::run(&args);
-    let v = common::run(&["report", "verify", s(&out.join("report.json"))]);
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
-    let report = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
-    (report, o.status.code())
 }
 
 fn status_of(report: &egress_suite::Report, id: &str) -> (Status, String) {

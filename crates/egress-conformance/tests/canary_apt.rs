@@ -8,9 +8,9 @@
 
 mod common;
 
-use common::canary::{client, CanaryProcess};
+use common::canary::{check_with, client, table, upstream_log_sizes, CanaryProcess};
 use common::{ok, run, s, tmpdir, MirrorProcess};
-use egress_model::{Observation, Status, Url};
+use egress_model::{Status, Url};
 use egress_references::apt::canary as apt_canary;
 use std::path::{Path, PathBuf};
 
@@ -85,9 +85,7 @@ fn build(dir: &Path, canary: &CanaryProcess, names: &[&str], extra: &[&str]) -> 
     (snap, lab)
 }
 
-/// `check --protocol apt URL --dist canary --canary ... --format json --out
-/// DIR` with `extra` flags: the report (re-derived by `report verify`) and
-/// the exit code.
+/// `check --protocol apt URL --dist canary --canary ...` with `extra` flags.
 fn check(
     url: &str,
     extra: &[&str],
@@ -95,57 +93,9 @@ fn check(
     secret: &Path,
     out: &Path,
 ) -> (egress_suite::Report, Option<i32>) {
-    let origin = canary.origin();
-    let mut args = vec![
-        "check",
-        url,
-        "--protocol",
-        "apt",
-        "--dist",
-        "canary",
-        "--canary",
-        &origin,
-        "--canary-secret",
-        s(secret),
-        "--format",
-        "json",
-        "--out",
-        s(out),
-    ];
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    let v = run(&["report", "verify", s(&out.join("report.json"))]);
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
-    let report = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
-    (report, o.status.code())
-}
-
-fn table(report: &egress_suite::Report) -> String {
-    report
-        .probes
-        .iter()
-        .map(|p| format!("{} {} {}", p.id, p.status, p.reason))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn upstream_log_sizes(report: &egress_suite::Report) -> Vec<usize> {
-    report
-        .probe("P2.upstream-contact")
-        .unwrap()
-        .observations
-        .iter()
-        .filter_map(|o| match o {
-            Observation::UpstreamLog { requests, .. } => Some(requests.len()),
-            _ => None,
-        })
-        .collect()
+    let mut flags = vec!["--protocol", "apt", "--dist", "canary"];
+    flags.extend_from_slice(extra);
+    check_with(url, &flags, canary, secret, out)
 }
 
 /// The sub-probes that only a controlled upstream decides: without

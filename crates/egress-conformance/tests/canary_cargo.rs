@@ -9,11 +9,12 @@
 
 mod common;
 
-use common::canary::{client, CanaryProcess};
+use common::canary::{check_with, client, table, upstream_log_sizes, CanaryProcess};
 use common::{free_port, ok, run, s, tmpdir, MirrorProcess};
-use egress_model::{Observation, Status, Url};
+use egress_model::{Status, Url};
 use std::path::Path;
 
+/// `check --protocol cargo URL --canary ...`, with `--allowed-signers`.
 fn check(
     url: &str,
     canary: &CanaryProcess,
@@ -21,57 +22,11 @@ fn check(
     signers: Option<&Path>,
     out: &Path,
 ) -> (egress_suite::Report, Option<i32>) {
-    let origin = canary.origin();
-    let mut args = vec![
-        "check",
-        url,
-        "--protocol",
-        "cargo",
-        "--canary",
-        &origin,
-        "--canary-secret",
-        s(secret),
-        "--format",
-        "json",
-        "--out",
-        s(out),
-    ];
+    let mut flags = vec!["--protocol", "cargo"];
     if let Some(f) = signers {
-        args.extend_from_slice(&["--allowed-signers", s(f)]);
+        flags.extend_from_slice(&["--allowed-signers", s(f)]);
     }
-    let o = run(&args);
-    let v = run(&["report", "verify", s(&out.join("report.json"))]);
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
-    let report = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
-    (report, o.status.code())
-}
-
-fn table(report: &egress_suite::Report) -> String {
-    report
-        .probes
-        .iter()
-        .map(|p| format!("{} {} {}", p.id, p.status, p.reason))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn upstream_log_sizes(report: &egress_suite::Report) -> Vec<usize> {
-    report
-        .probe("P2.upstream-contact")
-        .unwrap()
-        .observations
-        .iter()
-        .filter_map(|o| match o {
-            Observation::UpstreamLog { requests, .. } => Some(requests.len()),
-            _ => None,
-        })
-        .collect()
+    check_with(url, &flags, canary, secret, out)
 }
 
 #[test]

@@ -111,3 +111,65 @@ pub(crate) fn canary_tarballs(registry: &str, packages: &[&str]) -> Vec<(String,
     }
     out
 }
+
+/// `check URL --canary ORIGIN --canary-secret SECRET --format json --out
+/// OUT` with `extra` flags (the protocol's): the JSON report, which
+/// `report verify` must re-derive, and the exit code.
+pub(crate) fn check_with(
+    url: &str,
+    extra: &[&str],
+    canary: &CanaryProcess,
+    secret: &Path,
+    out: &Path,
+) -> (egress_suite::Report, Option<i32>) {
+    let origin = canary.origin();
+    let mut args = vec![
+        "check",
+        url,
+        "--canary",
+        &origin,
+        "--canary-secret",
+        s(secret),
+        "--format",
+        "json",
+        "--out",
+        s(out),
+    ];
+    args.extend_from_slice(extra);
+    let o = super::run(&args);
+    let v = super::run(&["report", "verify", s(&out.join("report.json"))]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    let report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    (report, o.status.code())
+}
+
+/// Every sub-probe of `report`, a line each, for assertion messages.
+pub(crate) fn table(report: &egress_suite::Report) -> String {
+    report
+        .probes
+        .iter()
+        .map(|p| format!("{} {} {}", p.id, p.status, p.reason))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How many requests the upstream logged in each window of
+/// `P2.upstream-contact`.
+pub(crate) fn upstream_log_sizes(report: &egress_suite::Report) -> Vec<usize> {
+    report
+        .probe("P2.upstream-contact")
+        .unwrap()
+        .observations
+        .iter()
+        .filter_map(|o| match o {
+            egress_model::Observation::UpstreamLog { requests, .. } => Some(requests.len()),
+            _ => None,
+        })
+        .collect()
+}
