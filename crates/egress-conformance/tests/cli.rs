@@ -96,7 +96,7 @@ fn json_and_junit_formats_are_well_formed() {
     let o = run(&["--format", "json"]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
-    // PyPI (A) and (B), then npm, apt and cargo, each (A) and (B).
+    // PyPI (A) and (B), then npm, apt, cargo and the Hub, each (A) and (B).
     let reports = v["reports"].as_array().expect("reports");
     let protocols: Vec<&str> = reports
         .iter()
@@ -104,18 +104,19 @@ fn json_and_junit_formats_are_well_formed() {
         .collect();
     assert_eq!(
         protocols,
-        ["pypi", "pypi", "npm", "npm", "apt", "apt", "cargo", "cargo"]
+        ["pypi", "pypi", "npm", "npm", "apt", "apt", "cargo", "cargo", "hf", "hf"]
     );
     let o = run(&["--format", "junit"]);
     let xml = String::from_utf8_lossy(&o.stdout);
     assert!(xml.starts_with("<?xml"));
-    assert_eq!(xml.matches("<testsuite ").count(), 8);
+    assert_eq!(xml.matches("<testsuite ").count(), 10);
     assert_eq!(
         xml.matches("<testcase ").count(),
         2 * egress_suite::pypi::TABLE.len()
             + 2 * egress_suite::npm::TABLE.len()
             + 2 * egress_suite::apt::TABLE.len()
             + 2 * egress_suite::cargo::TABLE.len()
+            + 2 * egress_suite::hf::TABLE.len()
     );
     assert!(xml.contains("<failure message="));
 }

@@ -49,6 +49,8 @@ pub use method::{is_token, ExtensionMethod, InvalidMethod, Method};
 pub use name::ProjectName;
 pub use npm_name::NpmName;
 pub use time::{InvalidTimestamp, Timestamp};
-pub use upstream::{Upstream, UpstreamError, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH};
+pub use upstream::{
+    HfUpstreamPlan, Upstream, UpstreamError, UpstreamPlan, TEMPLATE_MARKERS, TRIPWIRE_PATH,
+};
 pub use url::Url;
 pub use version::Version;

@@ -34,6 +34,30 @@ pub struct UpstreamPlan {
     /// (cargo's index `yanked` flag).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub yanked: Option<ProjectName>,
+    /// A Hub canary's repositories, which [`ProjectName`] cannot spell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hf: Option<HfUpstreamPlan>,
+}
+
+/// What a Hub canary serves that its kit's snapshot holds and must not
+/// hold; repositories as a URL names them (`org/name`, `datasets/org/name`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HfUpstreamPlan {
+    /// The repository the kit locks, whose `main` the canary moves.
+    pub present: String,
+    /// Repositories the kit's snapshot holds besides it.
+    #[serde(default)]
+    pub also_present: Vec<String>,
+    /// A repository the canary serves and the kit does not lock.
+    pub upstream_only: String,
+    /// A repository whose files the canary serves with bytes its tree's
+    /// digests contradict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_digest: Option<String>,
+    /// A commit of `present` older than the one the kit locks.
+    pub absent_revision: String,
+    /// A file of `present` at the locked commit the kit's globs leave out.
+    pub absent_file: String,
 }
 
 /// Why the controlled upstream did not do what it was asked.

@@ -1,4 +1,4 @@
-//! `kit --protocol pypi|npm|apt|cargo --out DIR [--canary URL]`: the conformance
+//! `kit --protocol pypi|npm|apt|cargo|hf --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
 //! made in `egress_references::{pypi,npm,apt}::kit` (`crate::kits::files`),
 //! next to the canaries that build the same packages; this file only prints.
@@ -14,7 +14,7 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo"])
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo", "hf"])
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
@@ -45,6 +45,10 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
             "snapshot build --cargo-lock {} --cargo-index-url CANARY/index/",
             args.out.join("Cargo.lock").display()
         ),
+        Protocol::Hf => format!(
+            "snapshot build --hf-lock {} --hf-endpoint CANARY",
+            args.out.join("hf.lock").display()
+        ),
     };
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),
@@ -58,7 +62,7 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         files.len(),
         protocol.as_str()
     );
-    if args.canary.is_none() && protocol != Protocol::Cargo {
+    if args.canary.is_none() && !matches!(protocol, Protocol::Cargo | Protocol::Hf) {
         egress_cli::outln!(
             "the tripwire calls {DOCUMENTATION_CANARY}, a documentation address no real host has: give --canary URL to aim it at a canary you run"
         );

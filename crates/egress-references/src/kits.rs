@@ -11,5 +11,6 @@ pub fn files(protocol: egress_suite::Protocol, canary: &str) -> Vec<KitFile> {
         egress_suite::Protocol::Npm => crate::npm::kit::files(canary),
         egress_suite::Protocol::Apt => crate::apt::kit::files(canary),
         egress_suite::Protocol::Cargo => crate::cargo::kit::files(canary),
+        egress_suite::Protocol::Hf => crate::hf::kit::files(canary),
     }
 }

@@ -63,7 +63,7 @@ pub use universe::{Universe, UNIVERSE_CUTOFF};
 
 /// Every protocol's built-in pair, in the order they are reported: the one
 /// place a protocol is registered.
-pub const BUILTIN: [builtin::Protocol; 4] = [
+pub const BUILTIN: [builtin::Protocol; 5] = [
     builtin::Protocol {
         title: "PyPI",
         run: pypi::builtin::run_both,
@@ -79,5 +79,9 @@ pub const BUILTIN: [builtin::Protocol; 4] = [
     builtin::Protocol {
         title: "cargo",
         run: cargo::builtin::run_cargo_both,
+    },
+    builtin::Protocol {
+        title: "hf",
+        run: hf::builtin::run_hf_both,
     },
 ];

@@ -68,10 +68,13 @@ impl RemoteCanary {
     /// The protocol the canary speaks, from its plan's index URL: a PyPI
     /// canary's is its `/simple/`; an apt canary's, its archive root
     /// ([`crate::apt::canary::ARCHIVE`]); a cargo canary's, its sparse
-    /// index (`/index/`); an npm canary's, its root.
+    /// index (`/index/`); a Hub canary's plan names its repositories
+    /// (`hf`); an npm canary's, its root.
     pub fn protocol(&self) -> egress_suite::Protocol {
         let index = &self.plan.index_url;
-        if index.ends_with("/simple/") {
+        if self.plan.hf.is_some() {
+            egress_suite::Protocol::Hf
+        } else if index.ends_with("/simple/") {
             egress_suite::Protocol::Pypi
         } else if index.ends_with("/index/") {
             egress_suite::Protocol::Cargo

@@ -2,11 +2,12 @@
 //! canary upstream served until stopped, for a lab to point its mirror's
 //! upstream at during a conformance run, its log and mutations behind a
 //! secret ([`crate::control`]). The canaries themselves are
-//! `crate::{pypi, npm, apt, cargo}::canary`.
+//! `crate::{pypi, npm, apt, cargo, hf}::canary`.
 
 use crate::apt::canary::{AptCanary, KEYRING_PATH};
 use crate::cargo::canary::CargoCanary;
 use crate::control::{ServeOptions, CONTROL_PREFIX};
+use crate::hf::canary::HfCanary;
 use crate::npm::canary::NpmCanary;
 use crate::Canary;
 use egress_suite::Protocol;
@@ -19,6 +20,7 @@ pub enum Standalone {
     Npm(NpmCanary),
     Apt(AptCanary),
     Cargo(CargoCanary),
+    Hf(HfCanary),
 }
 
 impl Standalone {
@@ -29,6 +31,7 @@ impl Standalone {
             Protocol::Npm => Self::Npm(NpmCanary::serve(options)?),
             Protocol::Apt => Self::Apt(AptCanary::serve(options)?),
             Protocol::Cargo => Self::Cargo(CargoCanary::serve(options)?),
+            Protocol::Hf => Self::Hf(HfCanary::serve(options)?),
         })
     }
 
@@ -37,7 +40,7 @@ impl Standalone {
     pub fn keyring(&self) -> Option<Vec<u8>> {
         match self {
             Self::Apt(c) => Some(c.keyring()),
-            Self::Pypi(_) | Self::Npm(_) | Self::Cargo(_) => None,
+            Self::Pypi(_) | Self::Npm(_) | Self::Cargo(_) | Self::Hf(_) => None,
         }
     }
 
@@ -61,6 +64,11 @@ impl Standalone {
                 format!("download origin: {}", c.dl_origin()),
                 control(c.base_url()),
             ],
+            Self::Hf(c) => vec![
+                format!("endpoint (HF_ENDPOINT): {}", c.endpoint()),
+                format!("LFS origin: {}", c.cdn_origin()),
+                control(c.endpoint()),
+            ],
             Self::Apt(c) => {
                 let mut lines = vec![
                     format!("archive URL: {}", c.archive_url()),
@@ -82,6 +90,7 @@ impl Standalone {
             Self::Npm(c) => c.stop(),
             Self::Apt(c) => c.stop(),
             Self::Cargo(c) => drop(c),
+            Self::Hf(c) => drop(c),
         }
     }
 }

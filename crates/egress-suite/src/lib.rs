@@ -24,6 +24,7 @@ pub mod digests;
 pub mod driver;
 pub mod facts;
 pub mod files;
+pub mod hf;
 pub mod html;
 pub mod judge;
 pub mod kit;

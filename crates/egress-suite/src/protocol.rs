@@ -84,6 +84,7 @@ protocols! {
     Npm: crate::npm::Npm = "npm";
     Apt: crate::apt::Apt = "apt";
     Cargo: crate::cargo::Cargo = "cargo";
+    Hf: crate::hf::Hf = "hf";
 }
 
 impl Packages {
@@ -99,6 +100,7 @@ impl Packages {
             Packages::Npm(p) => return p.take_canary(up, default_absent),
             Packages::Apt(p) => p.take_canary(up, default_absent),
             Packages::Cargo(p) => p.take_canary(up, default_absent),
+            Packages::Hf(p) => p.take_canary(up, default_absent),
         }
         Ok(())
     }

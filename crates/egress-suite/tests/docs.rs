@@ -1,7 +1,7 @@
 //! docs/predicates.md and the sub-probe tables agree. The PyPI part of the
 //! docs comes before the npm heading, the npm part after it, the apt part
-//! after the apt heading, the cargo part after the cargo heading. In each
-//! part:
+//! after the apt heading, the cargo part after the cargo heading, the Hub's
+//! after the hf heading. In each part:
 //! - every entry of the protocol's table is named (`ID` in backticks);
 //! - a sub-probe with a heading of its own (`### \`ID\`: title`) carries the
 //!   table's title, and the table's doc text is quoted from that section;
@@ -11,6 +11,7 @@
 
 use egress_suite::apt::Apt;
 use egress_suite::cargo::Cargo;
+use egress_suite::hf::Hf;
 use egress_suite::npm::Npm;
 use egress_suite::pypi::Pypi;
 use egress_suite::subprobe::Suite;
@@ -20,20 +21,32 @@ const DOCS: &str = include_str!("../../../docs/predicates.md");
 const NPM_HEADING: &str = "## npm: the predicates in npm's terms";
 const APT_HEADING: &str = "## apt: the predicates in apt's terms";
 const CARGO_HEADING: &str = "## cargo: the predicates in cargo's terms";
+const HF_HEADING: &str = "## hf: the predicates in the Hub's terms";
 
-/// The PyPI part, the npm part, the apt part and the cargo part, in that
-/// order.
-fn parts() -> (&'static str, &'static str, &'static str, &'static str) {
+type Parts = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// The PyPI part, the npm part, the apt part, the cargo part and the Hub's,
+/// in that order.
+fn parts() -> Parts {
     let (pypi, rest) = DOCS
         .split_once(NPM_HEADING)
         .expect("docs/predicates.md has the npm heading");
     let (npm, rest) = rest
         .split_once(APT_HEADING)
         .expect("docs/predicates.md has the apt heading after the npm one");
-    let (apt, cargo) = rest
+    let (apt, rest) = rest
         .split_once(CARGO_HEADING)
         .expect("docs/predicates.md has the cargo heading after the apt one");
-    (pypi, npm, apt, cargo)
+    let (cargo, hf) = rest
+        .split_once(HF_HEADING)
+        .expect("docs/predicates.md has the hf heading after the cargo one");
+    (pypi, npm, apt, cargo, hf)
 }
 
 /// Whitespace collapsed, so that line wrapping does not matter.
@@ -169,29 +182,36 @@ fn disagreements<S: Suite>(protocol: &str, part: &str) -> Vec<String> {
 
 #[test]
 fn docs_and_the_pypi_table_agree() {
-    let (pypi, _, _, _) = parts();
+    let (pypi, _, _, _, _) = parts();
     let problems = disagreements::<Pypi>("pypi", pypi);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn docs_and_the_npm_table_agree() {
-    let (_, npm, _, _) = parts();
+    let (_, npm, _, _, _) = parts();
     let problems = disagreements::<Npm>("npm", npm);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn docs_and_the_apt_table_agree() {
-    let (_, _, apt, _) = parts();
+    let (_, _, apt, _, _) = parts();
     let problems = disagreements::<Apt>("apt", apt);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn docs_and_the_cargo_table_agree() {
-    let (_, _, _, cargo) = parts();
+    let (_, _, _, cargo, _) = parts();
     let problems = disagreements::<Cargo>("cargo", cargo);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn docs_and_the_hf_table_agree() {
+    let (_, _, _, _, hf) = parts();
+    let problems = disagreements::<Hf>("hf", hf);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -216,4 +236,5 @@ fn ids_are_unique_and_ordered_by_phase() {
     check::<Npm>();
     check::<Apt>();
     check::<Cargo>();
+    check::<Hf>();
 }

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 pub struct CheckArgs {
     /// The mirror's index URL, e.g. http://127.0.0.1:8080/simple/ (a bare origin
     /// means /simple/); with --protocol npm, its registry URL (a bare origin means /);
-    /// with --protocol apt, the archive root of a `deb` source line.
+    /// with --protocol apt, the archive root of a `deb` source line; with --protocol
+    /// cargo, the sparse index root (a bare origin means /cargo/index/); with
+    /// --protocol hf, what a sandbox sets as HF_ENDPOINT (a bare origin means /hf/).
     pub url: String,
     /// Registry protocol the mirror speaks.
     #[arg(

@@ -25,6 +25,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
         Protocol::Npm => registry_url(&args.url)?,
         Protocol::Apt => archive_url(&args.url)?,
         Protocol::Cargo => args::base_url(&args.url, "/cargo/index/")?,
+        Protocol::Hf => args::base_url(&args.url, "/hf/")?,
     };
     // The scan's flags are checked before anything is sent.
     let scan_plan = if args.from_sandbox {
@@ -103,6 +104,7 @@ pub fn main(args: CheckArgs) -> Result<u8, Failure> {
             apt::deployed::plan(given, source, &index, &client)
         }
         Protocol::Cargo => egress_suite::cargo::deployed::plan(given, &index),
+        Protocol::Hf => egress_suite::hf::deployed::plan(given, &index, canary.is_some()),
     }
     .map_err(|e| match e {
         PlanError::Usage(m) => Failure::usage(m),

@@ -994,6 +994,7 @@ impl State {
             bad_digest: Some(name(BAD_DIGEST)),
             offsite: None,
             yanked: None,
+            hf: None,
         }
     }
 

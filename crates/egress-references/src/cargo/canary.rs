@@ -650,6 +650,7 @@ impl State {
             bad_digest: None,
             offsite: None,
             yanked: Some(name(YANKED)),
+            hf: None,
         }
     }
 }

@@ -36,9 +36,13 @@
 //! a repo's `main`, as a push upstream would. Every request on either
 //! origin goes into one log ([`crate::request_log`]).
 
+use crate::control::{Secret, ServeOptions};
 use crate::request_log::{lock, RequestLog};
 use egress_http::{Limits, Reply, Request, Response, Server, ServerHandle};
-use egress_model::{GitBlobId, HfRepoType, Sha256Digest, UpstreamRequest};
+use egress_model::{
+    GitBlobId, HfRepoType, HfUpstreamPlan, Observation, ProjectName, Sha256Digest, Upstream,
+    UpstreamError, UpstreamPlan, UpstreamRequest,
+};
 use std::io;
 use std::sync::{Arc, Mutex};
 
@@ -126,11 +130,7 @@ pub fn fixtures() -> Vec<HfRepo> {
                     b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n",
                     false,
                 ),
-                file(
-                    "README.md",
-                    b"---\nlicense: mit\n---\n# ec-model\n\nA canary model.\n",
-                    false,
-                ),
+                file("README.md", &card(), false),
                 file(
                     "config.json",
                     br#"{"model_type":"gpt2","n_layer":1,"vocab_size":8}"#,
@@ -159,6 +159,98 @@ pub fn fixtures() -> Vec<HfRepo> {
 /// The fixture model's and dataset's ids.
 pub const MODEL: &str = "ec-org/ec-model";
 pub const DATASET: &str = "ec-org/ec-dataset";
+/// A model the suite's canary serves and its kit does not lock.
+pub const UPSTREAM_ONLY: &str = "ec-org/ec-hidden";
+/// A model whose regular files are served with a byte the tree's blob ids
+/// do not have, as a tampered upstream or a corrupting cache would.
+pub const TAMPERED: &str = "ec-org/ec-tampered";
+/// A file of [`MODEL`] the kit's globs leave out.
+pub const ABSENT_FILE: &str = "onnx/model.onnx";
+/// The globs the kit locks [`MODEL`] with: every file but [`ABSENT_FILE`].
+pub const MODEL_GLOBS: [&str; 4] = [".gitattributes", "*.md", "*.json", "*.safetensors"];
+
+/// The model card: front matter, and template expressions in its text
+/// (a card rendered by a template engine shows them evaluated).
+fn card() -> Vec<u8> {
+    let mut out = b"---\nlicense: mit\n---\n# ec-model\n\nA canary model.\n".to_vec();
+    for (raw, _) in egress_model::TEMPLATE_MARKERS {
+        out.extend_from_slice(format!("\n{raw}\n").as_bytes());
+    }
+    out
+}
+
+/// The suite's repositories: [`fixtures`] with a history (the model's
+/// first commit is one a snapshot of its `main` does not hold), a model
+/// served [`TAMPERED`], and a model only the upstream has.
+pub fn suite_fixtures() -> Vec<HfRepo> {
+    let mut repos = fixtures();
+    for r in &mut repos {
+        if r.id == MODEL {
+            let _ = r.commit_change("config.json");
+        }
+    }
+    repos.push(HfRepo::new(
+        HfRepoType::Model,
+        TAMPERED,
+        vec![HfFile {
+            path: "config.json".to_string(),
+            bytes: br#"{"model_type":"gpt2","n_layer":3}"#.to_vec(),
+            lfs: false,
+        }],
+    ));
+    repos.push(HfRepo::new(
+        HfRepoType::Model,
+        UPSTREAM_ONLY,
+        vec![
+            HfFile {
+                path: "config.json".to_string(),
+                bytes: br#"{"model_type":"gpt2","n_layer":2}"#.to_vec(),
+                lfs: false,
+            },
+            HfFile {
+                path: "README.md".to_string(),
+                bytes: b"# ec-hidden\n\nOnly the upstream has this model.\n".to_vec(),
+                lfs: false,
+            },
+        ],
+    ));
+    repos
+}
+
+/// An `--hf-lock` of [`suite_fixtures`] as they are before any move: the
+/// model at its `main` with [`MODEL_GLOBS`], and the dataset whole.
+pub fn fixture_lock() -> String {
+    let mut out = String::from("# The conformance kit's Hub lock: TYPE REPO COMMIT [GLOB...]\n");
+    for r in suite_fixtures() {
+        match r.id.as_str() {
+            MODEL => out.push_str(&format!(
+                "model {MODEL} {} {}\n",
+                r.main,
+                MODEL_GLOBS.join(" ")
+            )),
+            DATASET => out.push_str(&format!("dataset {DATASET} {}\n", r.main)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The bytes the canary serves for `f`: its own, but in [`TAMPERED`],
+/// whose last byte is flipped.
+fn served_bytes(repo: &HfRepo, f: &HfFile) -> Vec<u8> {
+    let mut out = f.bytes.clone();
+    if repo.id == TAMPERED {
+        if let Some(b) = out.last_mut() {
+            *b ^= 1;
+        }
+    }
+    out
+}
+
+/// A repository as a URL names it: `org/name`, `datasets/org/name`.
+fn url_name(t: HfRepoType, id: &str) -> String {
+    format!("{}{id}", t.url_prefix())
+}
 
 struct State {
     repos: Mutex<Vec<HfRepo>>,
@@ -166,7 +258,9 @@ struct State {
     cdn: String,
     xet: std::sync::atomic::AtomicBool,
     /// The Hub origin, for the absolute `Link` of a tree's next page.
-    origin: std::sync::OnceLock<String>,
+    origin: String,
+    /// The control API's secret (the standalone canary).
+    secret: Option<Secret>,
 }
 
 /// Entries per page of a tree listing: the Hub pages its listings, and
@@ -200,33 +294,55 @@ pub struct HfCanary {
 impl HfCanary {
     /// Binds two free loopback ports (the Hub and its LFS CDN).
     pub fn start(repos: Vec<HfRepo>) -> io::Result<HfCanary> {
-        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let holder: Arc<Mutex<Option<Arc<State>>>> = Arc::default();
-        let for_cdn = Arc::clone(&holder);
+        Self::serve_repos(&ServeOptions::default(), repos)
+    }
+
+    /// The suite's canary: [`suite_fixtures`], the Xet hand-off offered,
+    /// bound where `options` says (the standalone canary answers its
+    /// control API too).
+    pub fn serve(options: &ServeOptions) -> io::Result<HfCanary> {
+        let c = Self::serve_repos(options, suite_fixtures())?;
+        c.offer_xet();
+        Ok(c)
+    }
+
+    /// The built-in run's canary: [`HfCanary::serve`] on loopback.
+    pub fn start_fixtures() -> io::Result<HfCanary> {
+        Self::serve(&ServeOptions::default())
+    }
+
+    fn serve_repos(options: &ServeOptions, repos: Vec<HfRepo>) -> io::Result<HfCanary> {
+        let cdn_holder: Arc<Mutex<Option<Arc<State>>>> = Arc::default();
+        let for_cdn = Arc::clone(&cdn_holder);
         let cdn = Server::bind(
-            loopback,
+            std::net::SocketAddr::from((options.listen.ip(), 0)),
             move |req: Request| match lock(&for_cdn).as_ref() {
                 Some(s) => s.handle_cdn(&req),
                 None => Response::new(503).into(),
             },
             Limits::default(),
         )?;
+        let hub_holder: Arc<Mutex<Option<Arc<State>>>> = Arc::default();
+        let for_hub = Arc::clone(&hub_holder);
+        let server = Server::bind(
+            options.listen,
+            move |req: Request| match lock(&for_hub).as_ref() {
+                Some(s) => s.handle(&req),
+                None => Response::new(503).into(),
+            },
+            Limits::default(),
+        )?;
+        let origin = options.origin(&server);
         let state = Arc::new(State {
             repos: Mutex::new(repos),
             log: RequestLog::default(),
-            cdn: cdn.base_url(),
+            cdn: crate::control::sibling_origin(&origin, &cdn),
             xet: std::sync::atomic::AtomicBool::new(false),
-            origin: std::sync::OnceLock::new(),
+            origin: origin.clone(),
+            secret: options.secret.clone(),
         });
-        *lock(&holder) = Some(Arc::clone(&state));
-        let for_hub = Arc::clone(&state);
-        let server = Server::bind(
-            loopback,
-            move |req: Request| for_hub.handle(&req),
-            Limits::default(),
-        )?;
-        let origin = server.base_url();
-        let _ = state.origin.set(origin.clone());
+        *lock(&cdn_holder) = Some(Arc::clone(&state));
+        *lock(&hub_holder) = Some(Arc::clone(&state));
         Ok(HfCanary {
             _server: server,
             _cdn: cdn,
@@ -273,16 +389,164 @@ impl HfCanary {
         let repo = repos
             .iter_mut()
             .find(|r| r.repo_type == repo_type && r.id == id)?;
-        let mut files = repo.commit("main")?.files.clone();
+        repo.commit_change(path).map(|(sha, _, _)| sha)
+    }
+}
+
+impl HfRepo {
+    /// Commits `path` with bytes added on top of `main` and moves `main`
+    /// to the new commit: its id, and the file's bytes before and after.
+    pub fn commit_change(&mut self, path: &str) -> Option<(String, Vec<u8>, Vec<u8>)> {
+        let mut files = self.commit("main")?.files.clone();
         let f = files.iter_mut().find(|f| f.path == path)?;
+        let before = f.bytes.clone();
         f.bytes.extend_from_slice(b"\n# moved upstream\n");
-        let sha = commit_id(&repo.main, &files);
-        repo.commits.push(HfCommitFiles {
+        let after = f.bytes.clone();
+        let sha = commit_id(&self.main, &files);
+        self.commits.push(HfCommitFiles {
             sha: sha.clone(),
             files,
         });
-        repo.main = sha.clone();
-        Some(sha)
+        self.main = sha.clone();
+        Some((sha, before, after))
+    }
+}
+
+impl State {
+    fn upstream_plan(&self) -> UpstreamPlan {
+        let name = |s: &str| ProjectName::new(s).expect("fixture names are valid");
+        let repos = lock(&self.repos);
+        let first = repos
+            .iter()
+            .find(|r| r.id == MODEL)
+            .and_then(|r| r.commits.first())
+            .map_or_else(String::new, |c| c.sha.clone());
+        UpstreamPlan {
+            origin: self.origin.clone(),
+            index_url: self.origin.clone(),
+            present: name("ec-model"),
+            upstream_only: name("ec-hidden"),
+            upstream_only_paths: vec![
+                format!("/api/models/{UPSTREAM_ONLY}/revision/main"),
+                format!("/{UPSTREAM_ONLY}/resolve/main/config.json"),
+            ],
+            // The dataset viewer is the Hub's code that runs on artifacts.
+            tripwire: name("ec-dataset"),
+            template: name("ec-model"),
+            no_digest: None,
+            bad_digest: None,
+            offsite: None,
+            yanked: None,
+            hf: Some(HfUpstreamPlan {
+                present: MODEL.to_string(),
+                also_present: vec![url_name(HfRepoType::Dataset, DATASET)],
+                upstream_only: UPSTREAM_ONLY.to_string(),
+                bad_digest: Some(TAMPERED.to_string()),
+                absent_revision: first,
+                absent_file: ABSENT_FILE.to_string(),
+            }),
+        }
+    }
+
+    /// `move_tag(repo, "main", path)`: commits a change of `path` on
+    /// `main` (see [`HfRepo::commit_change`]).
+    fn move_branch(&self, repo: &str, tag: &str, path: &str) -> Result<Observation, UpstreamError> {
+        if tag != "main" {
+            return Err(UpstreamError::Unsupported {
+                message: format!("the Hub canary moves only main, not {tag:?}"),
+            });
+        }
+        let (t, id) = match repo.split_once('/') {
+            Some(("datasets", rest)) => (HfRepoType::Dataset, rest),
+            Some(("spaces", rest)) => (HfRepoType::Space, rest),
+            Some(("models", rest)) => (HfRepoType::Model, rest),
+            _ => (HfRepoType::Model, repo),
+        };
+        let mut repos = lock(&self.repos);
+        let not_served = |what: String| UpstreamError::NotServed { message: what };
+        let r = repos
+            .iter_mut()
+            .find(|r| r.repo_type == t && r.id == id)
+            .ok_or_else(|| not_served(format!("the Hub canary serves no {repo}")))?;
+        let (sha, before, after) = r
+            .commit_change(path)
+            .ok_or_else(|| not_served(format!("{repo} has no {path} at main")))?;
+        Ok(Observation::UpstreamMutation {
+            description: format!(
+                "committed a change of {path} on {repo}'s main ({sha}) at the Hub canary"
+            ),
+            filename: path.to_string(),
+            before: Some(Sha256Digest::of(&before)),
+            after: Sha256Digest::of(&after),
+        })
+    }
+}
+
+fn unsupported(what: &str) -> UpstreamError {
+    UpstreamError::Unsupported {
+        message: format!("the Hub canary cannot {what}: it moves main (move-tag)"),
+    }
+}
+
+impl Upstream for State {
+    fn plan(&self) -> UpstreamPlan {
+        self.upstream_plan()
+    }
+
+    fn mark(&self) -> u64 {
+        self.log.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.log.since(mark)
+    }
+
+    fn publish_new_version(&self, _project: &ProjectName) -> Result<Observation, UpstreamError> {
+        Err(unsupported("publish a version"))
+    }
+
+    fn replace_file_bytes(&self, _filename: &str) -> Result<Observation, UpstreamError> {
+        Err(unsupported("replace a file's bytes under the same commit"))
+    }
+
+    fn move_tag(
+        &self,
+        project: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
+        self.move_branch(project, tag, version)
+    }
+}
+
+impl Upstream for HfCanary {
+    fn plan(&self) -> UpstreamPlan {
+        self.state.upstream_plan()
+    }
+
+    fn mark(&self) -> u64 {
+        self.state.log.mark()
+    }
+
+    fn requests_since(&self, mark: u64) -> Vec<UpstreamRequest> {
+        self.state.log.since(mark)
+    }
+
+    fn publish_new_version(&self, project: &ProjectName) -> Result<Observation, UpstreamError> {
+        self.state.publish_new_version(project)
+    }
+
+    fn replace_file_bytes(&self, filename: &str) -> Result<Observation, UpstreamError> {
+        self.state.replace_file_bytes(filename)
+    }
+
+    fn move_tag(
+        &self,
+        project: &str,
+        tag: &str,
+        version: &str,
+    ) -> Result<Observation, UpstreamError> {
+        self.state.move_branch(project, tag, version)
     }
 }
 
@@ -329,6 +593,9 @@ fn unquote(raw: &str) -> Option<String> {
 
 impl State {
     fn handle(&self, req: &Request) -> Reply {
+        if let Some(reply) = crate::control::intercept(self.secret.as_ref(), req, self) {
+            return reply;
+        }
         if let Some(reply) = self.viewer(req) {
             return reply;
         }
@@ -451,7 +718,7 @@ impl State {
                     .unwrap_or(0);
                 let sub: Vec<String> = sub.iter().filter_map(|s| unquote(s)).collect();
                 let page = Page {
-                    origin: self.origin.get().map_or("", String::as_str),
+                    origin: &self.origin,
                     path: &format!("/api/{rest}"),
                     query,
                     cursor,
@@ -511,7 +778,7 @@ impl State {
                 }
             } else {
                 r.with_header("Content-Type", "application/octet-stream")
-                    .with_body(f.bytes.clone())
+                    .with_body(served_bytes(repo, f))
             })
         });
         match found.flatten() {

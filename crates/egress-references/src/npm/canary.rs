@@ -675,6 +675,7 @@ impl Upstream for State {
             bad_digest: Some(name(BAD_INTEGRITY)),
             offsite: Some(name(OFFSITE)),
             yanked: None,
+            hf: None,
         }
     }
 

@@ -474,6 +474,7 @@ impl Upstream for State {
             bad_digest: Some(name(BAD_DIGEST)),
             offsite: None,
             yanked: None,
+            hf: None,
         }
     }
 

@@ -37,6 +37,9 @@ pub enum Expected {
     Sha256(Sha256Digest),
     /// npm: a `dist.integrity` SRI string with at least one sha512 entry.
     Sri(String),
+    /// The Hub: a regular file's git blob id (the sha1 of `blob {len}\0`
+    /// and its bytes), checkable only on a body recorded whole.
+    GitBlob(egress_model::GitBlobId),
 }
 
 /// One file or tarball a served listing names.
@@ -181,6 +184,14 @@ fn matches(expected: &[Expected], r: &egress_model::ResponseRecord) -> Option<bo
                 if let Some(body) = r.full_body() {
                     checkable = true;
                     if Integrity::any_matches(sri, body) {
+                        return Some(true);
+                    }
+                }
+            }
+            Expected::GitBlob(id) => {
+                if let Some(body) = r.full_body() {
+                    checkable = true;
+                    if egress_model::GitBlobId::of_blob(body) == *id {
                         return Some(true);
                     }
                 }
