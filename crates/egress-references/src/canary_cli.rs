@@ -20,7 +20,7 @@ pub struct CanaryArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo"])
+        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo", "hf"])
     )]
     pub protocol: String,
     /// The control secret: read from FILE if it exists, else generated and

@@ -20,6 +20,9 @@ impl Packages {
             .get_or_insert_with(|| hf.absent_revision.clone());
         self.absent_file
             .get_or_insert_with(|| hf.absent_file.clone());
+        if self.bad_digest.is_none() {
+            self.bad_digest.clone_from(&hf.bad_digest);
+        }
         if default_absent {
             self.absent = vec![hf.upstream_only.clone()];
         }
