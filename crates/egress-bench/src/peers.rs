@@ -125,6 +125,9 @@ enum PeersError {
     /// A cargo peer: scripts/bench-cargo measures cargo against nginx.
     #[error("{name} is a cargo peer: scripts/bench-cargo measures cargo's registries")]
     CargoPeer { name: String },
+    /// A Hub peer: scripts/bench-hf measures the Hub's large files.
+    #[error("{name} is a Hub peer: scripts/bench-hf measures a Hub mirror's large files")]
+    HfPeer { name: String },
     /// `wrk` is not installed or cannot be run.
     #[error("cannot run wrk: {error} (Debian: apt-get install wrk)")]
     WrkMissing { error: io::Error },
@@ -739,8 +742,10 @@ fn protocol_of(lab: &Lab, name: &str) -> Result<(Protocol, Option<PeerConfig>), 
                 return Err(PeersError::NoConfig { path });
             }
             let cfg = PeerConfig::load(&path)?;
-            if cfg.protocol == Protocol::Cargo {
-                return Err(PeersError::CargoPeer { name: cfg.name });
+            match cfg.protocol {
+                Protocol::Cargo => return Err(PeersError::CargoPeer { name: cfg.name }),
+                Protocol::Hf => return Err(PeersError::HfPeer { name: cfg.name }),
+                _ => {}
             }
             Ok((cfg.protocol, Some(cfg)))
         }
@@ -787,6 +792,7 @@ fn start(
             &lab.apt.paths,
         ),
         Protocol::Cargo => return Err(PeersError::CargoPeer { name: cfg.name }),
+        Protocol::Hf => return Err(PeersError::HfPeer { name: cfg.name }),
     };
     let apt = cfg.protocol == Protocol::Apt;
     let ctx = egress_testbed::Context {
@@ -819,6 +825,11 @@ fn measure(lab: &Lab, name: &str, duration: u64) -> Result<Measured, PeersError>
         Protocol::Apt => (&lab.apt.canary, warm_apt(&index, &lab.apt.deb)?, "*/*"),
         Protocol::Cargo => {
             return Err(PeersError::CargoPeer {
+                name: name.to_string(),
+            })
+        }
+        Protocol::Hf => {
+            return Err(PeersError::HfPeer {
                 name: name.to_string(),
             })
         }
@@ -983,6 +994,7 @@ fn render(
                     Protocol::Npm => "npm",
                     Protocol::Apt => "apt",
                     Protocol::Cargo => "cargo",
+                    Protocol::Hf => "hf",
                 }
             ));
         }
@@ -1077,7 +1089,7 @@ fn table(md: &mut String, t: &Table, results: &[&Measured]) {
             match m.protocol {
                 Protocol::Pypi => "page",
                 Protocol::Npm => "packument",
-                Protocol::Apt | Protocol::Cargo => "index",
+                Protocol::Apt | Protocol::Cargo | Protocol::Hf => "index",
             },
             m.page_url.path_and_query(),
             m.file_url.path_and_query()

@@ -6,8 +6,8 @@ use egress_model::{Status, Url};
 use egress_references::pypi::canary::Canary;
 use egress_suite::Report;
 use egress_testbed::suite::{
-    self as testbed, Guard, Outcome, Paths, Variant, APT_REFERENCE, CARGO_REFERENCE, NPM_REFERENCE,
-    REFERENCE,
+    self as testbed, Guard, Outcome, Paths, Variant, APT_REFERENCE, CARGO_REFERENCE, HF_REFERENCE,
+    NPM_REFERENCE, REFERENCE,
 };
 use egress_testbed::PeerConfig;
 use std::path::{Path, PathBuf};
@@ -115,6 +115,9 @@ fn every_peer_runs_and_its_report_reverifies() {
         "crates-io-proxy",
         "nginx-cache-cargo",
         "panamax",
+        HF_REFERENCE,
+        "nginx-cache-hf",
+        "olah",
     ];
     let reports: Vec<Report> = names
         .iter()
@@ -128,16 +131,19 @@ fn every_peer_runs_and_its_report_reverifies() {
     // One matrix per protocol: their sub-probes differ.
     let (pypi_table, rest) = matrix.split_once("### npm").expect("an npm matrix");
     let (npm_table, rest) = rest.split_once("### apt").expect("an apt matrix");
-    let (apt_table, cargo_table) = rest.split_once("### cargo").expect("a cargo matrix");
+    let (apt_table, rest) = rest.split_once("### cargo").expect("a cargo matrix");
+    let (cargo_table, hf_table) = rest.split_once("### hf").expect("a Hub matrix");
     assert!(pypi_table.contains("### PyPI"), "{matrix}");
     for r in &reports {
         let npm = r.plan.protocol() == "npm";
         let apt = r.plan.protocol() == "apt";
         let cargo = r.plan.protocol() == "cargo";
+        let hf = r.plan.protocol() == "hf";
         let table = match r.plan.protocol().as_str() {
             "npm" => npm_table,
             "apt" => apt_table,
             "cargo" => cargo_table,
+            "hf" => hf_table,
             _ => pypi_table,
         };
         assert!(table.contains(&format!(" {} |", r.target_name)), "{matrix}");
@@ -148,6 +154,8 @@ fn every_peer_runs_and_its_report_reverifies() {
             &["C.release", "C.packages", "C.deb"]
         } else if cargo {
             &["C.config", "C.index", "C.crate"]
+        } else if hf {
+            &["C.info", "C.tree", "C.resolve"]
         } else {
             &["C.index", "C.project-html", "C.file"]
         };
@@ -157,12 +165,16 @@ fn every_peer_runs_and_its_report_reverifies() {
         // Nothing here builds an sdist, runs an install script or renders
         // package text. (One smuggling case crashes apt-cacher-ng; the
         // suite waits for it to serve again, so P4 is measured on it too.)
-        assert_eq!(status(r, "P4"), Status::Pass, "{}", r.target_name);
+        // The Hub's own code runs on artifacts (its dataset viewer): a
+        // cache that passes those routes on fails P4, below.
+        if !hf {
+            assert_eq!(status(r, "P4"), Status::Pass, "{}", r.target_name);
+        }
         if !Variant::is_reference(&r.target_name) {
             // No peer publishes a signed manifest.
             assert_eq!(status(r, "P5.manifest"), Status::Fail, "{}", r.target_name);
         }
-        if !npm && !apt && !cargo && r.target_name != REFERENCE {
+        if !npm && !apt && !cargo && !hf && r.target_name != REFERENCE {
             // No PyPI peer addresses files by digest.
             assert_eq!(
                 status(r, "P1.altered-digest"),
@@ -271,6 +283,35 @@ fn every_peer_runs_and_its_report_reverifies() {
         ("panamax", "P1.upstream-uncovered", Fail),
         ("panamax", "P3", Pass),
         ("panamax", "P6", Pass),
+        // The Hub caches fetch what the snapshot lacks (a repository, an
+        // older commit, a file the lock left out) and pass on bytes their
+        // upstream's tree contradicts; both forward a token.
+        ("olah", "P2.upstream-contact", Fail),
+        ("olah", "P2.absent-repo", Fail),
+        ("olah", "P2.absent-revision", Fail),
+        ("olah", "P1.upstream-bad-digest", Fail),
+        ("olah", "P3.auth-forward", Fail),
+        ("olah", "P3.xet-read-token", Fail),
+        // olah passes a tree's next-page Link on as its upstream wrote it.
+        ("olah", "P3.no-handoff", Fail),
+        // olah asks its upstream again for a file at a branch: main moved
+        // upstream shows through.
+        ("olah", "P5.moved-main", Fail),
+        // olah offers neither the viewer's routes nor any write route.
+        ("olah", "P4", Pass),
+        ("olah", "P6", Pass),
+        ("nginx-cache-hf", "P2.upstream-contact", Fail),
+        ("nginx-cache-hf", "P2.absent-repo", Fail),
+        ("nginx-cache-hf", "P1.upstream-bad-digest", Fail),
+        ("nginx-cache-hf", "P3.auth-forward", Fail),
+        // A tree's next page names the upstream, passed on untouched.
+        ("nginx-cache-hf", "P3.no-handoff", Fail),
+        // nginx passes the viewer's routes and the write routes on.
+        ("nginx-cache-hf", "P4.viewer-routes", Fail),
+        ("nginx-cache-hf", "P6.write-routes", Fail),
+        // Its cache keeps main for ten minutes: a move during the run's
+        // second does not show (timing, not design: docs/results.md).
+        ("nginx-cache-hf", "P5.moved-main", Pass),
     ] {
         assert_eq!(status(get(peer), row), want, "{peer} {row}");
     }

@@ -16,6 +16,8 @@ pub enum Protocol {
     Apt,
     /// A sparse cargo registry, in front of the cargo canary.
     Cargo,
+    /// The Hugging Face Hub, in front of the Hub canary.
+    Hf,
 }
 
 impl Protocol {
@@ -25,6 +27,7 @@ impl Protocol {
             Protocol::Npm => "npm",
             Protocol::Apt => "apt",
             Protocol::Cargo => "cargo",
+            Protocol::Hf => "hf",
         }
     }
 }
@@ -163,7 +166,7 @@ pub enum ConfigError {
     SetupForNpm { name: String },
     #[error("{name}.conf: `keyring` is for apt peers (protocol = apt)")]
     KeyringForApt { name: String },
-    #[error("{name}.conf: `warm-then-run` is for PyPI, npm and apt peers: a cargo peer syncs in an `init` step")]
+    #[error("{name}.conf: `warm-then-run` is for PyPI, npm and apt peers: a cargo or Hub peer syncs in an `init` step")]
     WarmForCargo { name: String },
     #[error("{}: {cause}", .path.display())]
     Read {
@@ -215,7 +218,8 @@ impl PeerConfig {
                         "npm" => Protocol::Npm,
                         "apt" => Protocol::Apt,
                         "cargo" => Protocol::Cargo,
-                        _ => return Err(at("protocol is `pypi`, `npm`, `apt` or `cargo`")),
+                        "hf" => Protocol::Hf,
+                        _ => return Err(at("protocol is `pypi`, `npm`, `apt`, `cargo` or `hf`")),
                     }
                 }
                 "ready" if value.starts_with('/') => c.ready = Some(value.to_string()),
@@ -300,7 +304,7 @@ impl PeerConfig {
                 name: name.to_string(),
             });
         }
-        if c.protocol == Protocol::Cargo && c.warm_then_run.is_some() {
+        if matches!(c.protocol, Protocol::Cargo | Protocol::Hf) && c.warm_then_run.is_some() {
             return Err(ConfigError::WarmForCargo {
                 name: name.to_string(),
             });
@@ -466,7 +470,7 @@ mod tests {
             ("venv v\n", "line 1: expected key = value"),
             (
                 "protocol = pip\nvenv = v\nrun = r\nindex = /\n",
-                "line 1: protocol is `pypi`, `npm`, `apt` or `cargo`",
+                "line 1: protocol is `pypi`, `npm`, `apt`, `cargo` or `hf`",
             ),
             (
                 "venv = v\nrun = r\nindex = /\nready = -/ping\n",
@@ -487,6 +491,10 @@ mod tests {
             (
                 "protocol = cargo\nvenv = v\nrun = r\nindex = /index/\nwarm-then-run = r\n",
                 "`warm-then-run` is for PyPI, npm and apt peers",
+            ),
+            (
+                "protocol = hf\nvenv = v\nrun = r\nindex = /\nwarm-then-run = r\n",
+                "a cargo or Hub peer syncs in an `init` step",
             ),
             (
                 "venv = v\nrun = r\nindex = /s/\nkeyring = k.gpg\n",

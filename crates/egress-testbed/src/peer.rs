@@ -323,8 +323,9 @@ impl Starter<'_> {
             Protocol::Npm => format!("{0}/node_modules/.bin:{0}/bin", self.venv.display()),
             Protocol::Apt => format!("{0}/root/usr/bin:{0}/root/usr/sbin", self.venv.display()),
             // A cargo peer is a `cargo install` (`bin/`) or Debian's
-            // packages unpacked (nginx).
-            Protocol::Cargo => format!(
+            // packages unpacked (nginx); a Hub peer a venv (olah) or
+            // nginx.
+            Protocol::Cargo | Protocol::Hf => format!(
                 "{0}/bin:{0}/root/usr/bin:{0}/root/usr/sbin",
                 self.venv.display()
             ),
@@ -342,7 +343,10 @@ impl Starter<'_> {
             .stdout(log)
             .stderr(err)
             .process_group(0);
-        if matches!(self.cfg.protocol, Protocol::Apt | Protocol::Cargo) {
+        if matches!(
+            self.cfg.protocol,
+            Protocol::Apt | Protocol::Cargo | Protocol::Hf
+        ) {
             c.env(
                 "LD_LIBRARY_PATH",
                 format!(
@@ -536,12 +540,14 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
     // python, or the record `npm ci` writes of what it installed.
     // An apt peer's packages are unpacked by setup-peers, which records
     // their digest in `.installed` once every step succeeded.
-    let installed = match cfg.protocol {
-        Protocol::Pypi => "bin/python",
-        Protocol::Npm => "node_modules/.package-lock.json",
-        Protocol::Apt | Protocol::Cargo => ".installed",
+    let installed: &[&str] = match cfg.protocol {
+        Protocol::Pypi => &["bin/python"],
+        Protocol::Npm => &["node_modules/.package-lock.json"],
+        Protocol::Apt | Protocol::Cargo => &[".installed"],
+        // A venv (olah) or Debian's packages unpacked (nginx).
+        Protocol::Hf => &["bin/python", ".installed"],
     };
-    if !venv.join(installed).is_file() {
+    if !installed.iter().any(|i| venv.join(i).is_file()) {
         return Err(PeerError::NotInstalled {
             dir: venv,
             venv: cfg.venv.clone(),
@@ -634,7 +640,7 @@ pub fn start(cfg: &PeerConfig, ctx: &Context) -> Result<Running, PeerError> {
                 crate::setup::warm_apt(&client, &cfg.index, ctx.projects, ctx.packages)?
             }
             // Refused when the config is read (ConfigError::WarmForCargo).
-            Protocol::Cargo => {}
+            Protocol::Cargo | Protocol::Hf => {}
         }
         // A cache writes what it served after the response has gone out
         // (Verdaccio renames a tarball into its storage once the uplink's

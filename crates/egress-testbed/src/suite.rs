@@ -20,6 +20,7 @@ use egress_references::apt::builtin as apt_builtin;
 use egress_references::apt::canary::{self as apt_canary, AptCanary};
 use egress_references::builtin::{BuiltinError, LateMirror};
 use egress_references::cargo::builtin as cargo_builtin;
+use egress_references::hf::builtin as hf_builtin;
 use egress_references::npm::builtin as npm_builtin;
 use egress_references::npm::canary::NpmCanary;
 use egress_references::pypi::builtin;
@@ -37,6 +38,8 @@ pub const NPM_REFERENCE: &str = "reference-npm";
 pub const APT_REFERENCE: &str = "reference-apt";
 /// The reference mirror's column in the cargo matrix.
 pub const CARGO_REFERENCE: &str = "reference-cargo";
+/// The reference mirror's column in the Hub matrix.
+pub const HF_REFERENCE: &str = "reference-hf";
 
 /// The newest file of the present project is slow upstream for every
 /// variant: a real upstream is sometimes slow, and what a proxy does then
@@ -76,6 +79,8 @@ pub enum Variant {
     AptReference,
     /// The reference mirror serving the built-in cargo snapshot.
     CargoReference,
+    /// The reference mirror serving the built-in Hub snapshot.
+    HfReference,
     /// A real peer, from its config file.
     Peer(Box<PeerConfig>),
     /// An in-process peer (the tests' fixtures).
@@ -91,6 +96,7 @@ impl Variant {
             Variant::NpmReference => NPM_REFERENCE,
             Variant::AptReference => APT_REFERENCE,
             Variant::CargoReference => CARGO_REFERENCE,
+            Variant::HfReference => HF_REFERENCE,
             Variant::Peer(c) => &c.name,
             Variant::Fixture { name, .. } | Variant::AptFixture { name, .. } => name,
         }
@@ -110,6 +116,9 @@ impl Variant {
             Variant::CargoReference => {
                 "egress-mirror serving the built-in cargo snapshot (the canary's snapshot crates, built with snapshot build --cargo-lock from a Cargo.lock that pins them)".into()
             }
+            Variant::HfReference => {
+                "egress-mirror serving the built-in Hub snapshot (the canary's kit repositories, built with snapshot build --hf-lock from the kit's hf.lock)".into()
+            }
             Variant::Peer(c) => c.about.clone(),
             Variant::Fixture { .. } | Variant::AptFixture { .. } => "a test fixture".into(),
         }
@@ -120,6 +129,7 @@ impl Variant {
             Variant::NpmReference => Protocol::Npm,
             Variant::AptReference | Variant::AptFixture { .. } => Protocol::Apt,
             Variant::CargoReference => Protocol::Cargo,
+            Variant::HfReference => Protocol::Hf,
             Variant::Peer(c) => c.protocol,
             Variant::Reference | Variant::Fixture { .. } => Protocol::Pypi,
         }
@@ -127,7 +137,14 @@ impl Variant {
 
     /// Whether this is a reference mirror's column, which must be all PASS.
     pub fn is_reference(name: &str) -> bool {
-        [REFERENCE, NPM_REFERENCE, APT_REFERENCE, CARGO_REFERENCE].contains(&name)
+        [
+            REFERENCE,
+            NPM_REFERENCE,
+            APT_REFERENCE,
+            CARGO_REFERENCE,
+            HF_REFERENCE,
+        ]
+        .contains(&name)
     }
 }
 
@@ -157,7 +174,7 @@ impl Paths {
     }
 }
 
-/// Per protocol, PyPI first, then npm, apt and cargo: the reference, then every
+/// Per protocol, PyPI first, then npm, apt, cargo and the Hub: the reference, then every
 /// peer config of that protocol in name order.
 pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
     let configs = PeerConfig::load_dir(configs)?;
@@ -167,6 +184,7 @@ pub fn variants(configs: &Path) -> Result<Vec<Variant>, ConfigError> {
         (Protocol::Npm, Variant::NpmReference),
         (Protocol::Apt, Variant::AptReference),
         (Protocol::Cargo, Variant::CargoReference),
+        (Protocol::Hf, Variant::HfReference),
     ] {
         all.push(reference);
         all.extend(
@@ -452,6 +470,63 @@ fn run_cargo_variant(
     })
 }
 
+/// [`run_variant`] for a Hub variant, the reference when `cfg` is `None`:
+/// a fresh Hub canary (the Xet hand-off offered), the Hub suite (the
+/// built-in run's plan, upstream-observing sub-probes on) against the
+/// peer's endpoint. A peer gets `{canary_url}` the canary's Hub origin and
+/// `{canary_lfs}` its LFS origin (`http://127.0.0.1:PORT`), and
+/// `{canary_lfs_netloc}` that origin's `host:port`.
+fn run_hf_variant(
+    name: &str,
+    cfg: Option<&PeerConfig>,
+    peers_dir: &Path,
+) -> Result<Ran, VariantError> {
+    let canary = hf_builtin::start_hf_canary()?;
+    let started = Instant::now();
+    let ready;
+    let mut exited = None;
+    let report = match cfg {
+        Some(cfg) => {
+            let lfs = canary.cdn_origin().to_string();
+            let placeholders = [
+                (
+                    "canary_lfs_netloc".to_string(),
+                    lfs.trim_start_matches("http://").to_string(),
+                ),
+                ("canary_lfs".to_string(), lfs),
+            ];
+            let ctx = crate::Context {
+                peers_dir,
+                canary_index: canary.endpoint(),
+                canary_url: canary.endpoint(),
+                packages: &[],
+                projects: &[],
+                placeholders: &placeholders,
+                keyring: None,
+            };
+            let mut peer = crate::start(cfg, &ctx)?;
+            ready = started.elapsed();
+            let r = hf_builtin::run_hf_against(name, &peer.index_url, &canary, None);
+            exited = peer.exited();
+            peer.stop();
+            r?
+        }
+        None => {
+            let a = hf_builtin::start_hf_reference(&canary)?;
+            ready = started.elapsed();
+            let r = hf_builtin::run_hf_against(name, &a.endpoint, &canary, Some(a.id));
+            drop(a);
+            r?
+        }
+    };
+    drop(canary);
+    Ok(Ran {
+        report,
+        ready,
+        exited,
+    })
+}
+
 /// [`run_variant`] for an npm variant, the reference when `cfg` is `None`:
 /// a fresh npm canary, the npm suite.
 fn run_npm_variant(
@@ -531,6 +606,10 @@ pub fn run_variant_ran(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantErro
         Variant::Peer(cfg) if cfg.protocol == Protocol::Cargo => {
             run_cargo_variant(v.name(), Some(cfg), peers_dir)
         }
+        Variant::HfReference => run_hf_variant(v.name(), None, peers_dir),
+        Variant::Peer(cfg) if cfg.protocol == Protocol::Hf => {
+            run_hf_variant(v.name(), Some(cfg), peers_dir)
+        }
         _ => run_pypi_variant(v, peers_dir),
     }
 }
@@ -549,6 +628,7 @@ fn run_pypi_variant(v: &Variant, peers_dir: &Path) -> Result<Ran, VariantError> 
         | Variant::NpmReference
         | Variant::AptReference
         | Variant::CargoReference
+        | Variant::HfReference
         | Variant::AptFixture { .. } => {
             let (index, guard) = start_reference(&canary).map_err(VariantError::InProcess)?;
             ready = started.elapsed();
@@ -688,6 +768,7 @@ pub fn by_protocol(reports: &[Report]) -> Vec<(&'static str, Vec<&Report>)> {
         ("npm", "npm"),
         ("apt", "apt"),
         ("cargo", "cargo"),
+        ("hf", "hf"),
     ]
     .into_iter()
     .map(|(title, p)| {

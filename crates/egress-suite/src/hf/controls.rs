@@ -55,16 +55,21 @@ pub fn collect_tree(c: &Collector, f: &Facts) -> Evidence {
     };
     let mut url = r.api(&e, &format!("/tree/{sha}?recursive=true&expand=false"));
     for _ in 0..MAX_PAGES {
-        let ex = c.get(label::TREE, &url, None);
-        let next = ex
+        // A page's same-origin redirects are followed, as the client does.
+        let from = ev.exchanges.len();
+        c.get_following(&mut ev, label::TREE, &url, None);
+        let Some(last) = ev.exchanges.get(from..).and_then(<[_]>::last) else {
+            break;
+        };
+        let base = crate::facts::request_url(&e, last);
+        let next = last
             .response
             .as_ref()
             .filter(|r| r.is_success())
             .and_then(|r| r.header("link"))
             .and_then(doc::next_page)
-            .and_then(|n| url.join(n).ok())
+            .and_then(|n| base.join(n).ok())
             .filter(|n| n.same_origin(&e));
-        ev.push(ex);
         match next {
             Some(n) => url = n,
             None => break,

@@ -107,18 +107,19 @@ pub fn collect_upstream_bad_digest(c: &Collector, _f: &Facts) -> Evidence {
         return ev;
     };
     c.window("P1.upstream-bad-digest", &mut ev, |ev| {
-        let tree = c.get(
-            BAD_TREE,
-            &r.api(&e, "/tree/main?recursive=true&expand=false"),
-            None,
-        );
-        let listed: Vec<String> = crate::facts::success_body(&tree)
+        let tree = r.api(&e, "/tree/main?recursive=true&expand=false");
+        let from = ev.exchanges.len();
+        c.get_following(ev, BAD_TREE, &tree, None);
+        let listed: Vec<String> = ev
+            .exchanges
+            .get(from..)
+            .and_then(<[_]>::last)
+            .and_then(crate::facts::success_body)
             .and_then(doc::tree)
             .map(|t| t.into_iter().map(|x| x.path).take(MAX_FILES).collect())
             .unwrap_or_else(|| vec!["config.json".into(), "README.md".into()]);
-        ev.push(tree);
         for p in listed {
-            ev.push(c.get(&bad_label(&p), &r.resolve(&e, "main", &p), None));
+            c.get_following(ev, &bad_label(&p), &r.resolve(&e, "main", &p), None);
         }
     });
     ev
@@ -136,13 +137,13 @@ pub fn judge_upstream_bad_digest(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.resolve") {
         return v;
     }
-    let listed = crate::facts::find(rec, BAD_TREE)
+    let listed = final_of(rec, BAD_TREE)
         .and_then(crate::facts::success_body)
         .and_then(doc::tree)
         .unwrap_or_default();
     let mut served = 0;
     for e in &listed {
-        let Some(r) = crate::facts::find(rec, &bad_label(&e.path))
+        let Some(r) = final_of(rec, &bad_label(&e.path))
             .and_then(|x| x.response.as_ref())
             .filter(|r| r.is_success() && r.body_end == BodyEnd::Complete)
         else {

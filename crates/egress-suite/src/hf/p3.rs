@@ -24,7 +24,7 @@ pub fn collect_handoff(c: &Collector, f: &Facts) -> Evidence {
     // The tree's first page: its `Link` to the next one stays on the origin.
     if let (Some(e), Some(r)) = (endpoint(c), f.repo.as_ref()) {
         let tree = r.api(&e, &format!("/tree/{sha}?recursive=true&expand=false"));
-        ev.push(c.get("the tree's first page", &tree, None));
+        c.get_following(&mut ev, "the tree's first page", &tree, None);
     }
     // LFS files first: those are the ones the Hub hands off.
     let mut files: Vec<_> = f.files.iter().filter(|e| e.lfs.is_some()).collect();

@@ -84,7 +84,7 @@ pub fn judge_branch(j: &Judge, rec: &ProbeRecord) -> Verdict {
 
 const BEFORE: &str = "before the upstream moved main";
 const AFTER: &str = "after the upstream moved main";
-const WHATS: [&str; 3] = ["info at main", "tree at main", "a file at main"];
+const WHATS: [&str; 3] = ["the info at main", "the tree at main", "a file at main"];
 
 fn read_main(c: &Collector, f: &Facts, ev: &mut Evidence, when: &str) {
     let (Some(e), Some(r), Some(file)) = (endpoint(c), first(&c.plan.packages), f.control_file())
@@ -141,7 +141,7 @@ pub fn judge_moved_main(j: &Judge, rec: &ProbeRecord) -> Verdict {
         };
         if a != b {
             return fail(format!(
-                "the {w} changed after the upstream committed {file} on main: {:.16}… then {:.16}…",
+                "{w} changed after the upstream committed {file} on main: {:.16}… then {:.16}…",
                 b.to_hex(),
                 a.to_hex()
             ));
