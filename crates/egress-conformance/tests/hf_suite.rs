@@ -9,31 +9,10 @@
 
 mod common;
 
+use common::verdicts::{assert_reverifies, dump, status};
+
 use egress_model::Status;
 use egress_references::hf::builtin::{run_hf_proxy, run_hf_reference};
-use egress_suite::Report;
-
-fn status(r: &Report, id: &str) -> Status {
-    r.probes
-        .iter()
-        .find(|x| x.id == id)
-        .unwrap_or_else(|| panic!("no {id} in the report"))
-        .status
-}
-
-/// `report verify` re-derives every verdict from the evidence.
-fn assert_reverifies(r: &Report) {
-    let diffs = egress_suite::verify(r);
-    assert!(diffs.is_empty(), "verify disagrees: {diffs:?}");
-}
-
-fn dump(r: &Report) -> String {
-    r.probes
-        .iter()
-        .map(|x| format!("{} {:?} {}", x.id, x.status, x.reason))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 #[test]
 fn reference_a_passes_every_hf_sub_probe() {

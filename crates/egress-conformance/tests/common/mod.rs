@@ -11,6 +11,7 @@ pub(crate) mod lax_front;
 pub(crate) mod mutant;
 pub(crate) mod netns;
 pub(crate) mod scan;
+pub(crate) mod verdicts;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
