@@ -1,5 +1,6 @@
-//! A Hub tree listing as the builder reads it from an upstream, and the
-//! headers the mirror derives from a signed one.
+//! A Hub tree listing as the builder reads it from an upstream, the headers
+//! the mirror derives from a signed one, and what the suite reads of a
+//! target's answers (a tree, an info, a `Link`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -20,4 +21,16 @@ fuzz_target!(|data: &[u8]| {
             assert!(egress_snapshot::hf::is_hf_path(path) || path.len() > 2048, "{path}");
         }
     }
+    // The suite: lenient, never a panic, every listed URL on the tree's
+    // own origin.
+    use egress_suite::hf::doc;
+    let url = egress_model::Url::parse("http://h/hf/api/datasets/o/d/tree/main").expect("url");
+    for e in doc::tree(data).unwrap_or_default() {
+        let _ = (e.missing(), e.expected(), e.matches(&egress_model::Sha256Digest::of(data), Some(data)));
+    }
+    for l in doc::listings(&url, data) {
+        assert!(l.url.same_origin(&url), "{}", l.url);
+    }
+    let _ = doc::info_sha(data);
+    let _ = doc::next_page(&String::from_utf8_lossy(data));
 });
