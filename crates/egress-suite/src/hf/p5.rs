@@ -176,7 +176,9 @@ pub fn collect_repo_commit(c: &Collector, f: &Facts) -> Evidence {
 }
 
 /// Every file's answer names the commit `main` resolved to in
-/// `X-Repo-Commit` (the client stores the file under that commit).
+/// `X-Repo-Commit` (the client stores the file under that commit), and,
+/// with a verified manifest, that commit is the one the snapshot signed
+/// (its info at the commit is a path the snapshot lists).
 pub fn judge_repo_commit(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if let Some(v) = j.require("C.resolve") {
         return v;
@@ -211,7 +213,24 @@ pub fn judge_repo_commit(j: &Judge, rec: &ProbeRecord) -> Verdict {
     if checked == 0 {
         return inconclusive("no file's HEAD was answered");
     }
+    // With a verified manifest: the commit is one the signed snapshot holds.
+    let signed = match snapshot::manifest_to_compare(j, "C.info", "endpoint") {
+        Ok((_, d, _)) => {
+            let (Some(r), Some(e)) = (j.facts.repo.as_ref(), j.facts.endpoint.as_ref()) else {
+                return inconclusive("the plan names no repository");
+            };
+            let info = r.api(e, &format!("/revision/{sha}"));
+            if !d.served.iter().any(|x| x.path == info.path()) {
+                return fail(format!(
+                    "X-Repo-Commit names {sha}, but the signed snapshot holds no {} for it",
+                    info.path()
+                ));
+            }
+            ", the commit the signed snapshot holds"
+        }
+        Err(_) => "",
+    };
     pass(format!(
-        "{checked} answers at the commit and at main name {sha} in X-Repo-Commit"
+        "{checked} answers at the commit and at main name {sha} in X-Repo-Commit{signed}"
     ))
 }

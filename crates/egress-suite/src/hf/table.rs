@@ -222,7 +222,7 @@ pub const TABLE: &[SubProbe<Hf>] = &[
         id: SubProbeId::new("P5.repo-commit-header"),
         predicate: Predicate::P5,
         title: r#"every file names main's commit in X-Repo-Commit"#,
-        doc: r#"`HEAD` of up to eight files at the commit and at `main`: each answer's `X-Repo-Commit` is the commit `main` names"#,
+        doc: r#"`HEAD` of up to eight files at the commit and at `main`: each answer's `X-Repo-Commit` is the commit `main` names, and (with a verified manifest) one the signed snapshot holds"#,
         phase: Phase::Reads,
         order: 14,
         collect: Collect::Plain(p5::collect_repo_commit),
