@@ -3,7 +3,7 @@
 //! reference mirror serving a snapshot of its canary's files, and against
 //! reference (B), a conventional caching proxy, each in front of a canary
 //! upstream of its own, all on loopback. The pairs themselves are in each
-//! protocol's folder; `egress_references::BUILTIN` lists them.
+//! protocol's folder; `egress_references::PROTOCOLS` lists them.
 //!
 //! The snapshots are signed with a fixed demonstration key, which both runs
 //! trust, as a lab would trust its own.
@@ -56,14 +56,6 @@ impl BuiltinError {
     pub fn start(what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
         move |cause| Self::Start { what, cause }
     }
-}
-
-/// One protocol's pair of references, as it is registered.
-pub struct Protocol {
-    /// The protocol's name in titles: `PyPI`, `npm`.
-    pub title: &'static str,
-    /// Runs (A) and (B) side by side.
-    pub run: fn() -> Result<(Report, Report), BuiltinError>,
 }
 
 /// The reports of one protocol's pair.
@@ -192,8 +184,8 @@ pub fn text(pairs: &[Pair]) -> String {
 }
 
 /// Runs every protocol's pair, all at once; the pairs come back in the
-/// order given (`egress_references::BUILTIN`: every protocol).
-pub fn run_all(protocols: &[Protocol]) -> Result<Vec<Pair>, BuiltinError> {
+/// order given (`egress_references::PROTOCOLS`: every protocol).
+pub fn run_all(protocols: &[crate::registry::Registration]) -> Result<Vec<Pair>, BuiltinError> {
     let Some((first, rest)) = protocols.split_first() else {
         return Ok(Vec::new());
     };

@@ -1,11 +1,10 @@
 //! `canary --listen ADDR`: the canary upstream as a long-lived service, for
 //! a lab to point its mirror's upstream at during a conformance run, its
 //! log and mutations behind a secret (`egress_references::control`). The
-//! canary itself is `egress_references::standalone`.
+//! canary itself is each protocol's, started by `egress_references::standalone`.
 
 use crate::control::{Secret, ServeOptions};
 pub use crate::standalone::apt_keyring_path;
-use crate::standalone::Standalone;
 use egress_cli::{exit, Failure};
 use egress_suite::Protocol;
 use std::net::SocketAddr;
@@ -20,7 +19,7 @@ pub struct CanaryArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo", "hf"])
+        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
     )]
     pub protocol: String,
     /// The control secret: read from FILE if it exists, else generated and
@@ -82,7 +81,7 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
         })?),
         kit: true,
     };
-    let running = Standalone::serve(protocol, &options)
+    let running = crate::standalone::serve(protocol, &options)
         .map_err(|e| Failure::internal(format!("cannot listen on {listen}: {e}")))?;
     let keyring = match running.keyring() {
         Some(bytes) => {

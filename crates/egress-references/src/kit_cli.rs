@@ -1,7 +1,8 @@
 //! `kit --protocol pypi|npm|apt|cargo|hf --out DIR [--canary URL]`: the conformance
 //! kit, the probe packages a lab adds to the snapshot under test. They are
-//! made in `egress_references::{pypi,npm,apt}::kit` (`crate::kits::files`),
-//! next to the canaries that build the same packages; this file only prints.
+//! made in each protocol's `kit` module (`egress_references::{pypi,npm,apt,cargo,hf}::kit`,
+//! registered in `crate::PROTOCOLS`), next to the canaries that build the
+//! same packages; this file only prints.
 
 use crate::kit::{self, KitError, DOCUMENTATION_CANARY};
 use egress_cli::{exit, Failure};
@@ -14,7 +15,7 @@ pub struct KitArgs {
     #[arg(
         long,
         default_value = "pypi",
-        value_parser = clap::builder::PossibleValuesParser::new(["pypi", "npm", "apt", "cargo", "hf"])
+        value_parser = clap::builder::PossibleValuesParser::new(Protocol::ALL.iter().map(|p| p.as_str()))
     )]
     pub protocol: String,
     /// The directory to write (atomically; it must not exist, or be empty).
@@ -35,21 +36,14 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         Some(c) => kit::check_canary(c).map_err(|e| Failure::usage(e.to_string()))?,
         None => DOCUMENTATION_CANARY.to_string(),
     };
-    let files = crate::kits::files(protocol, &canary);
-    let dir = args.out.display();
-    let add = match protocol {
-        Protocol::Pypi => format!("snapshot build ... --dist {dir}"),
-        Protocol::Npm => format!("snapshot build ... --npm-registry-url URL --npm-dist {dir}"),
-        Protocol::Apt => format!("snapshot build --apt-uris FILE ... --apt-debs {dir}"),
-        Protocol::Cargo => format!(
-            "snapshot build --cargo-lock {} --cargo-index-url CANARY/index/",
-            args.out.join("Cargo.lock").display()
-        ),
-        Protocol::Hf => format!(
-            "snapshot build --hf-lock {} --hf-endpoint CANARY",
-            args.out.join("hf.lock").display()
-        ),
+    let Some(registered) = crate::registry::of(protocol) else {
+        return Err(Failure::internal(format!(
+            "no kit is registered for {protocol}"
+        )));
     };
+    let files = (registered.kit)(&canary);
+    let dir = args.out.display();
+    let add = (registered.kit_use)(&args.out);
     kit::write(&args.out, &files).map_err(|e| match e {
         KitError::Canary(_) | KitError::Exists(_) => Failure::usage(e.to_string()),
         KitError::Io { .. } => Failure::internal(e.to_string()).because(e),
@@ -62,7 +56,7 @@ pub fn main(args: KitArgs) -> Result<u8, Failure> {
         files.len(),
         protocol.as_str()
     );
-    if args.canary.is_none() && !matches!(protocol, Protocol::Cargo | Protocol::Hf) {
+    if args.canary.is_none() && registered.tripwire {
         egress_cli::outln!(
             "the tripwire calls {DOCUMENTATION_CANARY}, a documentation address no real host has: give --canary URL to aim it at a canary you run"
         );

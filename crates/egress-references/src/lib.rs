@@ -42,10 +42,10 @@ pub mod hf;
 pub mod hostile;
 pub mod kit;
 pub mod kit_cli;
-pub mod kits;
 mod loopback;
 pub mod npm;
 pub mod pypi;
+pub mod registry;
 mod relay;
 pub mod remote;
 mod request_log;
@@ -61,27 +61,12 @@ pub use relay::{splice, SLOW_FETCH};
 pub use template::render_template;
 pub use universe::{Universe, UNIVERSE_CUTOFF};
 
-/// Every protocol's built-in pair, in the order they are reported: the one
-/// place a protocol is registered.
-pub const BUILTIN: [builtin::Protocol; 5] = [
-    builtin::Protocol {
-        title: "PyPI",
-        run: pypi::builtin::run_both,
-    },
-    builtin::Protocol {
-        title: "npm",
-        run: npm::builtin::run_npm_both,
-    },
-    builtin::Protocol {
-        title: "apt",
-        run: apt::builtin::run_apt_both,
-    },
-    builtin::Protocol {
-        title: "cargo",
-        run: cargo::builtin::run_cargo_both,
-    },
-    builtin::Protocol {
-        title: "hf",
-        run: hf::builtin::run_hf_both,
-    },
+/// Every protocol, in the order the built-in run reports them: the one
+/// place a protocol is registered (its folder's `REGISTRATION`).
+pub const PROTOCOLS: [registry::Registration; 5] = [
+    pypi::REGISTRATION,
+    npm::REGISTRATION,
+    apt::REGISTRATION,
+    cargo::REGISTRATION,
+    hf::REGISTRATION,
 ];

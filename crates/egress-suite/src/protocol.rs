@@ -69,6 +69,19 @@ macro_rules! protocols {
                     $(Packages::$variant(_) => Protocol::$variant,)*
                 }
             }
+
+            /// What a standalone canary's plan fills in, in each
+            /// protocol's terms (`Suite::take_canary`); see
+            /// `Plan::with_canary`.
+            pub(crate) fn take_canary(
+                &mut self,
+                up: &crate::UpstreamPlan,
+                default_absent: bool,
+            ) -> Result<(), crate::deployed::CanaryPlanError> {
+                match self {
+                    $(Packages::$variant(p) => <$suite>::take_canary(p, up, default_absent),)*
+                }
+            }
         }
 
         fn visit<V: Visit>(plan: &Plan<Packages>, v: V) -> V::Out {
@@ -85,25 +98,6 @@ protocols! {
     Apt: crate::apt::Apt = "apt";
     Cargo: crate::cargo::Cargo = "cargo";
     Hf: crate::hf::Hf = "hf";
-}
-
-impl Packages {
-    /// What a standalone canary's plan fills in, in each protocol's terms
-    /// (its `deployed.rs`); see `Plan::with_canary`.
-    pub(crate) fn take_canary(
-        &mut self,
-        up: &crate::UpstreamPlan,
-        default_absent: bool,
-    ) -> Result<(), crate::deployed::CanaryPlanError> {
-        match self {
-            Packages::Pypi(p) => p.take_canary(up, default_absent),
-            Packages::Npm(p) => return p.take_canary(up, default_absent),
-            Packages::Apt(p) => p.take_canary(up, default_absent),
-            Packages::Cargo(p) => p.take_canary(up, default_absent),
-            Packages::Hf(p) => p.take_canary(up, default_absent),
-        }
-        Ok(())
-    }
 }
 
 impl std::fmt::Display for Protocol {

@@ -224,6 +224,16 @@ pub trait Suite: Sized + 'static {
     /// Present and absent package names, for the report's header.
     fn describe(packages: &Self::Packages) -> (Vec<String>, Vec<String>);
 
+    /// What a standalone canary's plan fills in of a deployed check's (its
+    /// `deployed.rs`; see `Plan::with_canary`); by default, nothing.
+    fn take_canary(
+        _packages: &mut Self::Packages,
+        _up: &egress_model::UpstreamPlan,
+        _default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        Ok(())
+    }
+
     /// The table's entry `id`.
     fn find(id: &str) -> Option<&'static SubProbe<Self>> {
         Self::TABLE.iter().find(|s| s.id == id)

@@ -37,6 +37,15 @@ impl Suite for Apt {
     fn describe(packages: &Packages) -> (Vec<String>, Vec<String>) {
         (packages.present.clone(), packages.absent.clone())
     }
+
+    fn take_canary(
+        packages: &mut Packages,
+        up: &egress_model::UpstreamPlan,
+        default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        packages.take_canary(up, default_absent);
+        Ok(())
+    }
 }
 
 /// Every apt sub-probe, in report order.

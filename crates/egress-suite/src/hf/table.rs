@@ -34,6 +34,15 @@ impl Suite for Hf {
     fn describe(packages: &Packages) -> (Vec<String>, Vec<String>) {
         (packages.present.clone(), packages.absent.clone())
     }
+
+    fn take_canary(
+        packages: &mut Packages,
+        up: &egress_model::UpstreamPlan,
+        default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        packages.take_canary(up, default_absent);
+        Ok(())
+    }
 }
 
 /// Every Hub sub-probe, in report order.

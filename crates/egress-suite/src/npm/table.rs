@@ -50,6 +50,14 @@ impl Suite for Npm {
             packages.absent.iter().map(|a| a.to_string()).collect(),
         )
     }
+
+    fn take_canary(
+        packages: &mut Packages,
+        up: &egress_model::UpstreamPlan,
+        default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        packages.take_canary(up, default_absent)
+    }
 }
 
 /// Every npm sub-probe, in report order.

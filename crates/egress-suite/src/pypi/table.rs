@@ -53,6 +53,15 @@ impl Suite for Pypi {
             packages.absent.iter().map(|a| a.to_string()).collect(),
         )
     }
+
+    fn take_canary(
+        packages: &mut Packages,
+        up: &egress_model::UpstreamPlan,
+        default_absent: bool,
+    ) -> Result<(), crate::deployed::CanaryPlanError> {
+        packages.take_canary(up, default_absent);
+        Ok(())
+    }
 }
 
 /// Every PyPI sub-probe, in report order.
