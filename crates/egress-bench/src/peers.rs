@@ -762,15 +762,15 @@ fn start(
         if name == NPM_REFERENCE {
             let (registry, guard) =
                 start_npm_reference(&lab.npm.canary).map_err(PeersError::Reference)?;
-            return Ok((registry, Variant::NpmReference.about(), guard));
+            return Ok((registry, Variant::Reference(Protocol::Npm).about(), guard));
         }
         if name == APT_REFERENCE {
             let (archive, _, _, guard) =
                 start_apt_reference(&lab.apt.canary).map_err(PeersError::Reference)?;
-            return Ok((archive, Variant::AptReference.about(), guard));
+            return Ok((archive, Variant::Reference(Protocol::Apt).about(), guard));
         }
         let (index, guard) = start_reference(&lab.canary).map_err(PeersError::Reference)?;
-        return Ok((index, Variant::Reference.about(), guard));
+        return Ok((index, Variant::Reference(Protocol::Pypi).about(), guard));
     };
     let (canary_index, canary_url, packages, projects) = match cfg.protocol {
         Protocol::Pypi => (

@@ -417,7 +417,7 @@ fn leaky_reference(canary: &Canary) -> Result<(Url, Guard), String> {
 fn a_fixture_peer_that_violates_one_predicate_is_caught() {
     let _one = serial();
     let vs = [
-        Variant::Reference,
+        Variant::Reference(egress_testbed::Protocol::Pypi),
         Variant::Fixture {
             name: "leaky".into(),
             start: Box::new(leaky_reference),
@@ -468,7 +468,7 @@ fn a_peer_that_cannot_start_is_named_and_the_others_still_run() {
             "quits",
             "venv = quits\nrun = {venv}/bin/python -c raise(SystemExit(3))\nindex = /simple/\n",
         ),
-        Variant::Reference,
+        Variant::Reference(egress_testbed::Protocol::Pypi),
         cfg("absent", "venv = absent\nrun = x\nindex = /simple/\n"),
         // A set-up step (a static mirror's sync) that fails: the server
         // never starts.

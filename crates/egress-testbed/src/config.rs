@@ -4,33 +4,8 @@
 use std::path::{Path, PathBuf};
 
 /// The registry protocol a peer speaks, and so which canary it is started
-/// in front of and which suite runs against it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// The PyPI simple API, in front of the PyPI canary.
-    #[default]
-    Pypi,
-    /// The npm registry protocol, in front of the npm canary.
-    Npm,
-    /// A Debian archive (apt), in front of the apt canary.
-    Apt,
-    /// A sparse cargo registry, in front of the cargo canary.
-    Cargo,
-    /// The Hugging Face Hub, in front of the Hub canary.
-    Hf,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Pypi => "pypi",
-            Protocol::Npm => "npm",
-            Protocol::Apt => "apt",
-            Protocol::Cargo => "cargo",
-            Protocol::Hf => "hf",
-        }
-    }
-}
+/// in front of and which suite runs against it: the suite's own.
+pub use egress_suite::Protocol;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerConfig {
@@ -213,14 +188,11 @@ impl PeerConfig {
             match key {
                 "about" => c.about = value.to_string(),
                 "protocol" => {
-                    c.protocol = match value {
-                        "pypi" => Protocol::Pypi,
-                        "npm" => Protocol::Npm,
-                        "apt" => Protocol::Apt,
-                        "cargo" => Protocol::Cargo,
-                        "hf" => Protocol::Hf,
-                        _ => return Err(at("protocol is `pypi`, `npm`, `apt`, `cargo` or `hf`")),
-                    }
+                    c.protocol = value.parse().map_err(|_| {
+                        let names: Vec<String> =
+                            Protocol::ALL.iter().map(|p| format!("`{p}`")).collect();
+                        at(&format!("protocol is one of {}", names.join(", ")))
+                    })?
                 }
                 "ready" if value.starts_with('/') => c.ready = Some(value.to_string()),
                 "ready" => return Err(at("ready wants a path that starts with /")),
@@ -470,7 +442,7 @@ mod tests {
             ("venv v\n", "line 1: expected key = value"),
             (
                 "protocol = pip\nvenv = v\nrun = r\nindex = /\n",
-                "line 1: protocol is `pypi`, `npm`, `apt`, `cargo` or `hf`",
+                "line 1: protocol is one of `pypi`, `npm`, `apt`, `cargo`, `hf`",
             ),
             (
                 "venv = v\nrun = r\nindex = /\nready = -/ping\n",
