@@ -144,41 +144,29 @@ fn a_missing_keyring_file_is_a_one_line_error() {
     let _ = std::fs::remove_dir_all(&peers);
 }
 
+/// The variants come protocol by protocol, in the suite's order, each
+/// block led by that protocol's reference.
 #[test]
-fn variants_put_apt_after_npm_and_cargo_after_apt() {
+fn variants_come_protocol_by_protocol_each_led_by_its_reference() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/peers");
     let all = suite::variants(&dir).expect("parses");
     let names: Vec<&str> = all.iter().map(Variant::name).collect();
-    let npm = names
-        .iter()
-        .position(|n| *n == suite::NPM_REFERENCE)
-        .expect("npm reference");
-    let apt = names
-        .iter()
-        .position(|n| *n == suite::APT_REFERENCE)
-        .expect("apt reference");
-    let cargo = names
-        .iter()
-        .position(|n| *n == suite::CARGO_REFERENCE)
-        .expect("cargo reference");
-    assert!(npm < apt && apt < cargo, "{names:?}");
-    // Every variant from the apt reference to the cargo one is an apt
-    // one, and every one after it a cargo one.
-    assert!(
-        all.iter()
-            .take(cargo)
-            .skip(apt)
-            .all(|v| v.protocol() == Protocol::Apt),
-        "{names:?}"
-    );
-    assert!(
-        all.iter()
-            .skip(cargo)
-            .all(|v| v.protocol() == Protocol::Cargo),
-        "{names:?}"
-    );
-    assert!(Variant::is_reference(suite::APT_REFERENCE));
-    assert!(Variant::is_reference(suite::CARGO_REFERENCE));
+    let order: Vec<Protocol> = all.iter().map(Variant::protocol).collect();
+    let mut seen: Vec<Protocol> = Vec::new();
+    for (i, v) in all.iter().enumerate() {
+        let p = v.protocol();
+        if seen.last() != Some(&p) {
+            assert!(!seen.contains(&p), "{p} comes twice: {names:?}");
+            assert_eq!(v.name(), suite::reference_name(p), "{names:?}");
+            seen.push(p);
+        }
+        assert_eq!(order.get(i), Some(&p));
+    }
+    assert_eq!(seen, Protocol::ALL, "{names:?}");
+    for p in Protocol::ALL {
+        assert!(Variant::is_reference(suite::reference_name(*p)));
+    }
+    assert!(!Variant::is_reference("olah"));
 }
 
 /// `warm-then-run`: everything apt fetches for the lab's packages is
