@@ -8,7 +8,7 @@ use super::facts::{Facts, Judge};
 use super::plan::{archive, at, Collector};
 use super::reads::{self, read_all, WHATS};
 use crate::collect::Evidence;
-use crate::common::snapshot::{self, input, mutation, not_mutated, whole_digest};
+use crate::common::snapshot::{self, input, mutation, not_mutated};
 use crate::facts::final_of;
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{ProbeRecord, ProjectName};
@@ -37,23 +37,17 @@ pub fn judge_stable(j: &Judge, rec: &ProbeRecord) -> Verdict {
     ) {
         return v;
     }
-    let mut same = 0;
-    for what in WHATS {
-        let (Some(a), Some(b)) = (
-            whole_digest(rec, &format!("{FIRST}: {what}")),
-            whole_digest(rec, &format!("{SECOND}: {what}")),
-        ) else {
-            continue;
-        };
-        if a != b {
+    let same = match snapshot::compare_reads(rec, FIRST, SECOND, &WHATS) {
+        Ok(n) => n,
+        Err(c) => {
             return fail(format!(
-                "the {what} changed between two fetches: {:.16}… then {:.16}…",
-                a.to_hex(),
-                b.to_hex()
-            ));
+                "the {} changed between two fetches: {:.16}… then {:.16}…",
+                c.what,
+                c.first.to_hex(),
+                c.second.to_hex()
+            ))
         }
-        same += 1;
-    }
+    };
     if same == 0 {
         return inconclusive("nothing was served whole twice");
     }
@@ -144,28 +138,23 @@ fn judge_mutation(j: &Judge, rec: &ProbeRecord, what: &str) -> Verdict {
             ));
         }
     }
-    let mut compared = 0;
-    for w in WHATS {
-        let (Some(b), Some(a)) = (
-            whole_digest(rec, &format!("{BEFORE}: {w}")),
-            whole_digest(rec, &format!("{AFTER}: {w}")),
-        ) else {
-            continue;
-        };
-        if a == after {
+    let compared = match snapshot::compare_reads(rec, BEFORE, AFTER, &WHATS) {
+        Ok(n) => n,
+        Err(c) if c.second == after => {
             return fail(format!(
-                "the {w} now serves the bytes of {file} as changed upstream"
-            ));
+                "the {} now serves the bytes of {file} as changed upstream",
+                c.what
+            ))
         }
-        if a != b {
+        Err(c) => {
             return fail(format!(
-                "the {w} changed after the upstream changed {file} (and re-signed its Release): {:.16}… then {:.16}…",
-                b.to_hex(),
-                a.to_hex()
-            ));
+                "the {} changed after the upstream changed {file} (and re-signed its Release): {:.16}… then {:.16}…",
+                c.what,
+                c.first.to_hex(),
+                c.second.to_hex()
+            ))
         }
-        compared += 1;
-    }
+    };
     if compared == 0 {
         return inconclusive("nothing was served whole before and after the change");
     }

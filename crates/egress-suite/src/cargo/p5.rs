@@ -7,7 +7,7 @@ use super::controls::served_lines;
 use super::facts::{Facts, Judge};
 use super::plan::{index_file, root, Collector};
 use crate::collect::Evidence;
-use crate::common::snapshot::{self, input, mutation, not_mutated, whole_digest};
+use crate::common::snapshot::{self, input, mutation, not_mutated};
 use crate::judge::{fail, inconclusive, pass, skipped, Verdict};
 use egress_model::ProbeRecord;
 
@@ -79,23 +79,17 @@ fn judge_change(j: &Judge, rec: &ProbeRecord, what: &str) -> Verdict {
     let Some((file, _, _)) = mutation(rec) else {
         return inconclusive(not_mutated(rec, &format!("the upstream did not {what}")));
     };
-    let mut compared = 0;
-    for w in WHATS {
-        let (Some(b), Some(a)) = (
-            whole_digest(rec, &format!("{BEFORE}: {w}")),
-            whole_digest(rec, &format!("{AFTER}: {w}")),
-        ) else {
-            continue;
-        };
-        if a != b {
+    let compared = match snapshot::compare_reads(rec, BEFORE, AFTER, &WHATS) {
+        Ok(n) => n,
+        Err(c) => {
             return fail(format!(
-                "the {w} changed after the upstream {what} ({file}): {:.16}… then {:.16}…",
-                b.to_hex(),
-                a.to_hex()
-            ));
+                "the {} changed after the upstream {what} ({file}): {:.16}… then {:.16}…",
+                c.what,
+                c.first.to_hex(),
+                c.second.to_hex()
+            ))
         }
-        compared += 1;
-    }
+    };
     if compared == 0 {
         return inconclusive("nothing was served whole before and after the change");
     }

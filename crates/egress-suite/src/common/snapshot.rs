@@ -274,6 +274,43 @@ pub fn served_as_listed(
     Ok(Some(path.to_string()))
 }
 
+/// A resource whose whole bytes differ between two reads of it.
+pub struct Changed<'a> {
+    pub what: &'a str,
+    pub first: Sha256Digest,
+    pub second: Sha256Digest,
+}
+
+/// Each of `whats`, read as `"{first}: {what}"` and then as
+/// `"{second}: {what}"` (whole 2xx bodies; a resource not served whole both
+/// times is not compared): how many were compared when all kept their
+/// bytes, or the first that did not.
+pub fn compare_reads<'a>(
+    rec: &ProbeRecord,
+    first: &str,
+    second: &str,
+    whats: &[&'a str],
+) -> Result<usize, Changed<'a>> {
+    let mut compared = 0;
+    for what in whats {
+        let (Some(a), Some(b)) = (
+            whole_digest(rec, &format!("{first}: {what}")),
+            whole_digest(rec, &format!("{second}: {what}")),
+        ) else {
+            continue;
+        };
+        if a != b {
+            return Err(Changed {
+                what,
+                first: a,
+                second: b,
+            });
+        }
+        compared += 1;
+    }
+    Ok(compared)
+}
+
 /// The digest of a whole 2xx body at the end of a (same-origin) redirect
 /// chain; `None` when nothing whole was served.
 pub fn whole_digest(rec: &ProbeRecord, label: &str) -> Option<Sha256Digest> {

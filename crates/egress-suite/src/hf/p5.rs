@@ -7,7 +7,7 @@ use super::doc;
 use super::facts::{tree_files, Facts, Judge};
 use super::plan::{endpoint, first, Collector};
 use crate::collect::Evidence;
-use crate::common::snapshot::{self, input, mutation, not_mutated, whole_digest};
+use crate::common::snapshot::{self, input, mutation, not_mutated};
 use crate::facts::{final_of, success_body};
 use crate::judge::{fail, inconclusive, pass, short, skipped, Verdict};
 use egress_model::{Method, ProbeRecord};
@@ -131,23 +131,17 @@ pub fn judge_moved_main(j: &Judge, rec: &ProbeRecord) -> Verdict {
     let Some((file, _, _)) = mutation(rec) else {
         return inconclusive(not_mutated(rec, "the upstream did not move main"));
     };
-    let mut compared = 0;
-    for w in WHATS {
-        let (Some(b), Some(a)) = (
-            whole_digest(rec, &format!("{BEFORE}: {w}")),
-            whole_digest(rec, &format!("{AFTER}: {w}")),
-        ) else {
-            continue;
-        };
-        if a != b {
+    let compared = match snapshot::compare_reads(rec, BEFORE, AFTER, &WHATS) {
+        Ok(n) => n,
+        Err(c) => {
             return fail(format!(
-                "{w} changed after the upstream committed {file} on main: {:.16}… then {:.16}…",
-                b.to_hex(),
-                a.to_hex()
-            ));
+                "{} changed after the upstream committed {file} on main: {:.16}… then {:.16}…",
+                c.what,
+                c.first.to_hex(),
+                c.second.to_hex()
+            ))
         }
-        compared += 1;
-    }
+    };
     if compared == 0 {
         return inconclusive("nothing was served whole before and after the move");
     }
