@@ -8,7 +8,7 @@ use egress_suite::Report;
 use std::path::Path;
 
 pub fn main(format: Format, text: TextArgs, out: Option<&Path>) -> Result<u8, Failure> {
-    let pairs = builtin::run_all(&egress_references::PROTOCOLS)
+    let pairs = egress_references::registry::run_all(&egress_references::PROTOCOLS)
         .map_err(|e| Failure::internal(e.to_string()))?;
     let reports: Vec<&Report> = pairs.iter().flat_map(|p| [&p.a, &p.b]).collect();
     match format {

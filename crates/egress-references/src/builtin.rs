@@ -183,31 +183,6 @@ pub fn text(pairs: &[Pair]) -> String {
     text
 }
 
-/// Runs every protocol's pair, all at once; the pairs come back in the
-/// order given (`egress_references::PROTOCOLS`: every protocol).
-pub fn run_all(protocols: &[crate::registry::Registration]) -> Result<Vec<Pair>, BuiltinError> {
-    let Some((first, rest)) = protocols.split_first() else {
-        return Ok(Vec::new());
-    };
-    let others: Vec<_> = rest
-        .iter()
-        .map(|p| (p.title, std::thread::spawn(p.run)))
-        .collect();
-    let (a, b) = (first.run)()?;
-    let mut pairs = vec![Pair {
-        title: first.title,
-        a,
-        b,
-    }];
-    for (title, handle) in others {
-        let (a, b) = handle.join().map_err(|_| BuiltinError::Panicked {
-            what: format!("the {title} runs"),
-        })??;
-        pairs.push(Pair { title, a, b });
-    }
-    Ok(pairs)
-}
-
 /// The reference mirrors' server limits: the defaults, but for the
 /// per-client connection limit. In the built-in run the suite is the only
 /// client, from one address, and every refusal it sends is a connection

@@ -1,7 +1,7 @@
 //! `canary --listen ADDR`: the canary upstream as a long-lived service, for
 //! a lab to point its mirror's upstream at during a conformance run, its
 //! log and mutations behind a secret (`egress_references::control`). The
-//! canary itself is each protocol's, started by `egress_references::standalone`.
+//! canary itself is each protocol's, started by `egress_references::registry::serve`.
 
 use crate::control::{Secret, ServeOptions};
 pub use crate::standalone::apt_keyring_path;
@@ -81,7 +81,7 @@ pub fn main(args: CanaryArgs) -> Result<u8, Failure> {
         })?),
         kit: true,
     };
-    let running = crate::standalone::serve(protocol, &options)
+    let running = crate::registry::serve(protocol, &options)
         .map_err(|e| Failure::internal(format!("cannot listen on {listen}: {e}")))?;
     let keyring = match running.keyring() {
         Some(bytes) => {

@@ -3,7 +3,7 @@
 //! [`PROTOCOLS`] in `lib.rs` lists them. The built-in run, the standalone
 //! canary and the conformance kit all read that one list.
 
-use crate::builtin::BuiltinError;
+use crate::builtin::{BuiltinError, Pair};
 use crate::control::ServeOptions;
 use crate::kit::KitFile;
 use crate::standalone::Running;
@@ -34,6 +34,41 @@ pub struct Registration {
 /// test checks it).
 pub fn of(protocol: egress_suite::Protocol) -> Option<&'static Registration> {
     crate::PROTOCOLS.iter().find(|r| r.protocol == protocol)
+}
+
+/// Runs every protocol's pair, all at once; the pairs come back in the
+/// order given (`egress_references::PROTOCOLS`: every protocol).
+pub fn run_all(protocols: &[Registration]) -> Result<Vec<Pair>, BuiltinError> {
+    let Some((first, rest)) = protocols.split_first() else {
+        return Ok(Vec::new());
+    };
+    let others: Vec<_> = rest
+        .iter()
+        .map(|p| (p.title, std::thread::spawn(p.run)))
+        .collect();
+    let (a, b) = (first.run)()?;
+    let mut pairs = vec![Pair {
+        title: first.title,
+        a,
+        b,
+    }];
+    for (title, handle) in others {
+        let (a, b) = handle.join().map_err(|_| BuiltinError::Panicked {
+            what: format!("the {title} runs"),
+        })??;
+        pairs.push(Pair { title, a, b });
+    }
+    Ok(pairs)
+}
+
+/// Starts the standalone canary of `protocol` with `options`.
+pub fn serve(
+    protocol: egress_suite::Protocol,
+    options: &ServeOptions,
+) -> std::io::Result<Box<dyn Running>> {
+    let r = of(protocol)
+        .ok_or_else(|| std::io::Error::other(format!("no canary is registered for {protocol}")))?;
+    (r.serve)(options)
 }
 
 #[cfg(test)]

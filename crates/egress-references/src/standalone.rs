@@ -2,10 +2,10 @@
 //! canary upstream served until stopped, for a lab to point its mirror's
 //! upstream at during a conformance run, its log and mutations behind a
 //! secret ([`crate::control`]). Each protocol's canary is [`Running`] in
-//! its own folder, and started by its [`crate::registry::Registration`].
+//! its own folder, and started by its `crate::registry::Registration`
+//! (`crate::registry::serve`).
 
-use crate::control::{ServeOptions, CONTROL_PREFIX};
-use std::io;
+use crate::control::CONTROL_PREFIX;
 use std::path::{Path, PathBuf};
 
 /// A running standalone canary.
@@ -22,16 +22,6 @@ pub trait Running: Send {
     }
 
     fn stop(self: Box<Self>);
-}
-
-/// Starts the canary of `protocol` with `options`.
-pub fn serve(
-    protocol: egress_suite::Protocol,
-    options: &ServeOptions,
-) -> io::Result<Box<dyn Running>> {
-    let r = crate::registry::of(protocol)
-        .ok_or_else(|| io::Error::other(format!("no canary is registered for {protocol}")))?;
-    (r.serve)(options)
 }
 
 /// The control API's line: `control URL: BASE/_egress-canary/`.
